@@ -1,0 +1,87 @@
+"""Factories for tiny, valid test data: build a record, then break exactly one thing."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from toolkit.schema.vocab import ACTION_INDEX, N_ACTIONS
+
+
+def make_player(seat: int, **overrides: Any) -> dict[str, Any]:
+    """A valid canonical player entry for ``seat``."""
+    player: dict[str, Any] = {
+        "seat": seat,
+        "life": 40 - 3 * seat,
+        "commander_damage_taken": 0,
+        "mana_available": 3,
+        "commander_tax": 0,
+        "hand_size": 5,
+        "graveyard_size": 1,
+        "creatures": 2,
+        "lands": 3,
+        "permanents": 5,
+        "total_power": 4,
+        "eliminated": False,
+        "hand": ["Sol Ring", "Llanowar Elves"],
+        "battlefield": ["Forest", "Forest", "Island"],
+        "graveyard": ["Counterspell"],
+        "command_zone": ["Atraxa, Praetors' Voice"],
+    }
+    player.update(overrides)
+    return player
+
+
+def make_snapshot(
+    *,
+    game_id: str = "g-0001",
+    seat: int = 1,
+    decision_index: int = 0,
+    pod_size: int = 4,
+    macro: str = "cast_creature",
+    **overrides: Any,
+) -> dict[str, Any]:
+    """A valid canonical record (as a JSON-ready dict); ``overrides`` replace top-level fields."""
+    record: dict[str, Any] = {
+        "schema_version": 1,
+        "source": "forge",
+        "dialect": "canonical",
+        "engine": "distill-game",
+        "game_id": game_id,
+        "decision_index": decision_index,
+        "turn": 3,
+        "phase": "main_1",
+        "seat": seat,
+        "pod_size": pod_size,
+        "players": [make_player(s) for s in range(pod_size)],
+        "action": {
+            "macro": macro,
+            "index": ACTION_INDEX[macro],
+            "label_source": "logged",
+            "raw_type": None,
+            "card": None,
+            "target": None,
+            "target_seat": None,
+            "raw": None,
+            "requested_index": None,
+        },
+        "legal_actions": [True] * N_ACTIONS,
+        "reward": 0.0,
+        "episode_return": 1.0,
+        "winner_seat": seat,
+        "is_draw": False,
+        "timed_out": False,
+        "seat_won": True,
+        "placement": 1,
+        "is_terminal": False,
+        "truncated": False,
+        "model_version": None,
+        "generation": None,
+        "deck_name": "Elves",
+        "commander": "Ezuri, Renegade Leader",
+        "archetype": "aggro",
+        "raw_outcome": None,
+        "flags": None,
+    }
+    record.update(copy.deepcopy(overrides))
+    return record

@@ -1,0 +1,1 @@
+"""The ``distill`` command line: one typer module per stage, thin by design."""

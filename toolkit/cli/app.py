@@ -1,0 +1,54 @@
+"""The root typer app, the global ``--home`` option and shared rendering helpers.
+
+Command modules import :data:`app` and register on it; ``toolkit.cli.main``
+imports them all. Only the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from toolkit.layout import HOME_ENV, Layout
+
+app = typer.Typer(
+    name="distill",
+    help="Distill: closed-loop policy distillation for game AI, data first.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+class _State:
+    home: Path | None = None
+
+
+state = _State()
+
+
+@app.callback()
+def _root(
+    home: Annotated[
+        Path | None,
+        typer.Option("--home", help=f"Data root (default: ${HOME_ENV} or ./datasets).", show_default=False),
+    ] = None,
+) -> None:
+    state.home = home
+
+
+def layout() -> Layout:
+    """The data-root layout chosen by ``--home`` / ``DISTILL_HOME`` / the default."""
+    return Layout.at(state.home)
+
+
+def print_json(payload: Any) -> None:
+    """Write machine-readable output to stdout (no colours, no wrapping)."""
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")

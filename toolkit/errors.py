@@ -1,0 +1,59 @@
+"""One root error for Distill, with one subclass per stage.
+
+Each error carries the next action a user can take (``hint``). Library code
+raises these; only the CLI turns them into a message and an exit code.
+"""
+
+from __future__ import annotations
+
+
+class DistillError(Exception):
+    """Root of every error Distill raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
+
+
+class UsageError(DistillError):
+    """The user asked for something that cannot be done as asked (exit code 2)."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A configuration field is invalid; the message names the field and the fix."""
+
+
+class SchemaError(DistillError):
+    """A record breaks the decision contract; ``field`` names the offending field."""
+
+    def __init__(self, message: str, *, field: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.field = field
+
+
+class DialectError(SchemaError):
+    """A record matches no known dialect, or its dialect cannot be converted."""
+
+
+class IngestError(DistillError):
+    """Ingest could not complete (not raised for bad lines: those are quarantined)."""
+
+
+class CatalogError(DistillError):
+    """The catalog or the lake is missing, locked, or of an unknown format version."""
+
+
+class QueryError(UsageError):
+    """A SQL statement was refused or failed."""
+
+
+class GameError(DistillError):
+    """The game was asked to do something its rules do not allow."""

@@ -1,0 +1,95 @@
+"""Where everything lives under the data root: the on-disk contract.
+
+The data root is ``./datasets`` under the current directory, or the folder
+named by ``--home`` or the ``DISTILL_HOME`` environment variable::
+
+    <home>/
+      catalog.duckdb                 files, batches, rejects (the DuckDB catalog)
+      lake/                          validated decisions, Parquet
+        source=<s>/generation=<g>/batch=<id>/part-<n>.parquet
+      quarantine/                    rejected lines, byte for byte, Parquet
+        batch=<id>/rejects.parquet
+      staging/                       work in progress; never read by queries
+        <batch-id>/...               a batch being written (removed or published)
+      builds/<name>/<fingerprint>/   built datasets (train/, holdout/, manifest.json)
+      reports/                       gate reports (JSON + HTML)
+      runs/<loop>/gen-NNN/           checkpoints, exports, per-step state
+
+Rows keep ``source`` and ``generation`` as columns too; the folder names only
+let a reader pick a source, a generation or a batch by path. Every artefact
+format carries a version; readers refuse versions they do not know.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+HOME_ENV: Final = "DISTILL_HOME"
+DEFAULT_HOME: Final = "datasets"
+LAKE_FORMAT_VERSION: Final = 1
+CATALOG_FILE: Final = "catalog.duckdb"
+NO_GENERATION: Final = "none"
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The data root: ``home`` if given, else ``$DISTILL_HOME``, else ``./datasets``."""
+    chosen = home or os.environ.get(HOME_ENV) or DEFAULT_HOME
+    return Path(chosen).expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Path templates under one data root."""
+
+    home: Path
+
+    @classmethod
+    def at(cls, home: str | os.PathLike[str] | None = None) -> Layout:
+        return cls(resolve_home(home))
+
+    @property
+    def catalog(self) -> Path:
+        return self.home / CATALOG_FILE
+
+    @property
+    def lake(self) -> Path:
+        return self.home / "lake"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.home / "quarantine"
+
+    @property
+    def staging(self) -> Path:
+        return self.home / "staging"
+
+    @property
+    def builds(self) -> Path:
+        return self.home / "builds"
+
+    @property
+    def reports(self) -> Path:
+        return self.home / "reports"
+
+    @property
+    def runs(self) -> Path:
+        return self.home / "runs"
+
+    def lake_glob(self) -> str:
+        """Glob of every published lake file."""
+        return str(self.lake / "source=*" / "generation=*" / "batch=*" / "*.parquet")
+
+    def quarantine_glob(self) -> str:
+        return str(self.quarantine / "batch=*" / "*.parquet")
+
+    @staticmethod
+    def partition(source: str, generation: int | None, batch_id: str) -> Path:
+        """Relative folder of one (source, generation, batch) partition."""
+        gen = NO_GENERATION if generation is None else f"{generation:03d}"
+        return Path(f"source={source}") / f"generation={gen}" / f"batch={batch_id}"
+
+    def staging_for(self, batch_id: str) -> Path:
+        return self.staging / batch_id

@@ -1,0 +1,15 @@
+"""The canonical decision contract: models, vocabularies, column names, derived schemas."""
+
+from toolkit.schema.models import ActionRecord, DecisionSnapshot, PlayerState, cross_field_errors
+from toolkit.schema.vocab import ACTION_INDEX, MACRO_ACTIONS, N_ACTIONS, SCHEMA_VERSION
+
+__all__ = [
+    "ACTION_INDEX",
+    "MACRO_ACTIONS",
+    "N_ACTIONS",
+    "SCHEMA_VERSION",
+    "ActionRecord",
+    "DecisionSnapshot",
+    "PlayerState",
+    "cross_field_errors",
+]
