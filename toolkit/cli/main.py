@@ -10,13 +10,14 @@ from toolkit.cli.app import app, err_console
 from toolkit.errors import DistillError
 
 # Each import registers its commands on `app`.
-from toolkit.cli import schemas_cmd  # noqa: E402,F401
+from toolkit.cli import data_cmd, schemas_cmd  # noqa: E402,F401
 
 
 def main() -> None:
     """Run the CLI; a :class:`DistillError` becomes a message and its exit code."""
     try:
-        app(standalone_mode=False)
+        # Without standalone mode, click returns the code of `typer.Exit`.
+        code = app(standalone_mode=False)
     except DistillError as error:
         err_console.print(f"[red]error:[/red] {error.message}")
         if error.hint:
@@ -30,3 +31,4 @@ def main() -> None:
     except click.exceptions.Abort:
         err_console.print("aborted")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,218 @@
+"""The ingest stage: decision-log files in, one atomic batch per file in the lake.
+
+Each file becomes one batch (its id derives from the file's content hash):
+validated rows go to the lake with lineage columns, bad lines go byte for
+byte to the quarantine, duplicates of decisions already seen (in the file or
+in the lake) are quarantined with a pointer to the first. A file whose
+content was ingested before is a no-op that says so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit import __version__
+from toolkit.catalog.publish import Lineage, StagedBatch
+from toolkit.catalog.store import Catalog, move_tree
+from toolkit.ingest.dedup import find_duplicates
+from toolkit.ingest.reader import expand_paths, file_sha256, read_chunks
+from toolkit.ingest.rowpath import Problem
+from toolkit.ingest.validate import FileReport, ReadOptions, Reject, decision_keys, validate_file
+from toolkit.layout import Layout
+from toolkit.schema import columns as col
+
+
+class IngestConfig(BaseModel):
+    """What ``distill ingest`` does; every field is a CLI flag."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read: ReadOptions = Field(default_factory=ReadOptions)
+
+
+@dataclass
+class FileIngest:
+    """What happened to one file."""
+
+    path: str
+    sha256: str
+    status: str  # "ingested" | "already_ingested" | "empty"
+    batch_id: str | None
+    report: FileReport
+    duplicates: int = 0
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "status": self.status,
+            "batch_id": self.batch_id,
+            "duplicates": self.duplicates,
+            "note": self.note,
+            **{k: v for k, v in self.report.as_dict().items() if k != "path"},
+        }
+
+
+@dataclass
+class IngestResult:
+    """The outcome of one ingest run."""
+
+    files: list[FileIngest] = field(default_factory=list)
+
+    @property
+    def rows_valid(self) -> int:
+        return sum(f.report.valid for f in self.files if f.status == "ingested")
+
+    @property
+    def rows_rejected(self) -> int:
+        return sum(f.report.invalid for f in self.files if f.status == "ingested")
+
+    @property
+    def batches(self) -> list[str]:
+        return [f.batch_id for f in self.files if f.status == "ingested" and f.batch_id]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rows_valid": self.rows_valid,
+            "rows_rejected": self.rows_rejected,
+            "batches": self.batches,
+            "files": [f.as_dict() for f in self.files],
+        }
+
+
+ProgressFn = Callable[[str, int], None]
+
+
+def batch_id_for(sha256: str) -> str:
+    """The batch id of a file: a pure function of its content."""
+    return f"b{sha256[:16]}"
+
+
+def ingest_paths(
+    paths: list[Path], layout: Layout, config: IngestConfig | None = None, progress: ProgressFn | None = None
+) -> IngestResult:
+    """Ingest files and folders into the lake under ``layout``.
+
+    Args:
+        paths: files or folders (searched recursively for decision logs).
+        progress: called with (file, rows done in that file) as work advances.
+
+    Raises:
+        UsageError: a path is missing or a folder holds no log file.
+        CatalogError: the catalog cannot be opened.
+    """
+    config = config or IngestConfig()
+    files = expand_paths(paths)
+    result = IngestResult()
+    with Catalog.open(layout) as catalog:
+        for path in files:
+            result.files.append(_ingest_file(path, catalog, config, progress))
+    return result
+
+
+def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
+    sha = file_sha256(path)
+    report = FileReport(str(path))
+    earlier = catalog.batch_for_file(sha)
+    if earlier is not None:
+        return FileIngest(str(path), sha, "already_ingested", earlier[0], report,
+                          note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}")
+    batch_id = batch_id_for(sha)
+    layout = catalog.layout
+    shutil.rmtree(layout.staging_for(batch_id), ignore_errors=True)
+    staged = StagedBatch(layout, Lineage(batch_id, str(path), sha))
+    keys: list[pa.Table] = []
+    try:
+        for part in validate_file(path, config.read, report):
+            staged.write(part)
+            keys.append(decision_keys(part))
+            if progress is not None:
+                progress(str(path), report.valid + report.invalid)
+        if report.lines == report.blank and not staged.rejects:
+            shutil.rmtree(staged.root, ignore_errors=True)
+            return FileIngest(str(path), sha, "empty", None, report, note="file holds no record: nothing ingested")
+        duplicates = _quarantine_duplicates(path, staged, keys, catalog, report)
+        staged.close()
+        catalog.record_batch(_batch_row(batch_id, sha, staged, report, duplicates, config), _file_row(path, sha, batch_id, report))
+    except BaseException:
+        shutil.rmtree(staged.root, ignore_errors=True)
+        raise
+    move_tree(staged.root, layout.home)
+    shutil.rmtree(staged.root, ignore_errors=True)
+    catalog.refresh_views()
+    return FileIngest(str(path), sha, "ingested", batch_id, report, duplicates)
+
+
+def _quarantine_duplicates(
+    path: Path, staged: StagedBatch, keys: list[pa.Table], catalog: Catalog, report: FileReport
+) -> int:
+    if not keys:
+        return 0
+    table = pa.concat_tables(keys)
+    table = table.append_column(col.SOURCE_FILE, pa.array([str(path)] * table.num_rows, pa.string()))
+    table = table.append_column("ordinal", pa.array([0] * table.num_rows, pa.int32()))
+    duplicates = find_duplicates(catalog.con, table, existing="decisions")
+    if not duplicates:
+        return 0
+    lines = {d.line for d in duplicates}
+    staged.drop_lines(lines)
+    raw = read_lines(path, lines)
+    for duplicate in duplicates:
+        reject = Reject(str(path), duplicate.line, raw[duplicate.line],
+                        [Problem("game_id", "duplicate", duplicate.message())])
+        staged.rejects.append(reject)
+        report.valid -= 1
+        report.add_reject(reject)
+    return len(duplicates)
+
+
+def read_lines(path: Path, wanted: set[int]) -> dict[int, bytes]:
+    """The exact bytes of the given (1-based) lines of ``path``."""
+    found: dict[int, bytes] = {}
+    for chunk in read_chunks(path):
+        last = chunk.first_line + len(chunk.lines) - 1
+        for line in (n for n in wanted if chunk.first_line <= n <= last):
+            found[line] = chunk.raw(line - chunk.first_line)
+    return found
+
+
+def _batch_row(batch_id: str, sha: str, staged: StagedBatch, report: FileReport, duplicates: int,
+               config: IngestConfig) -> dict[str, Any]:
+    return {
+        "batch_id": batch_id,
+        "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        "file_sha256": sha,
+        "rows_valid": report.valid,
+        "rows_rejected": report.invalid,
+        "rows_duplicate": duplicates,
+        "sources": staged.sources,
+        "generations": staged.generations,
+        "source_override": config.read.source,
+        "dialect_override": config.read.dialect,
+        "distill_version": __version__,
+    }
+
+
+def _file_row(path: Path, sha: str, batch_id: str, report: FileReport) -> dict[str, Any]:
+    return {
+        "file_sha256": sha,
+        "path": str(path),
+        "size_bytes": path.stat().st_size,
+        "batch_id": batch_id,
+        "lines": report.lines,
+        "blank_lines": report.blank,
+        "rows_valid": report.valid,
+        "rows_rejected": report.invalid,
+        "dialects": json.dumps(dict(sorted(report.dialects.items()))),
+        "ingested_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
+    }

@@ -1,0 +1,175 @@
+"""Write one batch into its staging folder: lake partitions and quarantine.
+
+Nothing here is visible to queries: ``toolkit.catalog.store`` makes a staged
+batch visible by recording it, then moving it into place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from toolkit.ingest.validate import Part, Reject
+from toolkit.layout import Layout
+from toolkit.schema import columns as col
+from toolkit.catalog.store import QUARANTINE_SCHEMA
+from toolkit.schema.arrow import lake_schema
+
+PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "write_statistics": True}
+ROW_GROUP_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where a batch's rows come from."""
+
+    batch_id: str
+    file: str
+    sha256: str
+
+
+class _PartitionWriter:
+    """Buffers rows of one (source, generation) partition into large row groups."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.writer = pq.ParquetWriter(path, lake_schema(), **PARQUET_OPTIONS)
+        self.buffer: list[pa.Table] = []
+        self.buffered = 0
+        self.rows = 0
+        self.closed = False
+
+    def write(self, table: pa.Table) -> None:
+        self.buffer.append(table)
+        self.buffered += table.num_rows
+        if self.buffered >= ROW_GROUP_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffered:
+            self.writer.write_table(pa.concat_tables(self.buffer), row_group_size=max(self.buffered, 1))
+            self.rows += self.buffered
+            self.buffer, self.buffered = [], 0
+
+    def close(self) -> None:
+        if not self.closed:
+            self.flush()
+            self.writer.close()
+            self.closed = True
+
+
+class StagedBatch:
+    """Collects a batch's accepted rows and rejects under ``staging/<batch>/``."""
+
+    def __init__(self, layout: Layout, lineage: Lineage) -> None:
+        self.layout = layout
+        self.lineage = lineage
+        self.root = layout.staging_for(lineage.batch_id)
+        self.partitions: dict[tuple[str, int | None], _PartitionWriter] = {}
+        self.rejects: list[Reject] = []
+        self.rows = 0
+
+    def write(self, part: Part) -> None:
+        """Stage a validated part: rows to their partitions, rejects to the quarantine list."""
+        self.rejects.extend(part.rejects)
+        if part.table.num_rows == 0:
+            return
+        table = self._with_lineage(part)
+        for key, rows in _split_by_partition(table):
+            if key not in self.partitions:
+                relative = Layout.partition(key[0], key[1], self.lineage.batch_id)
+                self.partitions[key] = _PartitionWriter(self.root / "lake" / relative / "part-00000.parquet")
+            self.partitions[key].write(rows)
+        self.rows += table.num_rows
+
+    def _with_lineage(self, part: Part) -> pa.Table:
+        n = part.table.num_rows
+        lineage = {
+            col.BATCH_ID: pa.array(np.full(n, self.lineage.batch_id, dtype=object), pa.string()),
+            col.SOURCE_FILE: pa.array(np.full(n, self.lineage.file, dtype=object), pa.string()),
+            col.SOURCE_LINE: pa.array(part.lines, pa.int64()),
+            col.FILE_SHA256: pa.array(np.full(n, self.lineage.sha256, dtype=object), pa.string()),
+        }
+        table = part.table
+        for name, values in lineage.items():
+            table = table.append_column(name, values)
+        return table.cast(lake_schema())
+
+    def drop_lines(self, lines: set[int]) -> int:
+        """Remove staged rows by line number (duplicates found after writing).
+
+        Rewrites only the partitions that hold such lines; returns rows removed.
+        """
+        for writer in self.partitions.values():
+            writer.close()
+        removed = 0
+        wanted = pa.array(sorted(lines), pa.int64())
+        for writer in self.partitions.values():
+            table = pq.read_table(writer.path)
+            keep = pc.invert(pc.is_in(table[col.SOURCE_LINE], value_set=wanted))
+            kept = table.filter(keep)
+            removed += table.num_rows - kept.num_rows
+            if kept.num_rows != table.num_rows:
+                pq.write_table(kept, writer.path, row_group_size=ROW_GROUP_ROWS, **PARQUET_OPTIONS)
+        for key, writer in list(self.partitions.items()):
+            if pq.read_metadata(writer.path).num_rows == 0:
+                writer.path.unlink()
+                del self.partitions[key]
+        self.rows -= removed
+        return removed
+
+    def close(self) -> None:
+        """Finish every staged file (rows and quarantine)."""
+        for writer in self.partitions.values():
+            writer.close()
+        if self.rejects:
+            path = self.root / "quarantine" / f"batch={self.lineage.batch_id}" / "rejects.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(self._rejects_table(), path, **PARQUET_OPTIONS)
+
+    def _rejects_table(self) -> pa.Table:
+        rejects = sorted(self.rejects, key=lambda r: r.line)
+        return pa.Table.from_pylist(
+            [
+                {
+                    col.BATCH_ID: self.lineage.batch_id,
+                    col.SOURCE_FILE: r.file,
+                    col.SOURCE_LINE: r.line,
+                    col.FILE_SHA256: self.lineage.sha256,
+                    "raw": r.raw,
+                    "reason": "; ".join(p.render() for p in r.problems),
+                    "problems": [{"field": p.field, "code": p.code, "message": p.message} for p in r.problems],
+                }
+                for r in rejects
+            ],
+            schema=QUARANTINE_SCHEMA,
+        )
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({source for source, _ in self.partitions})
+
+    @property
+    def generations(self) -> list[int]:
+        return sorted({gen for _, gen in self.partitions if gen is not None})
+
+
+def _split_by_partition(table: pa.Table) -> Iterator[tuple[tuple[str, int | None], pa.Table]]:
+    """Yield ((source, generation), rows) for each partition present in ``table``."""
+    keys = pa.table({"s": table[col.SOURCE], "g": table[col.GENERATION]})
+    unique = keys.group_by(["s", "g"]).aggregate([]).to_pylist()
+    if len(unique) == 1:
+        yield (unique[0]["s"], unique[0]["g"]), table
+        return
+    for key in unique:
+        mask = pc.equal(table[col.SOURCE], key["s"])
+        gen = table[col.GENERATION]
+        mask = pc.and_(mask, pc.is_null(gen) if key["g"] is None else pc.fill_null(pc.equal(gen, key["g"]), False))
+        yield (key["s"], key["g"]), table.filter(mask)

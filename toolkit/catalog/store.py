@@ -1,0 +1,251 @@
+"""The DuckDB catalog over the Parquet lake.
+
+The catalog is one DuckDB file under the data root. It owns three tables
+(``catalog_meta``, ``batches``, ``files``) and, per connection, the views
+users query: ``decisions`` and ``rejects`` (the lake and the quarantine,
+restricted to committed batches), ``games`` (one row per game).
+
+Publishing protocol (see ``toolkit.catalog.publish``): a batch is written
+under ``staging/<batch>/``, then recorded in ``batches`` in one transaction,
+then moved into ``lake/`` and ``quarantine/``. A batch is visible only once
+recorded (the views semi-join ``batches``), so a crash never shows half a
+batch; :meth:`Catalog.recover` finishes recorded batches and deletes
+unrecorded staging folders.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from toolkit.errors import CatalogError
+from toolkit.layout import LAKE_FORMAT_VERSION, Layout
+from toolkit.schema import columns as col
+from toolkit.schema.arrow import lake_schema
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field(col.BATCH_ID, pa.string(), nullable=False),
+        pa.field(col.SOURCE_FILE, pa.string(), nullable=False),
+        pa.field(col.SOURCE_LINE, pa.int64(), nullable=False),
+        pa.field(col.FILE_SHA256, pa.string(), nullable=False),
+        pa.field("raw", pa.binary(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field(
+            "problems",
+            pa.list_(pa.struct([("field", pa.string()), ("code", pa.string()), ("message", pa.string())])),
+            nullable=False,
+        ),
+    ]
+)
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS catalog_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id VARCHAR PRIMARY KEY,
+    created_at TIMESTAMP NOT NULL,
+    file_sha256 VARCHAR NOT NULL,
+    rows_valid BIGINT NOT NULL,
+    rows_rejected BIGINT NOT NULL,
+    rows_duplicate BIGINT NOT NULL,
+    sources VARCHAR[] NOT NULL,
+    generations INTEGER[] NOT NULL,
+    source_override VARCHAR,
+    dialect_override VARCHAR,
+    status VARCHAR NOT NULL DEFAULT 'ingested',
+    status_reason VARCHAR,
+    distill_version VARCHAR NOT NULL
+);
+CREATE TABLE IF NOT EXISTS files (
+    file_sha256 VARCHAR PRIMARY KEY,
+    path VARCHAR NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    batch_id VARCHAR NOT NULL,
+    lines BIGINT NOT NULL,
+    blank_lines BIGINT NOT NULL,
+    rows_valid BIGINT NOT NULL,
+    rows_rejected BIGINT NOT NULL,
+    dialects VARCHAR NOT NULL,
+    ingested_at TIMESTAMP NOT NULL
+);
+"""
+
+# Batch review states: set by gates and the loop, never by ingest.
+BATCH_STATES = ("ingested", "accepted", "rejected")
+
+
+class Catalog:
+    """A connection to the catalog of one data root, with the views registered."""
+
+    def __init__(self, layout: Layout, connection: duckdb.DuckDBPyConnection, read_only: bool) -> None:
+        self.layout = layout
+        self.con = connection
+        self.read_only = read_only
+
+    @classmethod
+    def open(cls, layout: Layout, *, read_only: bool = False) -> Catalog:
+        """Open (creating it when writable) the catalog of ``layout``.
+
+        Raises:
+            CatalogError: read-only on a data root with no catalog, a catalog
+                locked by another process, or an unknown format version.
+        """
+        if read_only and not layout.catalog.exists():
+            raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
+        if read_only and layout.staging.exists() and any(layout.staging.iterdir()):
+            cls.open(layout).close()  # finish or discard interrupted batches first
+        layout.home.mkdir(parents=True, exist_ok=True)
+        try:
+            con = duckdb.connect(str(layout.catalog), read_only=read_only)
+        except duckdb.IOException as error:
+            raise CatalogError(f"cannot open {layout.catalog}: {error}", hint="is another distill running?") from error
+        catalog = cls(layout, con, read_only)
+        if not read_only:
+            con.execute(_TABLES)
+            con.execute(
+                "INSERT INTO catalog_meta VALUES ('format_version', ?) ON CONFLICT DO NOTHING",
+                [str(LAKE_FORMAT_VERSION)],
+            )
+            catalog.recover()
+        catalog._check_version()
+        catalog._register_views()
+        return catalog
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_version(self) -> None:
+        rows = self.con.execute("SELECT value FROM catalog_meta WHERE key = 'format_version'").fetchall()
+        row = rows[0] if rows else None
+        if row is None or int(row[0]) != LAKE_FORMAT_VERSION:
+            found = row[0] if row else "none"
+            raise CatalogError(
+                f"catalog format version {found} at {self.layout.catalog}; this distill reads {LAKE_FORMAT_VERSION}",
+                hint="use the distill version that wrote it, or re-ingest into a new --home",
+            )
+
+    def _register_views(self) -> None:
+        lake = self.layout.lake_glob()
+        quarantine = self.layout.quarantine_glob()
+        self._register_parquet_view("decisions", lake, lake_schema())
+        self._register_parquet_view("rejects", quarantine, QUARANTINE_SCHEMA)
+        self.con.execute(
+            f"""
+            CREATE OR REPLACE TEMP VIEW games AS
+            SELECT {col.GAME_ID},
+                   CASE WHEN count(DISTINCT {col.SOURCE}) = 1 THEN any_value({col.SOURCE}) ELSE 'mixed' END AS source,
+                   list(DISTINCT {col.SOURCE} ORDER BY {col.SOURCE}) AS sources,
+                   max({col.POD_SIZE}) AS pod_size,
+                   any_value({col.WINNER_SEAT}) AS winner_seat,
+                   bool_or({col.IS_DRAW}) AS is_draw,
+                   bool_or({col.TIMED_OUT}) AS timed_out,
+                   max({col.TURN}) AS turns,
+                   count(*) AS decisions,
+                   count(DISTINCT {col.SEAT}) AS seats_logged,
+                   min({col.GENERATION}) AS generation,
+                   list(DISTINCT {col.BATCH_ID}) AS batches
+            FROM decisions GROUP BY {col.GAME_ID}
+            """
+        )
+
+    def _register_parquet_view(self, name: str, pattern: str, schema: pa.Schema) -> None:
+        if glob.glob(pattern):
+            source = f"read_parquet('{_sql_str(pattern)}', hive_partitioning = false)"
+        else:  # no file yet: an empty relation with the right columns
+            self.con.register(f"_empty_{name}", schema.empty_table())
+            source = f"_empty_{name}"
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source} "
+            f"WHERE {col.BATCH_ID} IN (SELECT batch_id FROM batches)"
+        )
+
+    def refresh_views(self) -> None:
+        """Re-register the views (after files were published by this connection)."""
+        self._register_views()
+
+    # -- batches and files ---------------------------------------------------------
+
+    def batch_for_file(self, sha256: str) -> tuple[str, str] | None:
+        """(batch id, path) of an earlier ingest of a file with this content, if any."""
+        rows = self.con.execute("SELECT batch_id, path FROM files WHERE file_sha256 = ?", [sha256]).fetchall()
+        row = rows[0] if rows else None
+        return (row[0], row[1]) if row else None
+
+    def record_batch(self, batch: dict[str, Any], file: dict[str, Any]) -> None:
+        """Record a staged batch and its file in one transaction: the commit point."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            _insert(self.con, "batches", batch)
+            _insert(self.con, "files", file)
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def set_batch_status(self, batch_id: str, status: str, reason: str | None = None) -> None:
+        """Mark a batch accepted or rejected (kept either way); used by gates and the loop."""
+        if status not in BATCH_STATES:
+            raise CatalogError(f"unknown batch status {status!r}", hint=f"use one of {', '.join(BATCH_STATES)}")
+        updated = self.con.execute(
+            "UPDATE batches SET status = ?, status_reason = ? WHERE batch_id = ? RETURNING batch_id",
+            [status, reason, batch_id],
+        ).fetchall()
+        if not updated:
+            raise CatalogError(f"no batch {batch_id!r} in the catalog", hint="list them: distill sql 'FROM batches'")
+
+    def committed_batches(self) -> set[str]:
+        return {row[0] for row in self.con.execute("SELECT batch_id FROM batches").fetchall()}
+
+    # -- crash recovery --------------------------------------------------------------
+
+    def recover(self) -> list[str]:
+        """Publish staged batches that were recorded, delete those that were not.
+
+        Returns the batch ids that were finished.
+        """
+        staging = self.layout.staging
+        if not staging.exists():
+            return []
+        recorded = self.committed_batches()
+        finished = []
+        for folder in sorted(p for p in staging.iterdir() if p.is_dir()):
+            if folder.name in recorded:
+                move_tree(folder, self.layout.home)
+                finished.append(folder.name)
+            shutil.rmtree(folder, ignore_errors=True)
+        return finished
+
+
+def move_tree(staged: Path, home: Path) -> None:
+    """Move every leaf folder under ``staged`` to the same relative place under
+    ``home`` with one rename each; folders already there are left alone (so a
+    second run after a crash finishes the job)."""
+    for leaf in sorted(staged.rglob("batch=*")):
+        if not leaf.is_dir():
+            continue
+        target = home / leaf.relative_to(staged)
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        leaf.rename(target)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
+    names = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    con.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(row.values()))
+
+
+def _sql_str(text: str) -> str:
+    return text.replace("'", "''")

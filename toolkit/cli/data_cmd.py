@@ -1,0 +1,173 @@
+"""``distill validate``, ``distill ingest`` and ``distill sql``: thin wrappers over the data stages."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Iterator
+
+import typer
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolkit.cli.app import app, console, err_console, layout, print_json
+from toolkit.errors import UsageError
+
+PathsArg = Annotated[list[Path], typer.Argument(help="Files or folders (.jsonl, .jsonl.gz, .jsonl.zst).", show_default=False)]
+DialectOpt = Annotated[str | None, typer.Option("--dialect", help="Force a dialect: canonical, forge, sim, ds, ppo_legacy.")]
+SourceOpt = Annotated[str | None, typer.Option("--source", help="Force the source role of every row (e.g. forge, ppo).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Any]:
+    """A rich progress line on stderr, or a no-op callback."""
+    if not enabled:
+        yield None
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=None),
+                  TextColumn("{task.completed:,} rows"), TimeElapsedColumn(), console=err_console,
+                  transient=True) as bar:
+        task = bar.add_task("reading", total=None)
+
+        def update(file: str, rows: int) -> None:
+            bar.update(task, description=Path(file).name, completed=rows)
+
+        yield update
+
+
+def _read_options(dialect: str | None, source: str | None) -> Any:
+    from toolkit.ingest.validate import ReadOptions
+
+    return ReadOptions(dialect=dialect, source=source)
+
+
+def _counts_table(title: str, rows: list[dict[str, Any]], extra: list[str]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for name in ["file", *extra, "lines", "valid", "invalid", "blank", "dialects", "invalid by reason"]:
+        table.add_column(name, justify="right" if name in {"lines", "valid", "invalid", "blank"} else "left")
+    for row in rows:
+        table.add_row(
+            Path(row["path"]).name,
+            *[str(row.get(name) or "") for name in extra],
+            f"{row['lines']:,}", f"{row['valid']:,}", f"{row['invalid']:,}", f"{row['blank']:,}",
+            ", ".join(f"{k} {v:,}" for k, v in row["dialects"].items()),
+            ", ".join(f"{k} {v:,}" for k, v in row["reasons"].items()),
+        )
+    return table
+
+
+@app.command()
+def validate(
+    paths: PathsArg,
+    dialect: DialectOpt = None,
+    source: SourceOpt = None,
+    as_json: JsonOpt = False,
+    errors_out: Annotated[Path | None, typer.Option("--errors-out", help="Write every problem to FILE.")] = None,
+    max_errors: Annotated[int, typer.Option("--max-errors", help="Problems shown in the terminal.")] = 30,
+) -> None:
+    """Check decision logs against the contract; exit 0 if all valid, 1 if not, 2 on usage errors."""
+    from toolkit.ingest.files import validate_paths
+
+    with _progress(not as_json and sys.stderr.isatty()) as progress:
+        result = validate_paths(paths, _read_options(dialect, source), progress)
+    if errors_out is not None:
+        errors_out.write_text("".join(p.render() + "\n" for p in result.problems), encoding="utf-8")
+    if as_json:
+        print_json(result.as_dict())
+    else:
+        console.print(_counts_table("validate", [r.as_dict() for r in result.reports], []))
+        for problem in result.problems[:max_errors]:
+            console.print(problem.render(), markup=False, soft_wrap=True)
+        hidden = len(result.problems) - max_errors
+        if hidden > 0:
+            console.print(f"... {hidden:,} more problems: see --json or --errors-out FILE")
+        console.print("[green]all valid[/green]" if result.ok else f"[red]{len(result.problems):,} problems[/red]")
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@app.command()
+def ingest(
+    paths: PathsArg,
+    dialect: DialectOpt = None,
+    source: SourceOpt = None,
+    as_json: JsonOpt = False,
+    fail_on_reject: Annotated[bool, typer.Option("--fail-on-reject", help="Exit 1 if any line was rejected.")] = False,
+) -> None:
+    """Validate logs and add them to the lake: one batch per file, bad lines to quarantine."""
+    from toolkit.catalog.ingest import IngestConfig, ingest_paths
+
+    config = IngestConfig(read=_read_options(dialect, source))
+    with _progress(not as_json and sys.stderr.isatty()) as progress:
+        result = ingest_paths(paths, layout(), config, progress)
+    if as_json:
+        print_json(result.as_dict())
+    else:
+        rows = [f.as_dict() for f in result.files]
+        console.print(_counts_table(f"ingest into {layout().home}", rows, ["status", "batch_id"]))
+        for file in result.files:
+            if file.note:
+                console.print(f"{Path(file.path).name}: {file.note}", markup=False)
+        console.print(
+            f"{result.rows_valid:,} rows in {len(result.batches)} new batch(es); "
+            f"{result.rows_rejected:,} lines quarantined (distill sql \"FROM rejects\")"
+        )
+    raise typer.Exit(1 if fail_on_reject and result.rows_rejected else 0)
+
+
+@app.command()
+def sql(
+    statement: Annotated[str, typer.Argument(help="One SELECT over decisions, games, files, batches, rejects.")],
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
+    as_json: JsonOpt = False,
+    parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the result to a Parquet FILE.")] = None,
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown as a table.")] = 100,
+) -> None:
+    """Query the catalog with DuckDB SQL (read-only)."""
+    from toolkit.catalog.query import run_query
+    from toolkit.catalog.store import Catalog
+
+    if sum([as_csv, as_json, parquet is not None]) > 1:
+        raise UsageError("choose one of --csv, --json, --parquet")
+    with Catalog.open(layout(), read_only=True) as catalog:
+        result = run_query(catalog, statement)
+    if parquet is not None:
+        import pyarrow.parquet as pq
+
+        pq.write_table(result, parquet)
+        console.print(f"wrote {result.num_rows:,} rows to {parquet}")
+    elif as_json:
+        print_json([{k: _plain(v) for k, v in row.items()} for row in result.to_pylist()])
+    elif as_csv:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(result.column_names)
+        for row in result.to_pylist():
+            writer.writerow([_cell(v) for v in row.values()])
+    else:
+        table = Table(*result.column_names)
+        for row in result.slice(0, max_rows).to_pylist():
+            table.add_row(*[_cell(v)[:80] for v in row.values()])
+        console.print(table)
+        if result.num_rows > max_rows:
+            console.print(f"({result.num_rows:,} rows, {max_rows} shown: --max-rows, --csv or --json for all)")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="backslashreplace")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(_plain(value), default=str)
+    return str(_plain(value))

@@ -1,0 +1,1 @@
+"""Files in, validated Arrow batches and byte-exact rejects out; writes nothing itself."""

@@ -1,0 +1,114 @@
+"""Read decision-log files as chunks of raw lines, byte for byte.
+
+Supports ``.jsonl``, ``.jsonl.gz`` and ``.jsonl.zst`` (by suffix). A chunk holds
+whole lines only, each with its original terminator, so a rejected line can be
+quarantined exactly as it was in the file and the lines of a file concatenate
+back to the file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from toolkit.errors import UsageError
+
+SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst")
+CHUNK_BYTES: Final[int] = 8 << 20
+UTF8_BOM: Final[bytes] = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive whole lines of one file; ``first_line`` is 1-based.
+
+    ``lines`` hold each line's bytes without its ``\n`` (a ``\r`` of a CRLF
+    ending stays). Every line ended with ``\n`` except, when ``ends_open`` is
+    true, the last one: the file's final line had no newline.
+    """
+
+    first_line: int
+    lines: list[bytes]
+    ends_open: bool = False
+
+    def raw(self, index: int) -> bytes:
+        """The exact bytes of line ``index`` of this chunk as stored in the file."""
+        open_end = self.ends_open and index == len(self.lines) - 1
+        return self.lines[index] if open_end else self.lines[index] + b"\n"
+
+
+def is_log_file(path: Path) -> bool:
+    """Whether ``path`` has a decision-log suffix we read."""
+    return path.name.endswith(SUFFIXES)
+
+
+def expand_paths(paths: list[Path]) -> list[Path]:
+    """Files named, plus log files found (recursively, sorted) under folders named.
+
+    Raises:
+        UsageError: a path does not exist, or a folder holds no log file.
+    """
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or folder", hint="check the path, or quote a glob")
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file() and is_log_file(p))
+            if not files:
+                raise UsageError(f"{path}: folder holds no {', '.join(SUFFIXES[:3])} file")
+            found.extend(files)
+        else:
+            found.append(path)
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def open_decompressed(path: Path) -> BinaryIO:
+    """Open ``path`` for binary reading, decompressing by suffix."""
+    name = path.name
+    if name.endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    if name.endswith(".zst"):
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
+    return open(path, "rb")
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of the file's bytes as stored (compressed files: of the compressed bytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
+    """Yield the file's lines in chunks of about ``chunk_bytes``.
+
+    A last line without a newline is yielded as it is (``ends_open``); a line
+    longer than a chunk is yielded whole.
+    """
+    line_no = 1
+    tail = b""
+    with open_decompressed(path) as handle:
+        while True:
+            block = handle.read(chunk_bytes)
+            if not block:
+                break
+            data = tail + block
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # no newline yet: a long line, keep reading
+                tail = data
+                continue
+            tail = data[cut:]
+            lines = data[: cut - 1].split(b"\n")
+            yield Chunk(line_no, lines)
+            line_no += len(lines)
+    if tail:
+        yield Chunk(line_no, [tail], ends_open=True)

@@ -1,0 +1,268 @@
+"""Validate one decision-log file: a stream of accepted Arrow parts and byte-exact rejects.
+
+Canonical files take the vectorised fast path (chunks parsed on worker
+threads); other dialects, and lines the fast path could not pass, take the
+per-row path in file order. Nothing is written here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolkit.dialects import detect_dialect
+from toolkit.errors import ConfigError, DialectError
+from toolkit.ingest.fastpath import FastResult, looks_like_object, read_schema, validate_lines
+from toolkit.ingest.reader import UTF8_BOM, Chunk, read_chunks
+from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
+from toolkit.schema import columns as col
+from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
+
+_SNIFF_LINES = 50
+
+
+class ReadOptions(BaseModel):
+    """How to read decision-log files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dialect: str | None = Field(default=None, description="Force this dialect for every line (default: detect).")
+    source: str | None = Field(default=None, description="Force this source role on every row.")
+    max_line_bytes: int = Field(default=4 << 20, ge=1024, description="Longer lines are rejected unread.")
+    chunk_bytes: int = Field(default=8 << 20, ge=1 << 10, description="Bytes of lines parsed per chunk.")
+    workers: int = Field(default=2, ge=1, le=64, description="Threads parsing chunks on the fast path.")
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, value: str | None) -> str | None:
+        if value is not None and value not in DIALECTS:
+            raise ConfigError(f"--dialect {value!r} is unknown", hint=f"use one of {', '.join(DIALECTS)}")
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def _source_slug(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(SOURCE_PATTERN, value):
+            raise ConfigError(
+                f"--source {value!r} is not a lowercase slug", hint="use e.g. forge, sim, ppo (a-z, 0-9, _ or -)"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A rejected line: where it was, its exact bytes, and why."""
+
+    file: str
+    line: int
+    raw: bytes
+    problems: list[Problem]
+
+
+@dataclass
+class Part:
+    """Accepted rows of a stretch of the file (schema ``read_schema()``), in line
+    order, with their line numbers; and the rejects found in that stretch."""
+
+    table: pa.Table
+    lines: np.ndarray
+    rejects: list[Reject]
+
+
+@dataclass
+class FileReport:
+    """Counts for one file."""
+
+    path: str
+    lines: int = 0
+    blank: int = 0
+    valid: int = 0
+    invalid: int = 0
+    bom: bool = False
+    ends_without_newline: bool = False
+    reasons: Counter[str] = field(default_factory=Counter)
+    dialects: Counter[str] = field(default_factory=Counter)
+
+    def add_reject(self, reject: Reject) -> None:
+        self.invalid += 1
+        self.reasons.update({problem.code for problem in reject.problems})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "lines": self.lines,
+            "blank": self.blank,
+            "valid": self.valid,
+            "invalid": self.invalid,
+            "bom": self.bom,
+            "ends_without_newline": self.ends_without_newline,
+            "reasons": dict(sorted(self.reasons.items())),
+            "dialects": dict(sorted(self.dialects.items())),
+        }
+
+
+def _clean(line: bytes) -> bytes:
+    return line[:-1] if line.endswith(b"\r") else line
+
+
+def _sniff_canonical(path: Path, options: ReadOptions) -> bool:
+    """Whether the file should take the fast path: canonical by force, or by its
+    first parseable record."""
+    if options.dialect is not None:
+        return options.dialect == "canonical"
+    seen = 0
+    for chunk in read_chunks(path, options.chunk_bytes):
+        for raw in chunk.lines:
+            text = _clean(raw).removeprefix(UTF8_BOM).strip()
+            if not text or len(text) > options.max_line_bytes:
+                continue
+            seen += 1
+            try:
+                return detect_dialect(orjson.loads(text)) == "canonical"
+            except (orjson.JSONDecodeError, DialectError):
+                if seen >= _SNIFF_LINES:
+                    return True
+    return True
+
+
+class _FileValidation:
+    """State of one file's validation across its chunks."""
+
+    def __init__(self, path: Path, options: ReadOptions, report: FileReport) -> None:
+        self.path = path
+        self.name = str(path)
+        self.options = options
+        self.report = report
+        self.rows = RowValidator(dialect=options.dialect, source=options.source)
+        self.pending_raw: dict[int, bytes] = {}
+
+    def prepare(self, chunk: Chunk) -> tuple[Chunk, list[bytes], np.ndarray, list[tuple[int, bytes]], list[Reject]]:
+        """Sort a chunk's lines: fast-path candidates, per-row lines, early rejects."""
+        fast_lines: list[bytes] = []
+        fast_ids: list[int] = []
+        slow: list[tuple[int, bytes]] = []
+        rejects: list[Reject] = []
+        report = self.report
+        report.lines += len(chunk.lines)
+        report.ends_without_newline = chunk.ends_open
+        for i, raw in enumerate(chunk.lines):
+            line = chunk.first_line + i
+            text = _clean(raw)
+            if line == 1 and text.startswith(UTF8_BOM):
+                text = text[len(UTF8_BOM) :]
+                report.bom = True
+            if len(text) > self.options.max_line_bytes:
+                problem = Problem("", "line_too_long", f"line of {len(text)} bytes exceeds the limit of "
+                                  f"{self.options.max_line_bytes} bytes (--max-line-bytes)")
+                rejects.append(Reject(self.name, line, chunk.raw(i), [problem]))
+                continue
+            text = text.strip()
+            if not text:
+                report.blank += 1
+            elif looks_like_object(text):
+                fast_lines.append(text)
+                fast_ids.append(line)
+            else:
+                slow.append((line, text))
+        return chunk, fast_lines, np.asarray(fast_ids, dtype=np.int64), slow, rejects
+
+    def complete(self, chunk: Chunk, fast: FastResult | None, fast_lines: list[bytes], fast_ids: np.ndarray,
+                 slow: list[tuple[int, bytes]], rejects: list[Reject]) -> Part:
+        """Run the per-row path on what the fast path left, and assemble the part."""
+        if fast is not None and len(fast.fallback):
+            position = {line: i for i, line in enumerate(fast_ids.tolist())}
+            slow.extend((line, fast_lines[position[line]]) for line in fast.fallback.tolist())
+            slow.sort()
+        last_line = chunk.first_line + len(chunk.lines) - 1
+        outcomes: list[RowOutcome] = []
+        for line, text in slow:
+            self.pending_raw[line] = chunk.raw(line - chunk.first_line)
+            outcomes.extend(self.rows.feed(line, text, at_open_end=chunk.ends_open and line == last_line))
+        if fast is not None and self.options.source is not None:
+            forced = pa.array([self.options.source] * fast.table.num_rows, type=pa.string())
+            fast.table = fast.table.set_column(fast.table.schema.get_field_index(col.SOURCE), col.SOURCE, forced)
+        tables = [fast.table] if fast is not None else []
+        ids = [fast.ids] if fast is not None else []
+        part = self._assemble(tables, ids, outcomes, rejects)
+        if fast is not None:
+            self.report.dialects["canonical"] += fast.table.num_rows
+        return part
+
+    def finish(self) -> Part:
+        part = self._assemble([], [], self.rows.finish(), [])
+        self.report.dialects.update(self.rows.dialects_seen)
+        return part
+
+    def _assemble(self, tables: list[pa.Table], ids: list[np.ndarray], outcomes: list[RowOutcome],
+                  rejects: list[Reject]) -> Part:
+        accepted = [o for o in outcomes if o.record is not None]
+        for outcome in outcomes:
+            raw = self.pending_raw.pop(outcome.line)
+            if outcome.record is None:
+                rejects.append(Reject(self.name, outcome.line, raw, outcome.problems))
+        if accepted:
+            tables.append(pa.Table.from_pylist([o.record for o in accepted], schema=read_schema()))
+            ids.append(np.asarray([o.line for o in accepted], dtype=np.int64))
+        table = pa.concat_tables(tables) if tables else read_schema().empty_table()
+        lines = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+        if len(tables) > 1:
+            order = np.argsort(lines, kind="stable")
+            table, lines = table.take(pa.array(order)), lines[order]
+        rejects.sort(key=lambda r: r.line)
+        self.report.valid += table.num_rows
+        for reject in rejects:
+            self.report.add_reject(reject)
+        return Part(table, lines, rejects)
+
+
+def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Iterator[Part]:
+    """Validate ``path`` chunk by chunk; counts accumulate in ``report``.
+
+    Yields parts in file order; rows held back by a dialect adapter arrive
+    in a final part. Duplicate decisions are not judged here (see
+    ``toolkit.ingest.dedup``): they need every file of the run.
+    """
+    state = _FileValidation(path, options, report)
+    if not _sniff_canonical(path, options):
+        for chunk in read_chunks(path, options.chunk_bytes):
+            chunk, fast_lines, fast_ids, slow, rejects = state.prepare(chunk)
+            slow.extend(zip(fast_ids.tolist(), fast_lines))
+            slow.sort()
+            yield state.complete(chunk, None, [], np.empty(0, dtype=np.int64), slow, rejects)
+        yield state.finish()
+        return
+    in_flight: deque[tuple[Future[FastResult], tuple[Any, ...]]] = deque()
+    with ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="distill-parse") as pool:
+        for chunk in read_chunks(path, options.chunk_bytes):
+            chunk, fast_lines, fast_ids, slow, rejects = state.prepare(chunk)
+            future = pool.submit(validate_lines, fast_lines, fast_ids)
+            in_flight.append((future, (chunk, fast_lines, fast_ids, slow, rejects)))
+            if len(in_flight) > options.workers:
+                future, (c, fl, fi, sl, rj) = in_flight.popleft()
+                yield state.complete(c, future.result(), fl, fi, sl, rj)
+        while in_flight:
+            future, (c, fl, fi, sl, rj) = in_flight.popleft()
+            yield state.complete(c, future.result(), fl, fi, sl, rj)
+    yield state.finish()
+
+
+def decision_keys(part: Part) -> pa.Table:
+    """The identity columns of a part's accepted rows, with their line numbers."""
+    return pa.table(
+        {
+            col.GAME_ID: part.table[col.GAME_ID],
+            col.SEAT: part.table[col.SEAT],
+            col.DECISION_INDEX: part.table[col.DECISION_INDEX],
+            col.SOURCE_LINE: pa.array(part.lines, type=pa.int64()),
+        }
+    )
