@@ -1,0 +1,1 @@
+"""The Distill game: a small, honest 4-player Commander (see ``rules``)."""

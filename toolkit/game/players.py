@@ -1,0 +1,154 @@
+"""Who sits at the table: the random player, the scripted heuristic, and a plugged-in policy.
+
+Every player answers a :class:`DecisionBatch` (many games at once, one
+acting seat each) with an action per game and, optionally, an attack target
+per game (-1 leaves the target to the rule). ``source`` is the role written
+in the records: ``forge`` for the heuristic (the Forge stand-in), ``random``
+for the random player, the policy's own source (``ppo`` by default).
+
+A learned policy plugs in through :class:`PolicyPlayer`: a function from
+observations [M, obs] float32 and masks [M, 8] bool to actions [M] int.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.errors import ConfigError
+from toolkit.game import cards as C
+from toolkit.game import rules
+from toolkit.game.observation import observe
+
+
+@dataclass
+class DecisionBatch:
+    """Decisions to take now: game slots ``games`` whose acting seats are ``seats``, with their masks."""
+
+    state: rules.GameState
+    games: np.ndarray
+    seats: np.ndarray
+    mask: np.ndarray
+    rng: np.random.Generator
+
+    def observations(self) -> np.ndarray:
+        """The policy observation of each decision (see ``observation``)."""
+        return observe(self.state, self.games, self.mask)
+
+
+class Player(Protocol):
+    """Anything that can take decisions for a seat."""
+
+    source: str
+
+    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        """Actions [M] (legal under ``batch.mask``) and attack targets [M] (-1: the rule) or None."""
+        ...
+
+
+class RandomPlayer:
+    """Uniform over the legal actions; attacks follow the target rule."""
+
+    source = "random"
+
+    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        noise = batch.rng.random(batch.mask.shape) + batch.mask  # legal actions always score above illegal ones
+        return noise.argmax(1), None
+
+
+class HeuristicParams(BaseModel):
+    """The knobs of the scripted player, in the spirit of Forge's AI."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ramp_until: int = Field(7, ge=0, le=50, description="Cast rocks while mana sources are below this.")
+    removal_min_power: int = Field(4, ge=0, le=50, description="Spend removal on a threat at least this strong.")
+    draw_below: int = Field(3, ge=0, le=50, description="Cast card draw when the hand holds at most this.")
+    attack_min_power: int = Field(1, ge=0, le=100, description="Attack when ready power is at least this.")
+    attack_when_outnumbered: bool = Field(True, description="Attack even if the target has more blockers.")
+    target: Literal["weakest", "leader", "rule"] = Field(
+        "leader", description="Attack the lowest-life opponent, the strongest board, or leave it to the rule."
+    )
+    hold_when_behind: bool = Field(True, description="Hold removal mana when an opponent's board is bigger.")
+    commander_first: bool = Field(False, description="Cast the commander before other creatures.")
+
+
+TUNED = HeuristicParams(
+    removal_min_power=3, draw_below=2, attack_when_outnumbered=False, target="weakest", commander_first=True
+)
+
+
+class HeuristicPlayer:
+    """A scripted player: develops mana, deploys threats, removes the biggest threat, attacks, holds removal."""
+
+    def __init__(self, params: HeuristicParams | None = None, source: str = "forge") -> None:
+        self.params = params or HeuristicParams()
+        self.source = source
+
+    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        p, st, g, s, mask = self.params, batch.state, batch.games, batch.seats.astype(np.intp), batch.mask
+        m = np.arange(len(g))
+        power = rules.seat_power(st, g)  # [M,N]
+        mine = power[m, s]
+        others = np.where(np.arange(st.n_seats)[None, :] == s[:, None], -1, power)
+        _, _, threat = rules.strongest_threat(st, g, s)
+        target = self._target(st, g, s, power)
+        ready = rules.ready_attackers(st, g, s)
+        ready_power = (C.POWER[st.creatures[g, s]] * ready).sum(1)
+        blockers = ((st.creatures[g, target] >= 0) & ~st.tapped[g, target]).sum(1)
+        attack_ok = (ready_power >= p.attack_min_power) & (p.attack_when_outnumbered | (ready.sum(1) > blockers))
+        has_removal = rules.best_in_hand(st, g, s, C.REMOVAL, cheapest=True) >= 0
+        land_drop = ~st.land_played[g] & (st.hand[g, s][:, C.KIND[:-1] == C.LAND] > 0).any(1)
+        conditions = [
+            mask[:, rules.CAST_RAMP] & (land_drop | (st.sources[g, s] < p.ramp_until)),
+            mask[:, rules.CAST_REMOVAL] & (threat >= p.removal_min_power),
+            mask[:, rules.CAST_COMMANDER] & p.commander_first,
+            mask[:, rules.CAST_CREATURE],
+            mask[:, rules.CAST_COMMANDER],
+            mask[:, rules.CAST_DRAW] & (st.hand[g, s].sum(1) <= p.draw_below),
+            mask[:, rules.ATTACK] & attack_ok,
+            mask[:, rules.HOLD] & p.hold_when_behind & (others.max(1) > mine) & has_removal,
+        ]
+        choices = [rules.CAST_RAMP, rules.CAST_REMOVAL, rules.CAST_COMMANDER, rules.CAST_CREATURE,
+                   rules.CAST_COMMANDER, rules.CAST_DRAW, rules.ATTACK, rules.HOLD]
+        return np.select(conditions, choices, default=rules.PASS), target
+
+    def _target(self, st: rules.GameState, g: np.ndarray, s: np.ndarray, power: np.ndarray) -> np.ndarray:
+        if self.params.target != "leader":
+            return rules.weakest_opponent(st, g, s)
+        distance = rules.turn_order_distance(st, g, s)
+        score = power.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # biggest board, then lowest life
+        return np.where(st.eliminated[g] | (distance == 0), np.int32(-(1 << 30)), score).argmax(1)
+
+
+class PolicyPlayer:
+    """A learned policy: ``policy(observations, masks) -> actions``; illegal choices are a bug and raise."""
+
+    def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], source: str = "ppo") -> None:
+        self.policy = policy
+        self.source = source
+
+    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        return np.asarray(self.policy(batch.observations(), batch.mask), dtype=np.intp), None
+
+
+PLAYER_TYPES = ("random", "heuristic", "tuned")
+
+
+def make_player(name: str) -> Player:
+    """A player by name: ``random``, ``heuristic`` (default parameters) or ``tuned`` (the stronger variant).
+
+    Raises:
+        ConfigError: for an unknown name.
+    """
+    if name == "random":
+        return RandomPlayer()
+    if name == "heuristic":
+        return HeuristicPlayer()
+    if name == "tuned":
+        return HeuristicPlayer(TUNED)
+    raise ConfigError(f"unknown player {name!r}", hint=f"--players takes names among {', '.join(PLAYER_TYPES)}")

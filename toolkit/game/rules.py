@@ -1,0 +1,511 @@
+"""The rules of the Distill game: a small, honest Commander free-for-all.
+
+One implementation, written over numpy arrays whose first axis is the game:
+the same code steps one game (the Gymnasium wrapper) or thousands (the
+batched core). Functions take ``g``, an array of game indices, and act on
+those games only.
+
+The game
+--------
+- 2 to 6 seats (4 by default), each with a 99-card deck of one archetype
+  (aggro, control, midrange, combo, ramp; see ``cards``) and its commander in
+  the command zone. Life starts at 40. Seats, archetypes, commanders, deck
+  order and the starting seat are drawn per game from the game's own seed.
+- Each seat draws 7. Turns go in seat order from the starting seat, skipping
+  eliminated seats. At the start of its turn a seat untaps its creatures,
+  its creatures lose summoning sickness, its mana pool is refilled to the
+  mana its lands and rocks make, and it draws a card (not on the very first
+  turn of the game). Drawing from an empty library draws nothing.
+- Mana: each land makes 1, each rock (ramp card) makes its listed amount
+  (Sol Ring 2, Thran Dynamo 3...). A land or rock makes mana the turn it
+  enters. One land may be played per turn.
+- A turn is a sequence of decisions by its seat, one macro action each:
+  0 ``cast_creature``: cast the most expensive creature in hand it can pay
+    for (a free creature slot is needed; 10 per seat). It has summoning
+    sickness: it can block but not attack until its controller's next turn.
+  1 ``cast_removal``: cast the cheapest removal spell it can pay for; it
+    destroys the strongest threat among the opponents' creatures (highest
+    power, then toughness, then the opponent next in turn order). Legal only
+    when an opponent has a creature.
+  2 ``cast_draw``: cast the most expensive draw spell it can pay for.
+  3 ``cast_ramp``: play a land if the land drop is unused and a land is in
+    hand, else cast the most expensive rock it can pay for.
+  4 ``cast_commander``: cast the commander from the command zone for its cost
+    plus the commander tax; the tax rises by 2 with every cast. A commander
+    that dies or is destroyed returns to the command zone.
+  5 ``attack_opponent`` (before combat only, once a turn): every untapped
+    creature without summoning sickness attacks one opponent and taps.
+    Target: the ``target`` given with the action if it is a live opponent,
+    otherwise the stated rule: the opponent with the lowest life, ties to
+    the one next in turn order. After combat the turn is in its second main
+    phase: casting is still allowed, attacking is not.
+  6 ``hold_mana`` (legal with 2+ mana open): end the turn keeping the unspent
+    mana open. Until its next turn, when the seat is attacked and holds a
+    removal spell it can pay for with that mana, it casts it at once on the
+    strongest attacker (before blocks).
+  7 ``pass``: end the turn; unspent mana is lost. Always legal.
+- Blocks are decided by a stated rule, not by the defender: attackers are
+  ranked by power (strongest first), the defender's untapped creatures by
+  toughness (sturdiest first), and the k-th blocker faces the k-th attacker
+  if it survives (toughness > attacker's power) or trades (power >= the
+  attacker's toughness). If the unblocked damage would be lethal, every
+  available pairing blocks (chump blocks). Blocked creatures deal damage to
+  each other; a creature dies when the damage reaches its toughness.
+  Unblocked attackers deal their power to the defender's life; an unblocked
+  commander's damage also counts as commander damage from that commander.
+- A seat is eliminated when its life is 0 or less, or when it has taken 21
+  or more commander damage from ONE commander. Its cards leave the game.
+  Its placement is the number of seats alive just before (4th, then 3rd...).
+  The last seat alive wins (placement 1). Only the defender can lose in a
+  combat, so seats are eliminated one at a time and draws cannot happen.
+- Turn limit: when the global turn counter would pass ``max_rounds`` x the
+  number of seats, the game stops as a truncation: no winner, not a draw,
+  not a loss; seats still alive have no placement.
+
+Rewards (per decision, for the acting seat)
+-------------------------------------------
+Shaped terms, small by design: +0.002 per point of life damage dealt to an
+opponent and +0.05 per opponent eliminated by the action. Terminal terms, on
+each seat's last decision of a game that ended with a result: +1 for the
+winner, -1 for every other seat. A truncation adds nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Final
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.errors import GameError
+from toolkit.game import cards as C
+from toolkit.schema.vocab import ACTION_INDEX, N_ACTIONS
+
+CAST_CREATURE: Final = ACTION_INDEX["cast_creature"]
+CAST_REMOVAL: Final = ACTION_INDEX["cast_removal"]
+CAST_DRAW: Final = ACTION_INDEX["cast_draw"]
+CAST_RAMP: Final = ACTION_INDEX["cast_ramp"]
+CAST_COMMANDER: Final = ACTION_INDEX["cast_commander"]
+ATTACK: Final = ACTION_INDEX["attack_opponent"]
+HOLD: Final = ACTION_INDEX["hold_mana"]
+PASS: Final = ACTION_INDEX["pass"]
+
+MAIN_1, MAIN_2 = 0, 1  # the two phases a decision can be taken in
+SLOTS: Final = 10  # creature slots per seat
+COMMANDER_LETHAL: Final = 21
+TAX_STEP: Final = 2
+HOLD_MIN_MANA: Final = 2
+DAMAGE_REWARD: Final = 0.002
+ELIMINATION_REWARD: Final = 0.05
+WIN_REWARD, LOSS_REWARD = 1.0, -1.0
+
+
+class RulesConfig(BaseModel):
+    """The knobs of the rules (defaults are the game described above)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_seats: int = Field(4, ge=2, le=6, description="Seats in the pod (--players sets it in the CLI).")
+    starting_life: int = Field(40, ge=1, le=1000, description="Life each seat starts with.")
+    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before the game is a truncation.")
+    archetypes: tuple[str, ...] = Field(C.ARCHETYPE_NAMES, min_length=1, description="Archetypes decks are drawn from.")
+
+
+@dataclass
+class GameState:
+    """Every game's full state; axis 0 is the game, axis 1 the seat."""
+
+    life: np.ndarray  # [B,N] int16
+    cmd_damage: np.ndarray  # [B,N,N] int16: damage seat i took from seat j's commander
+    sources: np.ndarray  # [B,N] int16: mana made each turn by lands and rocks
+    pool: np.ndarray  # [B,N] int16: untapped mana
+    holding: np.ndarray  # [B,N] bool: the pool is held open for a reaction
+    permanents: np.ndarray  # [B,N,C] int8: lands and rocks by card id
+    hand: np.ndarray  # [B,N,C] int8: cards in hand by card id
+    graveyard: np.ndarray  # [B,N,C] int8
+    library: np.ndarray  # [B,N,99] int16: deck order
+    drawn: np.ndarray  # [B,N] int16: cards drawn from the library so far
+    creatures: np.ndarray  # [B,N,SLOTS] int16: creature card ids, -1 for an empty slot
+    sick: np.ndarray  # [B,N,SLOTS] bool: summoning sickness
+    tapped: np.ndarray  # [B,N,SLOTS] bool
+    commander: np.ndarray  # [B,N] int16: the seat's commander card id
+    in_command_zone: np.ndarray  # [B,N] bool
+    commander_casts: np.ndarray  # [B,N] int16
+    archetype: np.ndarray  # [B,N] int8
+    eliminated: np.ndarray  # [B,N] bool
+    placement: np.ndarray  # [B,N] int8, 0 while unknown
+    seat: np.ndarray  # [B] int8: the acting seat
+    phase: np.ndarray  # [B] int8: MAIN_1 or MAIN_2
+    turn: np.ndarray  # [B] int16: global turn counter, from 1
+    land_played: np.ndarray  # [B] bool
+    alive: np.ndarray  # [B] int8: seats still in the game
+    done: np.ndarray  # [B] bool
+    truncated: np.ndarray  # [B] bool
+    winner: np.ndarray  # [B] int8, -1 for none
+    max_turn: int
+
+    @property
+    def n_games(self) -> int:
+        return self.life.shape[0]
+
+    @property
+    def n_seats(self) -> int:
+        return self.life.shape[1]
+
+
+def new_state(n_games: int, config: RulesConfig) -> GameState:
+    """Allocate ``n_games`` empty games; :func:`deal` starts them."""
+    b, n, c = n_games, config.n_seats, C.N_CARDS
+    z = np.zeros
+    return GameState(
+        life=z((b, n), np.int16), cmd_damage=z((b, n, n), np.int16), sources=z((b, n), np.int16),
+        pool=z((b, n), np.int16), holding=z((b, n), bool), permanents=z((b, n, c), np.int8),
+        hand=z((b, n, c), np.int8), graveyard=z((b, n, c), np.int8),
+        library=z((b, n, C.DECK_SIZE), np.int16), drawn=z((b, n), np.int16),
+        creatures=np.full((b, n, SLOTS), C.NO_CARD, np.int16), sick=z((b, n, SLOTS), bool),
+        tapped=z((b, n, SLOTS), bool), commander=z((b, n), np.int16), in_command_zone=z((b, n), bool),
+        commander_casts=z((b, n), np.int16), archetype=z((b, n), np.int8), eliminated=z((b, n), bool),
+        placement=z((b, n), np.int8), seat=z(b, np.int8), phase=z(b, np.int8), turn=z(b, np.int16),
+        land_played=z(b, bool), alive=z(b, np.int8), done=np.ones(b, bool), truncated=z(b, bool),
+        winner=np.full(b, -1, np.int8), max_turn=config.max_rounds * n,
+    )
+
+
+def deal(state: GameState, g: np.ndarray, seeds: list[np.random.Generator], config: RulesConfig) -> None:
+    """Start a fresh game in each slot of ``g``, each drawn from its own generator."""
+    n = state.n_seats
+    allowed = np.array([C.ARCHETYPE_NAMES.index(name) for name in config.archetypes])
+    for game, rng in zip(g.tolist(), seeds, strict=True):
+        arche = allowed[rng.integers(len(allowed), size=n)]
+        state.archetype[game] = arche
+        state.commander[game] = C.COMMANDER_IDS[arche, rng.integers(2, size=n)]
+        state.library[game] = rng.permuted(C.DECKS[arche], axis=1)
+        state.seat[game] = rng.integers(n)
+    for array in (state.cmd_damage, state.sources, state.pool, state.holding, state.permanents, state.hand,
+                  state.graveyard, state.sick, state.tapped, state.commander_casts, state.eliminated,
+                  state.placement, state.phase, state.land_played, state.truncated):
+        array[g] = 0
+    state.life[g] = config.starting_life
+    state.creatures[g] = C.NO_CARD
+    state.in_command_zone[g] = True
+    state.drawn[g] = 0
+    state.turn[g] = 1
+    state.alive[g] = n
+    state.done[g] = False
+    state.winner[g] = -1
+    for seat in range(n):
+        _draw(state, g, np.full(len(g), seat), 7)
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def seat_power(state: GameState, g: np.ndarray) -> np.ndarray:
+    """Summed creature power of every seat, [M,N]."""
+    return C.POWER[state.creatures[g]].sum(-1)
+
+
+def ready_attackers(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """Which creature slots of seat ``s`` can attack now, [M,SLOTS]."""
+    return (state.creatures[g, s] >= 0) & ~state.sick[g, s] & ~state.tapped[g, s]
+
+
+def turn_order_distance(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """For every seat, how many seats after ``s`` it comes in turn order (0 for ``s``), [M,N]."""
+    return (np.arange(state.n_seats)[None, :] - s[:, None]) % state.n_seats
+
+
+def best_in_hand(state: GameState, g: np.ndarray, s: np.ndarray, kind: int, cheapest: bool) -> np.ndarray:
+    """Card id of the most expensive (or cheapest) affordable card of ``kind`` in hand; -1 if none."""
+    pool = state.pool[g, s][:, None]
+    ok = (state.hand[g, s] > 0) & (C.KIND[:-1] == kind) & (C.COST[:-1] <= pool)
+    score = np.where(ok, -C.COST[:-1] if cheapest else C.COST[:-1], np.int16(-1000))
+    best = score.argmax(1)
+    return np.where(ok.any(1), best, C.NO_CARD)
+
+
+def commander_cost(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """What casting the commander costs now: its cost plus the tax."""
+    return C.COST[state.commander[g, s]] + TAX_STEP * state.commander_casts[g, s]
+
+
+def strongest_threat(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The opponents' strongest creature: (seat, slot, power), seat -1 when there is none."""
+    cards = state.creatures[g]  # [M,N,K]
+    n = state.n_seats
+    later = (n - turn_order_distance(state, g, s))[:, :, None]  # the next seat in turn order scores highest
+    score = C.POWER[cards].astype(np.int32) * 4096 + C.TOUGHNESS[cards] * 16 + later
+    valid = (cards >= 0) & (np.arange(n)[None, :, None] != s[:, None, None])
+    flat = np.where(valid, score, -1).reshape(len(g), -1)
+    best = flat.argmax(1)
+    seat, slot = best // SLOTS, best % SLOTS
+    found = valid.reshape(len(g), -1).any(1)
+    power = np.where(found, C.POWER[cards.reshape(len(g), -1)[np.arange(len(g)), best]], 0)
+    return np.where(found, seat, -1), slot, power
+
+
+def weakest_opponent(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The live opponent with the lowest life, ties to the one next in turn order (the attack rule)."""
+    distance = turn_order_distance(state, g, s)
+    score = state.life[g].astype(np.int32) * 16 + distance
+    score = np.where(state.eliminated[g] | (distance == 0), np.int32(1 << 30), score)
+    return score.argmin(1)
+
+
+def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
+    """The legal-action mask of the acting seat of each game in ``g``, [M,8] bool."""
+    s = state.seat[g].astype(np.intp)
+    m = len(g)
+    mask = np.zeros((m, N_ACTIONS), bool)
+    hand, pool = state.hand[g, s], state.pool[g, s]
+    affordable = (hand > 0) & (C.COST[:-1] <= pool[:, None])
+    kind = C.KIND[:-1]
+    free_slot = (state.creatures[g, s] < 0).any(1)
+    mask[:, CAST_CREATURE] = (affordable & (kind == C.CREATURE)).any(1) & free_slot
+    mask[:, CAST_REMOVAL] = (affordable & (kind == C.REMOVAL)).any(1) & (strongest_threat(state, g, s)[0] >= 0)
+    mask[:, CAST_DRAW] = (affordable & (kind == C.DRAW)).any(1)
+    land_ok = ~state.land_played[g] & (hand[:, kind == C.LAND] > 0).any(1)
+    mask[:, CAST_RAMP] = land_ok | (affordable & (kind == C.RAMP)).any(1)
+    mask[:, CAST_COMMANDER] = state.in_command_zone[g, s] & (commander_cost(state, g, s) <= pool) & free_slot
+    mask[:, ATTACK] = (state.phase[g] == MAIN_1) & ready_attackers(state, g, s).any(1)
+    mask[:, HOLD] = pool >= HOLD_MIN_MANA
+    mask[:, PASS] = True
+    return mask
+
+
+# --------------------------------------------------------------------------- state changes
+
+
+def _draw(state: GameState, g: np.ndarray, s: np.ndarray, count: np.ndarray | int) -> None:
+    count = np.broadcast_to(count, g.shape)
+    for i in range(int(count.max(initial=0))):
+        go = (count > i) & (state.drawn[g, s] < C.DECK_SIZE)
+        gg, ss = g[go], s[go]
+        card = state.library[gg, ss, state.drawn[gg, ss]]
+        state.hand[gg, ss, card] += 1
+        state.drawn[gg, ss] += 1
+
+
+def _put_creature(state: GameState, g: np.ndarray, s: np.ndarray, card: np.ndarray) -> None:
+    slot = (state.creatures[g, s] < 0).argmax(1)
+    state.creatures[g, s, slot] = card
+    state.sick[g, s, slot] = True
+    state.tapped[g, s, slot] = False
+
+
+def _destroy(state: GameState, g: np.ndarray, s: np.ndarray, dead: np.ndarray) -> None:
+    """Destroy the creatures of seat ``s`` marked in ``dead`` [M,SLOTS]: to the graveyard, commanders home."""
+    cards = state.creatures[g, s]
+    is_commander = C.KIND[cards] == C.COMMANDER
+    to_grave = dead & ~is_commander
+    rows, slots = np.nonzero(to_grave)
+    np.add.at(state.graveyard, (g[rows], s[rows], cards[rows, slots]), 1)
+    state.in_command_zone[g, s] |= (dead & is_commander).any(1)
+    state.creatures[g, s] = np.where(dead, C.NO_CARD, cards)
+
+
+def _cast(state: GameState, g: np.ndarray, s: np.ndarray, card: np.ndarray) -> None:
+    state.hand[g, s, card] -= 1
+    state.pool[g, s] -= C.COST[card]
+
+
+def _cast_creature(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    card = best_in_hand(state, g, s, C.CREATURE, cheapest=False)
+    _cast(state, g, s, card)
+    _put_creature(state, g, s, card)
+    return card
+
+
+def _cast_removal(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    card = best_in_hand(state, g, s, C.REMOVAL, cheapest=True)
+    _cast(state, g, s, card)
+    state.graveyard[g, s, card] += 1
+    seat, slot, _ = strongest_threat(state, g, s)
+    dead = np.zeros((len(g), SLOTS), bool)
+    dead[np.arange(len(g)), slot] = True
+    _destroy(state, g, seat, dead)
+    return card, seat
+
+
+def _cast_draw(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    card = best_in_hand(state, g, s, C.DRAW, cheapest=False)
+    _cast(state, g, s, card)
+    state.graveyard[g, s, card] += 1
+    _draw(state, g, s, C.DRAWS[card])
+    return card
+
+
+def _cast_ramp(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    lands = np.where(C.KIND[:-1] == C.LAND, state.hand[g, s], 0)
+    play_land = ~state.land_played[g] & (lands > 0).any(1)
+    card = np.where(play_land, lands.argmax(1), best_in_hand(state, g, s, C.RAMP, cheapest=False))
+    state.hand[g, s, card] -= 1
+    state.pool[g, s] += C.MANA[card] - np.where(play_land, 0, C.COST[card])
+    state.sources[g, s] += C.MANA[card]
+    state.permanents[g, s, card] += 1
+    state.land_played[g] |= play_land
+    return card
+
+
+def _cast_commander(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+    state.pool[g, s] -= commander_cost(state, g, s)
+    state.commander_casts[g, s] += 1
+    state.in_command_zone[g, s] = False
+    card = state.commander[g, s]
+    _put_creature(state, g, s, card)
+    return card
+
+
+def _eliminate(state: GameState, g: np.ndarray, s: np.ndarray) -> None:
+    state.placement[g, s] = state.alive[g]
+    state.alive[g] -= 1
+    state.eliminated[g, s] = True
+    state.creatures[g, s] = C.NO_CARD
+    state.permanents[g, s] = 0
+    state.sources[g, s] = 0
+    state.pool[g, s] = 0
+    state.holding[g, s] = False
+    over = state.alive[g] == 1
+    won = g[over]
+    winner = (~state.eliminated[won]).argmax(1)
+    state.done[won] = True
+    state.winner[won] = winner
+    state.placement[won, winner] = 1
+
+
+def _react_with_removal(state: GameState, g: np.ndarray, d: np.ndarray, a: np.ndarray, attacking: np.ndarray) -> None:
+    """A defender holding mana and removal destroys the strongest attacker (before blocks)."""
+    card = best_in_hand(state, g, d, C.REMOVAL, cheapest=True)
+    react = state.holding[g, d] & (card >= 0) & attacking.any(1)
+    if not react.any():
+        return
+    g, d, a, card = g[react], d[react], a[react], card[react]
+    _cast(state, g, d, card)
+    state.graveyard[g, d, card] += 1
+    cards = state.creatures[g, a]
+    score = np.where(attacking[react], C.POWER[cards] * 64 + C.TOUGHNESS[cards], -1)
+    dead = np.zeros(cards.shape, bool)
+    dead[np.arange(len(g)), score.argmax(1)] = True
+    _destroy(state, g, a, dead)
+    attacking[react] &= ~dead
+
+
+def _attack(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Resolve combat of seat ``a`` against seat ``d``; returns (life damage dealt, defender eliminated)."""
+    m, rows = len(g), np.arange(len(g))[:, None]
+    attacking = ready_attackers(state, g, a)
+    state.tapped[g, a] |= attacking
+    _react_with_removal(state, g, d, a, attacking)
+    att_cards = np.where(attacking, state.creatures[g, a], C.NO_CARD)
+    a_order = np.argsort(-C.POWER[att_cards], axis=1, kind="stable")
+    a_card = att_cards[rows, a_order]
+    a_pow, a_tough, a_on = C.POWER[a_card], C.TOUGHNESS[a_card], a_card >= 0
+    a_cmd = C.KIND[a_card] == C.COMMANDER
+    blk_cards = np.where(state.tapped[g, d], C.NO_CARD, state.creatures[g, d])
+    b_order = np.argsort(-C.TOUGHNESS[blk_cards] - (blk_cards >= 0), axis=1, kind="stable")
+    b_card = blk_cards[rows, b_order]
+    b_pow, b_tough = C.POWER[b_card], C.TOUGHNESS[b_card]
+    pair = a_on & (b_card >= 0)
+    good = pair & ((b_tough > a_pow) | (b_pow >= a_tough))
+    life, taken = state.life[g, d], state.cmd_damage[g, d, a]
+    open_dmg = (a_pow * (a_on & ~good)).sum(1)
+    open_cmd = (a_pow * (a_on & ~good & a_cmd)).sum(1)
+    lethal = (open_dmg >= life) | (taken + open_cmd >= COMMANDER_LETHAL)
+    block = np.where(lethal[:, None], pair, good)
+    unblocked = a_on & ~block
+    damage = (a_pow * unblocked).sum(1)
+    state.life[g, d] = life - damage
+    state.cmd_damage[g, d, a] = taken + (a_pow * (unblocked & a_cmd)).sum(1)
+    a_dead, b_dead = np.zeros((m, SLOTS), bool), np.zeros((m, SLOTS), bool)
+    a_dead[rows, a_order] = block & (b_pow >= a_tough)
+    b_dead[rows, b_order] = block & (a_pow >= b_tough)
+    _destroy(state, g, a, a_dead)
+    _destroy(state, g, d, b_dead)
+    out = (state.life[g, d] <= 0) | (state.cmd_damage[g, d].max(1) >= COMMANDER_LETHAL)
+    _eliminate(state, g[out], d[out])
+    state.phase[g] = MAIN_2
+    return damage, out
+
+
+def _end_turn(state: GameState, g: np.ndarray, hold: np.ndarray) -> None:
+    """End the turn of the acting seat (keeping its mana open if ``hold``) and start the next seat's turn."""
+    s = state.seat[g].astype(np.intp)
+    state.holding[g, s] = hold
+    state.pool[g, s] = np.where(hold, state.pool[g, s], 0)
+    n = state.n_seats
+    later = (s[:, None] + np.arange(1, n)[None, :]) % n
+    nxt = later[np.arange(len(g)), (~state.eliminated[g[:, None], later]).argmax(1)]
+    state.turn[g] += 1
+    over = state.turn[g] > state.max_turn
+    state.done[g[over]] = True
+    state.truncated[g[over]] = True
+    g, nxt = g[~over], nxt[~over]
+    state.seat[g] = nxt
+    state.phase[g] = MAIN_1
+    state.land_played[g] = False
+    state.tapped[g, nxt] = False
+    state.sick[g, nxt] = False
+    state.holding[g, nxt] = False
+    state.pool[g, nxt] = state.sources[g, nxt]
+    _draw(state, g, nxt, 1)
+
+
+@dataclass
+class StepResult:
+    """What one decision did, per game: shaped reward, card cast (-1 none), seat attacked or targeted (-1 none)."""
+
+    reward: np.ndarray
+    card: np.ndarray
+    target: np.ndarray
+
+
+def apply(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarray | None = None) -> StepResult:
+    """Apply each game's chosen action for its acting seat; ``target`` (-1 = the rule) picks whom to attack.
+
+    Raises:
+        GameError: if an action is illegal for its game (a bug in the player that chose it).
+    """
+    mask = legal_mask(state, g)
+    action = np.asarray(action, dtype=np.intp)
+    illegal = ~mask[np.arange(len(g)), action]
+    if illegal.any():
+        i = int(np.argmax(illegal))
+        raise GameError(
+            f"illegal action {int(action[i])} in game slot {int(g[i])} (mask {mask[i].astype(int).tolist()})",
+            hint="choose among the actions the legal mask allows",
+        )
+    s = state.seat[g].astype(np.intp)
+    reward = np.zeros(len(g), np.float32)
+    card = np.full(len(g), C.NO_CARD, np.int16)
+    tgt = np.full(len(g), -1, np.int8)
+    for code, cast in ((CAST_CREATURE, _cast_creature), (CAST_DRAW, _cast_draw), (CAST_RAMP, _cast_ramp),
+                       (CAST_COMMANDER, _cast_commander)):
+        i = np.flatnonzero(action == code)
+        if len(i):
+            card[i] = cast(state, g[i], s[i])
+    i = np.flatnonzero(action == CAST_REMOVAL)
+    if len(i):
+        card[i], tgt[i] = _cast_removal(state, g[i], s[i])
+    i = np.flatnonzero(action == ATTACK)
+    if len(i):
+        gi, si = g[i], s[i]
+        rule = weakest_opponent(state, gi, si)
+        if target is not None:
+            want = np.asarray(target, dtype=np.intp)[i]
+            ok = (want >= 0) & (want < state.n_seats) & (want != si)
+            ok[ok] &= ~state.eliminated[gi[ok], want[ok]]
+            rule = np.where(ok, want, rule)
+        damage, out = _attack(state, gi, si, rule)
+        tgt[i] = rule
+        reward[i] = DAMAGE_REWARD * damage + ELIMINATION_REWARD * out
+    i = np.flatnonzero((action == HOLD) | (action == PASS))
+    if len(i):
+        _end_turn(state, g[i], action[i] == HOLD)
+    return StepResult(reward, card, tgt)
+
+
+def copy_state(state: GameState) -> GameState:
+    """A deep copy (tests use it to compare before and after)."""
+    return GameState(**{f.name: (v.copy() if isinstance(v := getattr(state, f.name), np.ndarray) else v)
+                        for f in fields(state)})
