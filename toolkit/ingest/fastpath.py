@@ -51,6 +51,12 @@ def looks_like_object(line: bytes) -> bool:
 def _parse(lines: list[bytes]) -> pa.Table | None:
     data = b"\n".join(lines)
     try:
+        # Arrow's JSON reader does not check UTF-8 in strings; CPython's decoder
+        # does, at memory speed for ASCII text.
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    try:
         table = pj.read_json(
             io.BytesIO(data),
             read_options=pj.ReadOptions(use_threads=False, block_size=len(data) + 1),

@@ -1,0 +1,38 @@
+"""Shared fixtures: a data root per test and writers of tiny log files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from toolkit.layout import Layout
+
+DIALECT_CASES = Path(__file__).parent / "data" / "dialects"
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> Layout:
+    return Layout.at(tmp_path / "home")
+
+
+def encode(record: Any) -> bytes:
+    return orjson.dumps(record)
+
+
+@pytest.fixture
+def write_log(tmp_path: Path) -> Callable[..., Path]:
+    """Write records (dicts, or raw bytes lines) as a JSONL file; returns its path."""
+
+    def write(name: str, lines: Iterable[Any], *, newline: bytes = b"\n", final_newline: bool = True) -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        encoded = [line if isinstance(line, bytes) else encode(line) for line in lines]
+        data = newline.join(encoded) + (newline if final_newline and encoded else b"")
+        path.write_bytes(data)
+        return path
+
+    return write
