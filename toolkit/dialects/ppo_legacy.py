@@ -4,7 +4,7 @@ The exporter logs the macro action itself (``action.macro_action`` and
 ``action.action_idx``, which must agree) and the agent's seat in
 ``action.seat``; its ``active_seat`` may wrongly say 0, so a disagreement is
 flagged ``ppo_active_seat_mismatch`` and ``action.seat`` wins. Players carry
-camelCase counts and no card lists. See ``/spec/decision-logs.md``, dialect 3.
+camelCase counts and no card lists. See the decision-log spec (``spec/decision-logs.md``), dialect 3.
 """
 
 from __future__ import annotations
