@@ -103,9 +103,9 @@ def test_unknown_phases_and_wrongly_typed_copies_are_left_for_the_canonical_mode
     ("break_it", "field"),
     [
         (lambda r: r.pop("players"), "players"),
-        (lambda r: r["players"][3].pop("life"), "players[3].life"),
-        (lambda r: r["players"][1].pop("hand"), "players[1].hand"),
-        (lambda r: r["players"][0].pop("cmdr_dmg"), "players[0].cmdr_dmg"),
+        (lambda r: r["players"][3].pop("life"), "players.3.life"),
+        (lambda r: r["players"][1].pop("hand"), "players.1.hand"),
+        (lambda r: r["players"][0].pop("cmdr_dmg"), "players.0.cmdr_dmg"),
         (lambda r: r.pop("action"), "action"),
         (lambda r: r["action"].pop("type"), "action.type"),
         (lambda r: r.pop("game_outcome"), "game_outcome"),
@@ -127,8 +127,8 @@ def test_a_missing_required_field_is_refused_naming_its_raw_path(break_it, field
     ("overrides", "field"),
     [
         ({"players": "four players"}, "players"),
-        ({"players": [forge_player(0), ["not", "an", "object"]]}, "players[1]"),
-        ({"players": [forge_player(0), forge_player(1, hand="Sol Ring")]}, "players[1].hand"),
+        ({"players": [forge_player(0), ["not", "an", "object"]]}, "players.1"),
+        ({"players": [forge_player(0), forge_player(1, hand="Sol Ring")]}, "players.1.hand"),
         ({"active_seat": "1"}, "active_seat"),
         ({"game_id": ["game-7"]}, "game_id"),
         ({"game_outcome": 2}, "game_outcome"),
@@ -166,4 +166,4 @@ def test_refuses_an_outcome_that_is_not_win_seat_n_or_draw() -> None:
 
 def test_the_missing_fields_case_file_names_each_missing_field() -> None:
     _, errors, _ = convert_lines(read_case("forge_missing_fields.jsonl"))
-    assert {line: error.field for line, error in errors.items()} == {1: "players[3].life", 2: "players"}
+    assert {line: error.field for line, error in errors.items()} == {1: "players.3.life", 2: "players"}

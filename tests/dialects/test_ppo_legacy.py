@@ -112,7 +112,7 @@ def test_a_player_missing_a_required_count_is_refused(key: str) -> None:
     record = ppo_record(players=[ppo_player(0), ppo_player(1), ppo_player(2), player])
     with pytest.raises(DialectError) as caught:
         convert_ppo_legacy(record)
-    assert caught.value.field == f"players[3].{key}"
+    assert caught.value.field == f"players.3.{key}"
 
 
 def test_reward_and_episode_return_are_copied() -> None:

@@ -97,4 +97,4 @@ def test_a_sim_player_without_a_graveyard_is_refused() -> None:
     del record["players"][1]["graveyard"]
     with pytest.raises(DialectError) as caught:
         convert_sim(record)
-    assert caught.value.field == "players[1].graveyard"
+    assert caught.value.field == "players.1.graveyard"

@@ -4,7 +4,7 @@ Raw records come from writers that validate nothing. Every read that the
 conversion *depends on* (a key, an index, a comparison) goes through
 :class:`RawObject`, so that an unexpected shape becomes a
 :class:`~toolkit.errors.DialectError` naming the raw field path
-(``players[2].life``) instead of a ``KeyError`` or ``TypeError``. Values that
+(``players.2.life``, dotted like the canonical model's error locations) instead of a ``KeyError`` or ``TypeError``. Values that
 are only copied are left as they are: the canonical model words their type
 errors.
 """
@@ -122,11 +122,11 @@ class RawObject:
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise DialectError(
-                    f"{self.dialect} record: `{self.at(key)}[{i}]` must be an object, got {json_type(item)}",
-                    field=f"{self.at(key)}[{i}]",
+                    f"{self.dialect} record: `{self.at(key)}.{i}` must be an object, got {json_type(item)}",
+                    field=f"{self.at(key)}.{i}",
                     hint=_HINT,
                 )
-            objects.append(RawObject(item, self.dialect, f"{self.at(key)}[{i}]"))
+            objects.append(RawObject(item, self.dialect, f"{self.at(key)}.{i}"))
         return objects
 
 
