@@ -11,12 +11,33 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
+from toolkit.errors import DistillError
 from toolkit.layout import HOME_ENV, Layout
 
+err_console = Console(stderr=True, highlight=False)
+
+
+class _DistillGroup(TyperGroup):
+    """The root command group: the one place a :class:`DistillError` becomes a
+    message on stderr and its exit code (2 for usage errors, 1 otherwise)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DistillError as error:
+            err_console.print(f"[red]error:[/red] {error.message}", markup=True, soft_wrap=True)
+            if error.hint:
+                err_console.print(f"  hint: {error.hint}", markup=False, soft_wrap=True)
+            raise typer.Exit(error.exit_code) from error
+
+
 app = typer.Typer(
+    cls=_DistillGroup,
     name="distill",
     help="Distill: closed-loop policy distillation for game AI, data first.",
     no_args_is_help=True,
@@ -24,7 +45,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
 
 
 class _State:

@@ -21,9 +21,8 @@ import pyarrow.json as pj
 from toolkit.ingest.checks import find_bad_rows
 from toolkit.schema.arrow import snapshot_schema
 
-# Below this many lines a failing block is not split further: its lines go
-# to the per-row path one by one.
-_MIN_SPLIT = 4
+# A failing block is split in this many parts, down to single lines, which
+# then go to the per-row path.
 _FANOUT = 8
 
 
@@ -76,7 +75,7 @@ def _parse_or_split(lines: list[bytes], ids: np.ndarray, tables: list[pa.Table],
         tables.append(table)
         kept.append(ids)
         return
-    if len(lines) <= _MIN_SPLIT:
+    if len(lines) == 1:
         failed.append(ids)
         return
     step = -(-len(lines) // _FANOUT)

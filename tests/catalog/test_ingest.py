@@ -1,0 +1,150 @@
+"""Ingest into the lake: lineage, quarantine, idempotence, batches, atomic publish."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DIALECT_CASES, encode
+from tests.factories import make_snapshot
+from toolkit.catalog import Catalog
+from toolkit.catalog import ingest as ingest_module
+from toolkit.catalog.ingest import ingest_paths
+from toolkit.layout import Layout
+
+
+def good(i: int, game: str = "g") -> dict:
+    record = make_snapshot(game_id=f"{game}{i // 4}", seat=i % 4, decision_index=i)
+    record.update(winner_seat=0, seat_won=i % 4 == 0)
+    return record
+
+
+def query(layout: Layout, sql: str) -> list[tuple]:
+    with Catalog.open(layout, read_only=True) as catalog:
+        return catalog.con.execute(sql).fetchall()
+
+
+def test_rows_land_in_the_lake_with_lineage(write_log, layout: Layout) -> None:
+    path = write_log("a.jsonl", [good(i) for i in range(8)])
+    result = ingest_paths([path], layout)
+    [batch] = result.batches
+    rows = query(layout, "SELECT batch_id, source_file, source_line, file_sha256 FROM decisions ORDER BY source_line")
+    assert [r[2] for r in rows] == list(range(1, 9))
+    assert {(r[0], r[1], r[3]) for r in rows} == {(batch, str(path), result.files[0].sha256)}
+    assert list(layout.lake.glob(f"source=forge/generation=none/batch={batch}/*.parquet"))
+
+
+def test_partitions_split_by_source_and_generation(write_log, layout: Layout) -> None:
+    ppo = [dict(good(i), source="ppo", model_version="gen-002", generation=2) for i in range(4)]
+    ingest_paths([write_log("mix.jsonl", [good(i, "f") for i in range(4)] + ppo)], layout)
+    assert {p.parent.parent.name for p in layout.lake.rglob("*.parquet")} == {"generation=none", "generation=002"}
+    assert query(layout, "SELECT source, generation, count(*) FROM decisions GROUP BY ALL ORDER BY 1") == [
+        ("forge", None, 4), ("ppo", 2, 4)]
+
+
+def test_rejects_are_kept_byte_for_byte_and_queryable(write_log, layout: Layout) -> None:
+    lines = [encode(good(0)), b'{"broken": ', encode(good(1)).replace(b'"turn":3', b'"turn":"3"'), b"\xff\xfe"]
+    path = write_log("bad.jsonl", lines, newline=b"\r\n", final_newline=False)
+    ingest_paths([path], layout)
+    rejects = query(layout, "SELECT source_line, raw, reason FROM rejects ORDER BY source_line")
+    assert [r[0] for r in rejects] == [2, 3, 4]
+    assert [r[1] for r in rejects] == [lines[1] + b"\r\n", lines[2] + b"\r\n", lines[3]]
+    assert "turn" in rejects[1][2]
+    # Nothing lost: accepted rows + rejects account for every line.
+    assert query(layout, "SELECT count(*) FROM decisions") == [(1,)]
+
+
+def test_reingesting_the_same_content_is_a_noop_that_says_so(write_log, layout: Layout) -> None:
+    path = write_log("a.jsonl", [good(i) for i in range(4)])
+    first = ingest_paths([path], layout)
+    again = ingest_paths([path], layout)
+    assert again.files[0].status == "already_ingested" and first.batches[0] in again.files[0].note
+    assert query(layout, "SELECT count(*) FROM batches") == [(1,)]
+
+
+def test_a_changed_file_becomes_a_new_batch_and_its_old_lines_are_duplicates(write_log, layout: Layout) -> None:
+    path = write_log("a.jsonl", [good(i) for i in range(4)])
+    ingest_paths([path], layout)
+    write_log("a.jsonl", [good(i) for i in range(8)])
+    second = ingest_paths([path], layout)
+    assert second.files[0].status == "ingested" and second.files[0].duplicates == 4
+    assert query(layout, "SELECT count(*), count(DISTINCT batch_id) FROM decisions") == [(8, 2)]
+    assert query(layout, "SELECT count(*) FROM rejects WHERE reason LIKE '%duplicate%batch%'") == [(4,)]
+
+
+def test_forced_source_is_applied_on_both_paths(write_log, layout: Layout) -> None:
+    from toolkit.catalog.ingest import IngestConfig
+    from toolkit.ingest.validate import ReadOptions
+
+    path = write_log("a.jsonl", [good(0), encode(good(1)) + b" "])
+    ingest_paths([path], layout, IngestConfig(read=ReadOptions(source="lab")))
+    assert query(layout, "SELECT DISTINCT source FROM decisions") == [("lab",)]
+
+
+@pytest.mark.parametrize("case", ["forge_4seat", "forge_synthetic_2seat", "sim", "ds", "ppo_legacy"])
+def test_every_dialect_case_file_ingests(case: str, layout: Layout) -> None:
+    result = ingest_paths([DIALECT_CASES / f"{case}.jsonl"], layout)
+    report = result.files[0].report
+    assert report.valid > 0 and report.invalid == 0, report.as_dict()
+    dialect = {"forge_4seat": "forge", "forge_synthetic_2seat": "forge", "ppo_legacy": "ppo_legacy"}.get(case, case)
+    assert query(layout, "SELECT DISTINCT dialect FROM decisions") == [(dialect,)]
+
+
+def test_a_crash_before_the_commit_point_leaves_nothing_visible(write_log, layout: Layout, monkeypatch) -> None:
+    path = write_log("a.jsonl", [good(i) for i in range(8)])
+
+    def crash(*args: object) -> None:
+        raise RuntimeError("power cut")
+
+    monkeypatch.setattr(Catalog, "record_batch", crash)
+    with pytest.raises(RuntimeError):
+        ingest_paths([path], layout)
+    monkeypatch.undo()
+    assert query(layout, "SELECT count(*) FROM decisions") == [(0,)]
+    assert not list(layout.lake.rglob("*.parquet")) and not any(layout.staging.iterdir())
+    assert ingest_paths([path], layout).files[0].status == "ingested"
+    assert query(layout, "SELECT count(*) FROM decisions") == [(8,)]
+
+
+def test_a_crash_after_the_commit_point_is_finished_on_next_open(write_log, layout: Layout, monkeypatch) -> None:
+    path = write_log("a.jsonl", [good(i) for i in range(8)])
+
+    def crash(*args: object) -> None:
+        raise RuntimeError("power cut")
+
+    monkeypatch.setattr(ingest_module, "move_tree", crash)
+    with pytest.raises(RuntimeError):
+        ingest_paths([path], layout)
+    monkeypatch.undo()
+    assert query(layout, "SELECT count(*) FROM decisions") == [(8,)]
+    assert not layout.staging.exists() or not any(layout.staging.iterdir())
+
+
+def test_a_kill_mid_ingest_leaves_no_half_batch_and_a_rerun_completes(tmp_path: Path, layout: Layout) -> None:
+    path = tmp_path / "big.jsonl"
+    with open(path, "wb") as out:
+        for i in range(60_000):
+            out.write(encode(good(i)) + b"\n")
+    code = f"from toolkit.catalog.ingest import ingest_paths; from toolkit.layout import Layout; " \
+           f"ingest_paths([__import__('pathlib').Path({str(path)!r})], Layout.at({str(layout.home)!r}))"
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
+    deadline = time.monotonic() + 60
+    while not list(layout.staging.glob("*/lake/**/*.parquet")) and time.monotonic() < deadline:
+        time.sleep(0.005)  # kill once the batch is being written
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert query(layout, "SELECT count(*) FROM decisions") == [(0,)]
+    ingest_paths([path], layout)
+    assert query(layout, "SELECT count(*), count(DISTINCT batch_id) FROM decisions") == [(60_000, 1)]
+    assert not any(layout.staging.iterdir())
+
+
+def test_an_empty_file_creates_no_batch(write_log, layout: Layout) -> None:
+    result = ingest_paths([write_log("empty.jsonl", [])], layout)
+    assert result.files[0].status == "empty" and not result.batches
