@@ -1,0 +1,39 @@
+"""Statistics on small known inputs."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from toolkit.stats import BernoulliSPRT, entropy_bits, js_divergence, wilson_interval
+
+
+def test_entropy_of_a_uniform_eight_way_distribution_is_three_bits() -> None:
+    assert entropy_bits([5] * 8) == pytest.approx(3.0)
+    assert entropy_bits([1, 0, 0]) == 0.0
+
+
+def test_js_divergence_is_zero_for_equal_and_one_for_disjoint() -> None:
+    assert js_divergence([1, 2, 3], [2, 4, 6]) == pytest.approx(0.0)
+    assert js_divergence([1, 0], [0, 1]) == pytest.approx(1.0)
+
+
+def test_wilson_interval_contains_the_estimate_and_narrows_with_data() -> None:
+    low, high = wilson_interval(30, 100)
+    assert low < 0.3 < high
+    assert (high - low) > (lambda lh: lh[1] - lh[0])(wilson_interval(300, 1000))
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(("truth", "expected"), [(0.25, "accept_h0"), (0.30, "accept_h1")])
+def test_sprt_error_rates_stay_near_alpha_and_beta(truth: float, expected: str) -> None:
+    rng = random.Random(11)
+    wrong = 0
+    runs = 300
+    for _ in range(runs):
+        test = BernoulliSPRT(0.25, 0.30)
+        while test.decision is None and test.trials < 20_000:
+            test.update(rng.random() < truth)
+        wrong += test.decision != expected
+    assert wrong / runs < 0.09  # nominal 0.05, with sampling slack
