@@ -91,11 +91,12 @@ class StagedBatch:
 
     def _with_lineage(self, part: Part) -> pa.Table:
         n = part.table.num_rows
+        # pa.repeat builds the constant columns in C: no per-row Python objects.
         lineage = {
-            col.BATCH_ID: pa.array(np.full(n, self.lineage.batch_id, dtype=object), pa.string()),
-            col.SOURCE_FILE: pa.array(np.full(n, self.lineage.file, dtype=object), pa.string()),
+            col.BATCH_ID: pa.repeat(pa.scalar(self.lineage.batch_id, pa.string()), n),
+            col.SOURCE_FILE: pa.repeat(pa.scalar(self.lineage.file, pa.string()), n),
             col.SOURCE_LINE: pa.array(part.lines, pa.int64()),
-            col.FILE_SHA256: pa.array(np.full(n, self.lineage.sha256, dtype=object), pa.string()),
+            col.FILE_SHA256: pa.repeat(pa.scalar(self.lineage.sha256, pa.string()), n),
         }
         table = part.table
         for name, values in lineage.items():
@@ -162,14 +163,30 @@ class StagedBatch:
 
 
 def _split_by_partition(table: pa.Table) -> Iterator[tuple[tuple[str, int | None], pa.Table]]:
-    """Yield ((source, generation), rows) for each partition present in ``table``."""
-    keys = pa.table({"s": table[col.SOURCE], "g": table[col.GENERATION]})
-    unique = keys.group_by(["s", "g"]).aggregate([]).to_pylist()
+    """Yield ((source, generation), rows) for each partition present in ``table``,
+    rows in their original order, partitions in order of first appearance."""
+    # Codes from dictionary encoding and numpy, not an Acero group-by: this runs
+    # per part on the hot path, and Acero's per-call setup (and its threads) cost
+    # more than the grouping itself.
+    sources = pc.dictionary_encode(table[col.SOURCE]).combine_chunks()
+    generations = pc.dictionary_encode(table[col.GENERATION]).combine_chunks()
+    source_codes = sources.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    gen_codes = pc.fill_null(generations.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = source_codes * (len(generations.dictionary) + 1) + gen_codes + 1
+    unique, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    source_names = sources.dictionary.to_pylist()
+    generation_values = generations.dictionary.to_pylist()
+
+    def key_of(row: int) -> tuple[str, int | None]:
+        g = gen_codes[row]
+        return source_names[source_codes[row]], None if g < 0 else generation_values[g]
+
     if len(unique) == 1:
-        yield (unique[0]["s"], unique[0]["g"]), table
+        yield key_of(0), table
         return
-    for key in unique:
-        mask = pc.equal(table[col.SOURCE], key["s"])
-        gen = table[col.GENERATION]
-        mask = pc.and_(mask, pc.is_null(gen) if key["g"] is None else pc.fill_null(pc.equal(gen, key["g"]), False))
-        yield (key["s"], key["g"]), table.filter(mask)
+    order = np.argsort(inverse, kind="stable")
+    ordered = table.take(pa.array(order))
+    bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
+    for group in np.argsort(first, kind="stable"):
+        start, stop = int(bounds[group]), int(bounds[group + 1])
+        yield key_of(int(first[group])), ordered.slice(start, stop - start)

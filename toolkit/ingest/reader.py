@@ -106,8 +106,8 @@ def read_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
             if cut == 0:  # no newline yet: a long line, keep reading
                 tail = data
                 continue
-            tail = data[cut:]
-            lines = data[: cut - 1].split(b"\n")
+            lines = data.split(b"\n")  # not data[:cut - 1].split: saves a copy of the chunk
+            tail = lines.pop()
             yield Chunk(line_no, lines)
             line_no += len(lines)
     if tail:

@@ -1,0 +1,454 @@
+"""Benchmark ``distill ingest`` against a naive Pydantic baseline and the raw JSON parse limit.
+
+Usage::
+
+    .venv/bin/python bench/bench_ingest.py                      # 1M rows (+100k for memory)
+    .venv/bin/python bench/bench_ingest.py --rows 200000 --small-rows 50000 --dirty 0.001 0.01
+
+Generates (once, cached under ``bench/out/data``) a deterministic JSONL file of
+realistic canonical records, then measures, each in a fresh process:
+
+(a) ``ingest``: ``ingest_paths`` end to end into a fresh data root;
+(b) ``naive``: Pydantic ``model_validate_json`` per line -> dicts -> pyarrow ->
+    Parquet, in batches, GC left on (the obvious way to do it);
+(c) ``raw``: read lines + ``orjson.loads`` per line, nothing else (the ceiling).
+
+Prints rec/s, the ratios ingest/naive and ingest/raw, peak RSS at the small
+and the full size, and PASS/FAIL against the targets; the report also goes
+to ``bench/out/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import Measurement, Tee, best_of, report_child, run_child, timed  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out"
+SEED = 20240601
+POD = 4
+
+TARGET_VS_NAIVE = 3.0
+TARGET_VS_RAW = 0.6
+TARGET_RSS_MB = 1536.0
+FLAT_RSS_GROWTH = 1.25  # peak RSS at full size may be at most this times the small-size peak
+
+# -- realistic records ---------------------------------------------------------------
+
+CARDS = (
+    "Sol Ring", "Arcane Signet", "Command Tower", "Llanowar Elves", "Elvish Mystic", "Birds of Paradise",
+    "Cultivate", "Kodama's Reach", "Rampant Growth", "Three Visits", "Nature's Lore", "Farseek",
+    "Swords to Plowshares", "Path to Exile", "Beast Within", "Chaos Warp", "Generous Gift", "Anguished Unmaking",
+    "Counterspell", "Negate", "Swan Song", "Fierce Guardianship", "Rhystic Study", "Mystic Remora",
+    "Phyrexian Arena", "Night's Whisper", "Sign in Blood", "Harmonize", "Beast Whisperer", "Guardian Project",
+    "Cyclonic Rift", "Evolving Wilds", "Terramorphic Expanse", "Forest", "Island", "Swamp", "Mountain", "Plains",
+    "Breeding Pool", "Hallowed Fountain", "Overgrown Tomb", "Watery Grave", "Temple Garden", "Godless Shrine",
+    "Lim-Dûl's Vault", "Jötun Grunt", "Séance", "Ghazbán Ogre", "Dandân", "Æther Vial", "Márton Stromgald",
+    "Atraxa, Praetors' Voice", "Ezuri, Renegade Leader", "Kenrith, the Returned King", "Korvold, Fae-Cursed King",
+    "Muldrotha, the Gravetide", "The Ur-Dragon", "Edgar Markov", "Meren of Clan Nel Toth", "Prossh, Skyraider of Kher",
+    "Craterhoof Behemoth", "Avenger of Zendikar", "Terastodon", "Eternal Witness", "Reclamation Sage",
+    "Acidic Slime", "Wood Elves", "Solemn Simulacrum", "Burnished Hart", "Sakura-Tribe Elder", "Yavimaya Elder",
+    "Elvish Archdruid", "Priest of Titania", "Heritage Druid", "Wirewood Symbiote", "Lightning Greaves",
+    "Swiftfoot Boots", "Skullclamp", "Sword of Feast and Famine", "Blade of Selves", "Doubling Season",
+    "Parallel Lives", "Anointed Procession", "Cathars' Crusade", "Smothering Tithe", "Esper Sentinel",
+    "Demonic Tutor", "Vampiric Tutor", "Worldly Tutor", "Enlightened Tutor", "Mystical Tutor", "Toxic Deluge",
+    "Damnation", "Wrath of God", "Blasphemous Act", "Vandalblast", "Austere Command", "Merciless Eviction",
+    "Dockside Extortionist", "Deadly Rollick", "Deflecting Swat", "Teferi's Protection", "Heroic Intervention",
+    "Tamiyo's Safekeeping", "Boros Charm", "Assassin's Trophy", "Putrefy", "Mortify", "Anguished Unmaking",
+    "Grim Flayer", "Tireless Tracker", "Sylvan Library", "Mirari's Wake", "Exploration", "Azusa, Lost but Seeking",
+    "Oracle of Mul Daya", "Ramunap Excavator", "Crucible of Worlds", "Lotus Cobra", "Tatyova, Benthic Druid",
+)
+COMMANDERS = (
+    "Atraxa, Praetors' Voice", "Ezuri, Renegade Leader", "Kenrith, the Returned King", "Korvold, Fae-Cursed King",
+    "Muldrotha, the Gravetide", "The Ur-Dragon", "Edgar Markov", "Meren of Clan Nel Toth", "Tatyova, Benthic Druid",
+    "Azusa, Lost but Seeking", "Prossh, Skyraider of Kher", "Márton Stromgald",
+)
+DECKS = ("Elves", "Superfriends", "Dragons Tribal", "Aristocrats", "Landfall", "Voltron", "Spellslinger", "Tokens")
+ARCHETYPES = ("aggro", "control", "midrange", "combo", "ramp")
+MACROS = ("cast_creature", "cast_removal", "cast_draw", "cast_ramp", "cast_commander", "attack_opponent",
+          "hold_mana", "pass")
+RAW_TYPES = ("cast_spell", "cast_spell", "cast_spell", "cast_spell", "cast_commander", "declare_attackers",
+             "pass_priority", "pass_priority")
+MAIN_WEIGHTS = np.array([0.22, 0.1, 0.1, 0.14, 0.04, 0.0, 0.15, 0.25])
+COMBAT_WEIGHTS = np.array([0.0, 0.03, 0.0, 0.0, 0.0, 0.6, 0.07, 0.3])
+PHASES = ("main_1", "combat", "main_2", "end")
+SOURCES = (("forge", "forge-1.6.60", None), ("sim", "distill-sim", None), ("ppo", "distill-ppo", 1),
+           ("ppo", "distill-ppo", 2), ("ppo", "distill-ppo", 3))
+SOURCE_WEIGHTS = np.array([0.45, 0.25, 0.1, 0.1, 0.1])
+
+
+def _cards(rng: np.random.Generator, n: int) -> list[str]:
+    return [CARDS[i] for i in rng.integers(0, len(CARDS), n)]
+
+
+def _game_sequence(rng: np.random.Generator) -> list[tuple[int, str, int]]:
+    """(turn, phase, acting seat) of every decision of one game, in order."""
+    turns = int(rng.integers(7, 16))
+    sequence = []
+    for turn in range(1, turns + 1):
+        active = (turn - 1) % POD
+        for phase in PHASES:
+            decisions = int(rng.integers(1, 4)) if phase != "end" else 1
+            for _ in range(decisions):
+                # Mostly the active seat; sometimes an opponent responds.
+                seat = active if rng.random() < 0.8 else int(rng.integers(0, POD))
+                sequence.append((turn, phase, seat))
+    return sequence
+
+
+def generate_game(rng: np.random.Generator, game_no: int) -> list[dict[str, Any]]:
+    """Every decision of one 4-seat game as canonical records."""
+    source, engine, generation = SOURCES[rng.choice(len(SOURCES), p=SOURCE_WEIGHTS)]
+    model_version = f"gen-{generation:03d}" if generation is not None else None
+    game_id = f"{source}-{game_no:08d}"
+    outcome = rng.random()
+    timed_out = outcome < 0.06
+    is_draw = 0.06 <= outcome < 0.09
+    winner = None if (timed_out or is_draw) else int(rng.integers(0, POD))
+    placements = [None] * POD
+    if winner is not None:
+        others = [s for s in range(POD) if s != winner]
+        rng.shuffle(others)
+        placements[winner] = 1
+        for place, s in enumerate(others, start=2):
+            placements[s] = place
+    decks = [int(i) for i in rng.integers(0, len(DECKS), POD)]
+    commanders = [COMMANDERS[i] for i in rng.integers(0, len(COMMANDERS), POD)]
+    hands = [_cards(rng, 7) for _ in range(POD)]
+    fields: list[list[str]] = [[] for _ in range(POD)]
+    yards: list[list[str]] = [[] for _ in range(POD)]
+    life = [40] * POD
+    tax = [0] * POD
+    damage = [0] * POD
+    sequence = _game_sequence(rng)
+    last_of_seat = {seat: i for i, (_, _, seat) in enumerate(sequence)}
+    episode = [0.0] * POD
+    records = []
+    for index, (turn, phase, seat) in enumerate(sequence):
+        weights = COMBAT_WEIGHTS if phase == "combat" else MAIN_WEIGHTS
+        a = int(rng.choice(8, p=weights))
+        legal = (rng.random(8) < 0.55).tolist()
+        legal[a] = True
+        legal[7] = True
+        card = target = target_seat = None
+        if a <= 4:
+            card = commanders[seat] if a == 4 else (hands[seat].pop() if hands[seat] else _cards(rng, 1)[0])
+            if a == 4:
+                tax[seat] += 2
+            if a == 1:
+                victim = int(rng.integers(0, POD))
+                if fields[victim]:
+                    target = fields[victim].pop()
+                    yards[victim].append(target)
+                else:
+                    target = commanders[victim]
+            (fields[seat] if a != 2 else yards[seat]).append(card)
+        elif a == 5:
+            target_seat = int((seat + rng.integers(1, POD)) % POD)
+            hit = int(rng.integers(0, 9))
+            life[target_seat] = max(1, life[target_seat] - hit)
+            damage[target_seat] += int(rng.integers(0, 2)) * hit
+        if rng.random() < 0.3:
+            hands[seat].extend(_cards(rng, 1))
+        terminal = index == last_of_seat[seat] and not timed_out
+        truncated = index == last_of_seat[seat] and timed_out
+        reward = 0.0
+        if terminal and winner is not None:
+            reward = 1.0 if winner == seat else -1.0
+        episode[seat] += reward
+        requested = None
+        if source == "ppo" and rng.random() < 0.02:
+            illegal = [i for i, ok in enumerate(legal) if not ok]
+            requested = illegal[0] if illegal else None
+        players = []
+        for s in range(POD):
+            lands = sum(1 for c in fields[s] if c in ("Forest", "Island", "Swamp", "Mountain", "Plains")) + turn // 2
+            players.append({
+                "seat": s, "life": life[s], "commander_damage_taken": damage[s],
+                "mana_available": int(min(lands, 12)), "commander_tax": tax[s],
+                "hand_size": len(hands[s]), "graveyard_size": len(yards[s]),
+                "creatures": len(fields[s]) // 2, "lands": lands, "permanents": len(fields[s]) + lands,
+                "total_power": 2 * (len(fields[s]) // 2), "eliminated": False,
+                "hand": hands[s][-4:] if s == seat else None,  # opponents' hands are hidden
+                "battlefield": fields[s][-3:], "graveyard": yards[s][-2:],
+                "command_zone": [commanders[s]],
+            })
+            if source == "sim":  # the simulator logs counts, not zone contents
+                players[-1].update(hand=None, battlefield=None, graveyard=None, total_power=None)
+        records.append({
+            "schema_version": 1, "source": source, "dialect": "canonical", "engine": engine, "game_id": game_id,
+            "decision_index": index, "turn": turn, "phase": phase, "seat": seat, "pod_size": POD,
+            "players": players,
+            "action": {
+                "macro": MACROS[a], "index": a, "label_source": "logged", "raw_type": RAW_TYPES[a],
+                "card": card, "target": target, "target_seat": target_seat,
+                # Only Forge keeps its engine log line.
+                "raw": f"T{turn} {phase} seat{seat}: {RAW_TYPES[a]} {card or ''}".rstrip() if source == "forge" else None,
+                "requested_index": requested,
+            },
+            "legal_actions": legal, "reward": reward, "episode_return": episode[seat],
+            "winner_seat": winner, "is_draw": is_draw, "timed_out": timed_out,
+            "seat_won": (winner == seat) if winner is not None else False,
+            "placement": placements[seat], "is_terminal": terminal, "truncated": truncated,
+            "model_version": model_version, "generation": generation,
+            "deck_name": DECKS[decks[seat]], "commander": commanders[seat],
+            "archetype": ARCHETYPES[decks[seat] % len(ARCHETYPES)], "raw_outcome": None, "flags": None,
+        })
+    return records
+
+
+def _corrupt(record: dict[str, Any], kind: int) -> bytes:
+    """A realistic bad line: each kind breaks one thing a writer gets wrong."""
+    if kind == 0:
+        record["turn"] = str(record["turn"])  # number written as text
+    elif kind == 1:
+        record["players"][0]["life"] = 250_000  # out of range
+    elif kind == 2:
+        record["legal_actions"][record["action"]["index"]] = False  # chosen action illegal
+    elif kind == 3:
+        record["seat_won"] = not record["seat_won"] if record["winner_seat"] is not None else True
+    elif kind == 4:
+        record["players"][1]["unexpected"] = 1  # unknown field
+    elif kind == 5:
+        record["action"]["macro"] = "cast_sorcery"  # unknown enum value
+    line = orjson.dumps(record)
+    if kind == 6:
+        return line[: len(line) // 2]  # truncated write
+    if kind == 7:
+        return line.replace(b'"reward":0.0', b'"reward":NaN', 1)
+    return line
+
+
+def generate_file(path: Path, rows: int, seed: int = SEED, dirty: float = 0.0) -> dict[str, Any]:
+    """Write ``rows`` canonical records to ``path`` (JSONL), corrupting a ``dirty`` fraction.
+
+    Deterministic in (rows, seed, dirty): same arguments, same bytes.
+    """
+    rng = np.random.default_rng(seed)
+    dirt = np.random.default_rng([seed, 1])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    written = bad = 0
+    game_no = 0
+    with open(tmp, "wb", buffering=1 << 20) as out:
+        while written < rows:
+            records = generate_game(rng, game_no)[: rows - written]
+            game_no += 1
+            lines = []
+            for record in records:
+                if dirty and dirt.random() < dirty:
+                    lines.append(_corrupt(record, int(dirt.integers(0, 8))))
+                    bad += 1
+                else:
+                    lines.append(orjson.dumps(record))
+            out.write(b"\n".join(lines) + b"\n")
+            written += len(records)
+    tmp.replace(path)
+    meta = {"rows": rows, "seed": seed, "dirty": dirty, "corrupted": bad, "games": game_no,
+            "bytes": path.stat().st_size}
+    path.with_suffix(".meta.json").write_text(json.dumps(meta))
+    return meta
+
+
+def data_file(rows: int, dirty: float = 0.0) -> tuple[Path, dict[str, Any]]:
+    """The cached data file for these parameters, generated if missing."""
+    path = OUT / "data" / f"records-{rows}-s{SEED}-d{dirty:g}.jsonl"
+    meta_path = path.with_suffix(".meta.json")
+    if path.exists() and meta_path.exists():
+        return path, json.loads(meta_path.read_text())
+    return path, generate_file(path, rows, dirty=dirty)
+
+
+def check_sample(path: Path, every: int = 997, first: int = 2000) -> int:
+    """Validate the first ``first`` lines and every ``every``-th after with Pydantic.
+
+    Raises:
+        pydantic.ValidationError: a sampled clean record is not accepted.
+    """
+    from toolkit.schema.models import DecisionSnapshot
+
+    checked = 0
+    with open(path, "rb") as handle:
+        for i, line in enumerate(handle):
+            if i < first or i % every == 0:
+                DecisionSnapshot.model_validate_json(line)
+                checked += 1
+    return checked
+
+
+# -- the measured paths (each runs in a child process) ---------------------------------
+
+
+def _child_ingest(path: Path, home: Path) -> None:
+    from toolkit.catalog.ingest import ingest_paths
+    from toolkit.layout import Layout
+
+    shutil.rmtree(home, ignore_errors=True)
+    with timed() as t:
+        result = ingest_paths([path], Layout.at(home))
+    report_child(result.rows_valid + result.rows_rejected, t, valid=result.rows_valid,
+                 rejected=result.rows_rejected)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _child_naive(path: Path, home: Path, batch_rows: int = 16_384) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pydantic import ValidationError
+
+    from toolkit.catalog.publish import PARQUET_OPTIONS
+    from toolkit.schema.arrow import snapshot_schema
+    from toolkit.schema.models import DecisionSnapshot
+
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    schema = snapshot_schema()
+    valid = rejected = 0
+    with timed() as t:
+        writer = pq.ParquetWriter(home / "naive.parquet", schema, **PARQUET_OPTIONS)
+        rows: list[dict[str, Any]] = []
+        with open(path, "rb") as handle:
+            for line in handle:
+                try:
+                    rows.append(DecisionSnapshot.model_validate_json(line).model_dump())
+                except ValidationError:
+                    rejected += 1
+                    continue
+                if len(rows) == batch_rows:
+                    writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                    valid += len(rows)
+                    rows = []
+        if rows:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+            valid += len(rows)
+        writer.close()
+    report_child(valid + rejected, t, valid=valid, rejected=rejected)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _child_raw(path: Path) -> None:
+    loads = orjson.loads
+    n = 0
+    with timed() as t:
+        with open(path, "rb") as handle:
+            for line in handle:
+                loads(line)
+                n += 1
+    report_child(n, t)
+
+
+def _measure(kind: str, path: Path, repeat: int) -> Measurement:
+    home = OUT / "homes" / f"{kind}-{os.getpid()}"
+    argv = [str(Path(__file__).resolve()), "--child", kind, "--input", str(path), "--home", str(home)]
+    return best_of([run_child(kind, argv) for _ in range(repeat)])
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the main data file")
+    parser.add_argument("--small-rows", type=int, default=100_000, help="rows of the small file (memory check)")
+    parser.add_argument("--dirty", type=float, nargs="*", default=[], metavar="FRACTION",
+                        help="also ingest files with this fraction of corrupted lines (e.g. 0.001 0.01)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest counts")
+    parser.add_argument("--skip-naive-small", action="store_true", help="do not run the naive path at small size")
+    parser.add_argument("--child", choices=("ingest", "naive", "raw"), help=argparse.SUPPRESS)
+    parser.add_argument("--input", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.child:
+        {"ingest": lambda: _child_ingest(args.input, args.home),
+         "naive": lambda: _child_naive(args.input, args.home),
+         "raw": lambda: _child_raw(args.input)}[args.child]()
+        return 0
+
+    out = Tee()
+    out(f"# ingest benchmark  {dt.datetime.now().isoformat(timespec='seconds')}  "
+        f"python {platform.python_version()}  cpus {os.cpu_count()}  load {os.getloadavg()[0]:.2f}")
+    sizes = sorted({args.small_rows, args.rows})
+    files: dict[int, Path] = {}
+    for rows in sizes:
+        with timed() as t:
+            path, meta = data_file(rows)
+        files[rows] = path
+        checked = check_sample(path)
+        out(f"data {path.name}: {rows:,} rows, {meta['games']:,} games, {meta['bytes'] / rows:,.0f} B/row "
+            f"({t.wall:.0f}s to prepare); {checked:,} sampled lines accepted by DecisionSnapshot")
+
+    results: dict[tuple[str, int], Measurement] = {}
+    for rows in sizes:
+        for kind in ("raw", "ingest", "naive"):
+            if kind == "naive" and rows != args.rows and args.skip_naive_small:
+                continue
+            m = _measure(kind, files[rows], args.repeat)
+            results[(kind, rows)] = m
+            out(f"  measured {kind:6s} {rows:>9,} rows: {m.rate:>9,.0f} rec/s  wall {m.wall_s:6.1f}s  "
+                f"cpu {m.cpu_s:6.1f}s  peak RSS {m.peak_rss_mb:7.0f} MiB  {m.extra or ''}")
+            if kind == "ingest" and m.extra.get("valid") != rows:
+                out(f"  !! ingest accepted {m.extra.get('valid')} of {rows} clean rows")
+
+    dirty_results = []
+    for fraction in args.dirty:
+        path, meta = data_file(args.rows, fraction)
+        m = _measure("ingest", path, args.repeat)
+        dirty_results.append((fraction, meta, m))
+        out(f"  measured ingest {args.rows:,} rows dirty {fraction:g} ({meta['corrupted']:,} corrupted): "
+            f"{m.rate:,.0f} rec/s  peak RSS {m.peak_rss_mb:.0f} MiB  {m.extra}")
+
+    big, small = args.rows, args.small_rows
+    ingest, naive, raw = results[("ingest", big)], results[("naive", big)], results[("raw", big)]
+    vs_naive, vs_raw = ingest.rate / naive.rate, ingest.rate / raw.rate
+    rss_small, rss_big = results[("ingest", small)].peak_rss_mb, ingest.peak_rss_mb
+    out()
+    out(f"{'path':<34}{'rec/s':>10}{'peak RSS ' + format(small, ','):>18}{'peak RSS ' + format(big, ','):>18}")
+    labels = {"ingest": "(a) distill ingest", "naive": "(b) naive Pydantic -> Parquet", "raw": "(c) raw orjson parse"}
+    for kind, label in labels.items():
+        s = results.get((kind, small))
+        small_rss = f"{s.peak_rss_mb:,.0f} MiB" if s else "-"
+        out(f"{label:<34}{results[(kind, big)].rate:>10,.0f}{small_rss:>18}{results[(kind, big)].peak_rss_mb:>14,.0f} MiB")
+    for fraction, meta, m in dirty_results:
+        out(f"{'(a) ingest, ' + format(fraction, 'g') + ' dirty':<34}{m.rate:>10,.0f}{'-':>18}{m.peak_rss_mb:>14,.0f} MiB"
+            f"   ({m.rate / ingest.rate:.2f}x clean, {m.extra.get('rejected'):,} rejected)")
+    out()
+    out(f"ingest / naive = {vs_naive:5.2f}x   target >= {TARGET_VS_NAIVE}x      {_verdict(vs_naive >= TARGET_VS_NAIVE)}")
+    out(f"ingest / raw   = {vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      {_verdict(vs_raw >= TARGET_VS_RAW)}")
+    out(f"peak RSS {big:,} = {rss_big:,.0f} MiB   target < {TARGET_RSS_MB:,.0f} MiB   "
+        f"{_verdict(rss_big < TARGET_RSS_MB)}")
+    growth = rss_big / rss_small
+    out(f"peak RSS growth {small:,} -> {big:,} rows = {growth:.2f}x   target <= {FLAT_RSS_GROWTH}x (flat)   "
+        f"{_verdict(growth <= FLAT_RSS_GROWTH)}")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out.write(OUT / f"bench_ingest-{stamp}.txt")
+    (OUT / f"bench_ingest-{stamp}.json").write_text(json.dumps({
+        "rows": big, "small_rows": small,
+        "results": {f"{k}@{n}": {"rate": m.rate, "wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_mb,
+                                  **m.extra} for (k, n), m in results.items()},
+        "dirty": [{"fraction": f, "rate": m.rate, "peak_rss_mb": m.peak_rss_mb, **m.extra} for f, _, m in dirty_results],
+        "ratios": {"ingest_vs_naive": vs_naive, "ingest_vs_raw": vs_raw, "rss_growth": growth},
+    }, indent=2))
+    gc.collect()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
