@@ -65,21 +65,26 @@ class HeuristicParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    ramp_until: int = Field(7, ge=0, le=50, description="Cast rocks while mana sources are below this.")
+    ramp_until: int = Field(5, ge=0, le=50, description="Cast rocks while mana sources are below this.")
     removal_min_power: int = Field(4, ge=0, le=50, description="Spend removal on a threat at least this strong.")
-    draw_below: int = Field(3, ge=0, le=50, description="Cast card draw when the hand holds at most this.")
+    draw_below: int = Field(1, ge=0, le=50, description="Cast card draw when the hand holds at most this.")
     attack_min_power: int = Field(1, ge=0, le=100, description="Attack when ready power is at least this.")
     attack_when_outnumbered: bool = Field(True, description="Attack even if the target has more blockers.")
-    target: Literal["weakest", "leader", "rule"] = Field(
-        "leader", description="Attack the lowest-life opponent, the strongest board, or leave it to the rule."
+    target: Literal["weakest", "leader", "open", "rule"] = Field(
+        "leader",
+        description="Attack the lowest-life opponent, the strongest board, the fewest untapped blockers, or the rule.",
     )
+    max_hits_to_kill: int = Field(
+        0, ge=0, le=100, description="Attack only a target this many attacks can kill (0: any), or in a duel."
+    )
+    finish_kills: bool = Field(False, description="Attack an opponent the ready creatures can kill now, if any.")
     hold_when_behind: bool = Field(True, description="Hold removal mana when an opponent's board is bigger.")
     commander_first: bool = Field(False, description="Cast the commander before other creatures.")
 
 
-TUNED = HeuristicParams(
-    removal_min_power=3, draw_below=2, attack_when_outnumbered=False, target="weakest", commander_first=True
-)
+# Found by a parameter sweep (bench/bench_game.py measures it): draw whenever possible, keep ramping,
+# commander first, save removal for big threats. It beats the defaults clearly, so there is headroom.
+TUNED = HeuristicParams(draw_below=50, ramp_until=16, removal_min_power=5, commander_first=True)
 
 
 class HeuristicPlayer:
@@ -96,11 +101,14 @@ class HeuristicPlayer:
         mine = power[m, s]
         others = np.where(np.arange(st.n_seats)[None, :] == s[:, None], -1, power)
         _, _, threat = rules.strongest_threat(st, g, s)
-        target = self._target(st, g, s, power)
         ready = rules.ready_attackers(st, g, s)
         ready_power = (C.POWER[st.creatures[g, s]] * ready).sum(1)
+        target = self._target(st, g, s, power, ready_power)
         blockers = ((st.creatures[g, target] >= 0) & ~st.tapped[g, target]).sum(1)
         attack_ok = (ready_power >= p.attack_min_power) & (p.attack_when_outnumbered | (ready.sum(1) > blockers))
+        if p.max_hits_to_kill:
+            close = st.life[g, target] <= ready_power * p.max_hits_to_kill
+            attack_ok &= close | (st.alive[g] <= 2)
         has_removal = rules.best_in_hand(st, g, s, C.REMOVAL, cheapest=True) >= 0
         land_drop = ~st.land_played[g] & (st.hand[g, s][:, C.KIND[:-1] == C.LAND] > 0).any(1)
         conditions = [
@@ -117,11 +125,23 @@ class HeuristicPlayer:
                    rules.CAST_COMMANDER, rules.CAST_DRAW, rules.ATTACK, rules.HOLD]
         return np.select(conditions, choices, default=rules.PASS), target
 
-    def _target(self, st: rules.GameState, g: np.ndarray, s: np.ndarray, power: np.ndarray) -> np.ndarray:
-        if self.params.target != "leader":
+    def _target(self, st: rules.GameState, g: np.ndarray, s: np.ndarray, power: np.ndarray,
+                ready_power: np.ndarray) -> np.ndarray:
+        target = self._preferred_target(st, g, s, power)
+        if self.params.finish_kills:
+            weakest = rules.weakest_opponent(st, g, s)
+            target = np.where(st.life[g, weakest] <= ready_power, weakest, target)
+        return target
+
+    def _preferred_target(self, st: rules.GameState, g: np.ndarray, s: np.ndarray, power: np.ndarray) -> np.ndarray:
+        if self.params.target in ("weakest", "rule"):
             return rules.weakest_opponent(st, g, s)
         distance = rules.turn_order_distance(st, g, s)
-        score = power.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # biggest board, then lowest life
+        if self.params.target == "open":
+            untapped = ((st.creatures[g] >= 0) & ~st.tapped[g]).sum(-1)
+            score = -untapped.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # fewest blockers, then lowest life
+        else:
+            score = power.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # biggest board, then lowest life
         return np.where(st.eliminated[g] | (distance == 0), np.int32(-(1 << 30)), score).argmax(1)
 
 

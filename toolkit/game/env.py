@@ -1,0 +1,117 @@
+"""A Gymnasium single-agent view of the game: one learning seat, the others played by opponents.
+
+``CommanderEnv`` steps one game with the same rules as the batched core
+(a batch of one). Observations follow ``observation`` (float32, seat-relative),
+actions are the 8 macro actions (attacks use the target rule), and
+``action_masks()`` serves sb3-contrib's ``MaskablePPO``. An illegal action
+(e.g. from ``check_env``'s random sampling) is replaced by ``pass`` and
+reported in ``info["illegal_action"]``.
+
+Rewards are the learner's: the shaped terms of its own decisions (see
+``rules``), +1 when it wins, -1 when it is eliminated (the episode then
+terminates), nothing at the turn limit (the episode is truncated).
+
+Example::
+
+    env = CommanderEnv(opponents=("heuristic", "tuned", "random"), learner_seat=None)
+    obs, info = env.reset(seed=7)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from toolkit.errors import ConfigError
+from toolkit.game import rules
+from toolkit.game.observation import observation_size, observe
+from toolkit.game.players import DecisionBatch, Player, make_player
+
+_G = np.zeros(1, np.intp)  # the env's one game slot
+OBS_BOUND = 10.0
+
+
+class CommanderEnv(gym.Env):
+    """One learning seat against configurable opponents, seeded, with action masks."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        opponents: Sequence[str | Player] = ("heuristic", "heuristic", "heuristic"),
+        *,
+        learner_seat: int | None = 0,
+        max_rounds: int = 30,
+    ) -> None:
+        """Args:
+            opponents: one player (or player name) per other seat, in seat order after the learner's removal.
+            learner_seat: the learner's seat, or None to draw it per episode.
+            max_rounds: rounds before the game is truncated.
+        """
+        n = len(opponents) + 1
+        self.config = rules.RulesConfig(n_seats=n, max_rounds=max_rounds)
+        if learner_seat is not None and not 0 <= learner_seat < n:
+            raise ConfigError(f"learner_seat {learner_seat} is outside the pod of {n}", hint=f"use 0..{n - 1}")
+        self.opponents = [make_player(o) if isinstance(o, str) else o for o in opponents]
+        self.fixed_seat = learner_seat
+        self.learner = learner_seat or 0
+        self.observation_space = gym.spaces.Box(-OBS_BOUND, OBS_BOUND, (observation_size(n),), np.float32)
+        self.action_space = gym.spaces.Discrete(rules.PASS + 1)
+        self.state = rules.new_state(1, self.config)
+        self._mask = np.zeros((1, rules.PASS + 1), bool)
+
+    def _seat_players(self) -> list[Player | None]:
+        others = iter(self.opponents)
+        return [None if s == self.learner else next(others) for s in range(self.config.n_seats)]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        while True:
+            if self.fixed_seat is None:
+                self.learner = int(self.np_random.integers(self.config.n_seats))
+            self.players = self._seat_players()
+            game_rng = np.random.default_rng(self.np_random.integers(2**63))
+            rules.deal(self.state, _G, [game_rng], self.config)
+            self._advance()
+            if not self.state.done[0]:  # the learner has a decision to take
+                return self._observe(), {"learner_seat": self.learner}
+
+    def action_masks(self) -> np.ndarray:
+        """The legal-action mask of the learner's current decision (bool, 8)."""
+        return self._mask[0].copy()
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        info: dict[str, Any] = {}
+        action = int(action)
+        if not self._mask[0, action]:
+            info["illegal_action"] = True
+            action = rules.PASS
+        reward = float(rules.apply(self.state, _G, np.array([action])).reward[0])
+        self._advance()
+        st = self.state
+        terminated = bool(st.eliminated[0, self.learner] or (st.done[0] and not st.truncated[0]))
+        if terminated:
+            reward += rules.WIN_REWARD if st.winner[0] == self.learner else rules.LOSS_REWARD
+        truncated = bool(st.truncated[0]) and not terminated
+        info["placement"] = int(st.placement[0, self.learner])
+        return self._observe(), reward, terminated, truncated, info
+
+    def _advance(self) -> None:
+        """Let the opponents play until the learner decides, is eliminated, or the game ends."""
+        st = self.state
+        while not st.done[0] and not st.eliminated[0, self.learner]:
+            self._mask = rules.legal_mask(st, _G)
+            seat = int(st.seat[0])
+            if seat == self.learner:
+                return
+            batch = DecisionBatch(st, _G, st.seat[_G], self._mask, self.np_random)
+            action, target = self.players[seat].act(batch)  # type: ignore[union-attr]
+            rules.apply(st, _G, action, target)
+        self._mask = np.zeros_like(self._mask)
+        self._mask[0, rules.PASS] = True  # a finished episode still offers one legal action
+
+    def _observe(self) -> np.ndarray:
+        return np.clip(observe(self.state, _G, self._mask)[0], -OBS_BOUND, OBS_BOUND)
