@@ -65,48 +65,57 @@ def _json_list(names: list[str]) -> orjson.Fragment:
     return orjson.Fragment(orjson.dumps(names))
 
 
-def _seat_fragments(counts: np.ndarray, cards: np.ndarray, commander: np.ndarray, new_game: np.ndarray) -> list[list]:
+def _render_names(counts: np.ndarray) -> orjson.Fragment:
+    return _json_list(_NAMES_C.repeat(counts).tolist())
+
+
+def _render_battlefield(permanents_and_slots: np.ndarray) -> orjson.Fragment:
+    perms, slots = permanents_and_slots[:_N_CARDS], permanents_and_slots[_N_CARDS:]
+    return _json_list(_NAMES_C.repeat(perms).tolist() + _NAMES[slots[slots >= 0]].tolist())
+
+
+def _fragments(changed: np.ndarray, build) -> np.ndarray:
+    """[R,N] object array: ``build(r, p)`` where ``changed[r, p]``, else the value of row r-1."""
+    ids = np.cumsum(changed.ravel(order="F")).reshape(changed.shape, order="F") - 1  # per-seat running ids
+    made = np.empty(int(changed.sum()), dtype=object)
+    seats, rows = np.nonzero(changed.T)
+    made[:] = [build(r, p) for p, r in zip(seats.tolist(), rows.tolist())]
+    return made[ids]
+
+
+def _seat_fragments(counts: np.ndarray, cards: np.ndarray, commander: np.ndarray, new_game: np.ndarray,
+                    acting: np.ndarray) -> list[list]:
     """``players[i]`` entries as orjson fragments: result[r][p] for row r, seat p.
 
     A seat's state rarely changes between consecutive decisions of a game, so
-    each entry (and each of its card lists) is serialised only when it changed.
+    each entry (and each of its card lists) is serialised only when it
+    changed. Hands are hidden information: only the acting seat's is written.
     """
-    c, (r, n) = _N_CARDS, counts.shape[:2]
-    segments = {
-        "hand": (cards[:, :, :c], lambda v, cmd: _json_list(_NAMES_C.repeat(v).tolist())),
-        "battlefield": (cards[:, :, 2 * c : -1], lambda v, cmd: _json_list(
-            _NAMES_C.repeat(v[:c]).tolist() + _NAMES[v[c:][v[c:] >= 0]].tolist())),
-        "graveyard": (cards[:, :, c : 2 * c], lambda v, cmd: _json_list(_NAMES_C.repeat(v).tolist())),
+    c = _N_CARDS
+    lists = {
+        "battlefield": (cards[:, :, 2 * c : -1], lambda v, cmd: _render_battlefield(v)),
+        "graveyard": (cards[:, :, c : 2 * c], lambda v, cmd: _render_names(v)),
         "command_zone": (cards[:, :, -1:], lambda v, cmd: _json_list([C.NAMES[cmd]] if v[0] else [])),
     }
     entry_changed = _changed(counts, new_game)
-    lists: dict[str, list[list]] = {}
-    for name, (segment, render) in segments.items():
+    rendered: dict[str, np.ndarray] = {}
+    for name, (segment, render) in lists.items():
         changed = _changed(segment, new_game)
         entry_changed |= changed
-        lists[name] = _carry_forward(changed, lambda i, p, seg=segment, f=render: f(seg[i, p], commander[i, p]))
+        rendered[name] = _fragments(changed, lambda r, p, seg=segment, f=render: f(seg[r, p], commander[r, p]))
     counts_list = counts.tolist()
 
-    def entry(i: int, p: int) -> orjson.Fragment:
-        e = dict(zip(SEAT_FIELDS, counts_list[i][p], strict=True))
+    def entry(r: int, p: int, hand: orjson.Fragment | None = None) -> dict:
+        e = dict(zip(SEAT_FIELDS, counts_list[r][p], strict=True))
         e["eliminated"] = bool(e["eliminated"])
-        return orjson.Fragment(orjson.dumps({"seat": p, **e, **{k: lists[k][i][p] for k in segments}}))
+        return {"seat": p, **e, "hand": hand, **{k: rendered[k][r, p] for k in lists}}
 
-    return _carry_forward(entry_changed, entry)
-
-
-def _carry_forward(changed: np.ndarray, build) -> list[list]:
-    """result[r][p] = build(r, p) where ``changed[r, p]``, else result[r-1][p]."""
-    rows, n = changed.shape
-    out: list[list] = []
-    previous: list = [None] * n
-    flags = changed.tolist()
-    for i in range(rows):
-        row_flags = flags[i]
-        if any(row_flags):
-            previous = [build(i, p) if row_flags[p] else previous[p] for p in range(n)]
-        out.append(previous)
-    return out
+    public = _fragments(entry_changed, lambda r, p: orjson.Fragment(orjson.dumps(entry(r, p))))
+    rows = np.arange(len(acting))
+    hands = cards[rows, acting, :c]
+    public[rows, acting] = [orjson.Fragment(orjson.dumps(entry(r, p, _render_names(h))))
+                            for r, p, h in zip(rows.tolist(), acting.tolist(), hands)]
+    return public.tolist()
 
 
 def build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
@@ -152,7 +161,7 @@ def build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_v
     at_list = at.tolist()
     new_game = np.zeros(r, bool)
     new_game[starts] = True
-    seat_entries = _seat_fragments(log["seats"], log["cards"], commander, new_game)
+    seat_entries = _seat_fragments(log["seats"], log["cards"], commander, new_game, seat)
     actions: dict[tuple[int, int, int], orjson.Fragment] = {}
     lines = []
     for i, (s, d, turn, ph, a, cd, tg, rw, ep, wn, tr, sw, pl, ls, ar, cm) in enumerate(zip(*cols, strict=True)):

@@ -1,0 +1,60 @@
+"""``distill simulate``: play games with chosen players and write canonical decision logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolkit.cli.app import app, console, print_json
+from toolkit.errors import ConfigError
+
+
+@app.command("simulate")
+def simulate_command(
+    games: Annotated[int, typer.Option("--games", help="Games to play.")] = 1000,
+    players: Annotated[
+        str, typer.Option("--players", help="One player per seat, comma-separated: random, heuristic, tuned.")
+    ] = "heuristic,heuristic,heuristic,heuristic",
+    seed: Annotated[int, typer.Option("--seed", help="Seed: same seed, same games, same bytes.")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", help="Folder for the JSONL logs (omit to only play).")] = None,
+    compress: Annotated[str, typer.Option("--compress", help="none, gzip or zstd.")] = "none",
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Games stepped at once.")] = 1024,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Rounds before a game is truncated.")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics)."""
+    from toolkit.game.simulate import SimulateConfig, simulate
+
+    try:
+        config = SimulateConfig(
+            games=games, players=tuple(p.strip() for p in players.split(",")), seed=seed, out=out,
+            compression=compress, batch_size=batch_size, max_rounds=max_rounds,  # type: ignore[arg-type]
+        )
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise ConfigError(f"invalid simulate options: {problems}", hint="see distill simulate --help") from None
+    if as_json:
+        print_json(simulate(config).model_dump(mode="json"))
+        return
+    columns = (TextColumn("simulate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("games", total=games)
+        result = simulate(config, progress=lambda done, total: bar.update(task, completed=done))
+    table = Table(title=f"{result.games} games, {result.decisions} decisions, {result.decisions_per_second:,.0f}/s")
+    table.add_column("seat")
+    table.add_column("player")
+    table.add_column("wins", justify="right")
+    table.add_column("win rate", justify="right")
+    for seat, (name, won, rate) in enumerate(zip(config.players, result.wins_per_seat, result.win_rate_per_seat)):
+        table.add_row(str(seat), name, str(won), f"{rate:.1%}")
+    console.print(table)
+    kinds = ", ".join(f"{name} {rate:.1%}" for name, rate in result.win_rate_per_player_type.items())
+    console.print(f"win rate per player type: {kinds}")
+    console.print(f"draws {result.draws}, truncations {result.truncations}")
+    for path in result.files:
+        console.print(f"wrote {path}")
