@@ -25,8 +25,10 @@ demo: $(STAMP)
 		--seed 7 --out $(DEMO_HOME)/demo-logs
 	$(BIN)/distill validate $(DEMO_HOME)/demo-logs
 	$(BIN)/distill --home $(DEMO_HOME) ingest $(DEMO_HOME)/demo-logs
-	$(BIN)/distill --home $(DEMO_HOME) sql "SELECT source, count(*) AS games, round(avg(decisions), 1) AS decisions_per_game, \
-		round(avg(turns), 1) AS turns, sum(timed_out::INT) AS timeouts FROM games GROUP BY ALL ORDER BY source"
+	$(BIN)/distill --home $(DEMO_HOME) sql "SELECT source AS player, count(DISTINCT game_id) AS games, count(*) AS decisions, \
+		round(avg(CASE WHEN is_terminal OR truncated THEN seat_won::INT END), 3) AS win_rate FROM decisions GROUP BY ALL ORDER BY 1"
+	$(BIN)/distill --home $(DEMO_HOME) sql "SELECT count(*) AS games, round(avg(turns), 1) AS turns, \
+		round(avg(decisions), 1) AS decisions, sum(timed_out::INT) AS timeouts FROM games"
 	$(BIN)/distill --home $(DEMO_HOME) sql "SELECT action.macro AS action, count(*) AS n, \
 		round(100.0 * count(*) / sum(count(*)) OVER (), 1) AS pct FROM decisions GROUP BY ALL ORDER BY n DESC"
 

@@ -45,19 +45,27 @@ def _read_options(dialect: str | None, source: str | None) -> Any:
     return ReadOptions(dialect=dialect, source=source)
 
 
-def _counts_table(title: str, rows: list[dict[str, Any]], extra: list[str]) -> Table:
+def _counts_table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
+    """One row per file; ``columns`` picks among the keys of ``FileReport.as_dict``/``FileIngest.as_dict``."""
     table = Table(title=title, title_justify="left")
-    for name in ["file", *extra, "lines", "valid", "invalid", "blank", "dialects", "invalid by reason"]:
-        table.add_column(name, justify="right" if name in {"lines", "valid", "invalid", "blank"} else "left")
+    table.add_column("file")
+    for name in columns:
+        table.add_column(name.replace("_", " "), justify="right" if name in _NUMERIC else "left")
     for row in rows:
-        table.add_row(
-            Path(row["path"]).name,
-            *[str(row.get(name) or "") for name in extra],
-            f"{row['lines']:,}", f"{row['valid']:,}", f"{row['invalid']:,}", f"{row['blank']:,}",
-            ", ".join(f"{k} {v:,}" for k, v in row["dialects"].items()),
-            ", ".join(f"{k} {v:,}" for k, v in row["reasons"].items()),
-        )
+        cells = []
+        for name in columns:
+            value = row.get(name)
+            if isinstance(value, dict):
+                cells.append(", ".join(f"{k} {v:,}" for k, v in value.items()))
+            elif isinstance(value, int) and not isinstance(value, bool):
+                cells.append(f"{value:,}")
+            else:
+                cells.append(str(value or ""))
+        table.add_row(Path(row["path"]).name, *cells)
     return table
+
+
+_NUMERIC = {"lines", "valid", "invalid", "blank", "duplicates"}
 
 
 @app.command()
@@ -79,7 +87,8 @@ def validate(
     if as_json:
         print_json(result.as_dict())
     else:
-        console.print(_counts_table("validate", [r.as_dict() for r in result.reports], []))
+        console.print(_counts_table("validate", [r.as_dict() for r in result.reports],
+                                    ["lines", "valid", "invalid", "blank", "dialects", "reasons"]))
         for problem in result.problems[:max_errors]:
             console.print(problem.render(), markup=False, soft_wrap=True)
         hidden = len(result.problems) - max_errors
@@ -107,7 +116,8 @@ def ingest(
         print_json(result.as_dict())
     else:
         rows = [f.as_dict() for f in result.files]
-        console.print(_counts_table(f"ingest into {layout().home}", rows, ["status", "batch_id"]))
+        console.print(_counts_table(f"ingest into {layout().home}", rows,
+                                    ["status", "batch_id", "valid", "invalid", "reasons"]))
         for file in result.files:
             if file.note:
                 console.print(f"{Path(file.path).name}: {file.note}", markup=False)
