@@ -185,8 +185,10 @@ def _split_by_partition(table: pa.Table) -> Iterator[tuple[tuple[str, int | None
         yield key_of(0), table
         return
     order = np.argsort(inverse, kind="stable")
-    ordered = table.take(pa.array(order))
     bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
     for group in np.argsort(first, kind="stable"):
-        start, stop = int(bounds[group]), int(bounds[group + 1])
-        yield key_of(int(first[group])), ordered.slice(start, stop - start)
+        # One compact copy per partition (not slices of one reordered copy):
+        # partition writers buffer these, and a slice would keep the whole
+        # part alive until every partition flushed.
+        rows = order[bounds[group] : bounds[group + 1]]
+        yield key_of(int(first[group])), table.take(pa.array(rows))
