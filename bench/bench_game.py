@@ -11,7 +11,8 @@ random, tuned vs 3 default heuristics (seat rotated), draws and truncations.
 Last run (2 shared cores, other jobs running; 20,000 games per property):
   batched core 206,343 decisions/s (64x the origin), one game at a time 2,448/s
   (batched 84x), gym wrapper 409 agent steps/s (each also plays ~3 opponent
-  decisions), distill simulate end to end 14,794 decisions/s (BELOW the 50,000
+  decisions), distill simulate end to end 14,794 decisions/s (~21,000 after pausing the GC
+  during row building; BELOW the 50,000
   target: row building in Python ~31 us/row, recording ~11 us/row, ~2 KB/row of
   disk writes); fair seats 24.8/24.7/25.0/24.7%, draws+truncations 0.80%,
   heuristic vs 3 random 53.7%, tuned vs 3 defaults 39.1%.
