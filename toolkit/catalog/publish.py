@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from toolkit.ingest.validate import Part, Reject
+from toolkit.ingest.validate import Part, Reject, partition_keys
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
 from toolkit.catalog.store import QUARANTINE_SCHEMA
@@ -35,44 +35,42 @@ class Lineage:
 
 
 class _PartitionWriter:
-    """Buffers rows of one (source, generation) partition into large row groups."""
+    """Writes one (source, generation) partition's Parquet file."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.writer = pq.ParquetWriter(path, lake_schema(), **PARQUET_OPTIONS)
-        self.buffer: list[pa.Table] = []
-        self.buffered = 0
         self.rows = 0
         self.closed = False
 
-    def write(self, table: pa.Table) -> None:
-        self.buffer.append(table)
-        self.buffered += table.num_rows
-        if self.buffered >= ROW_GROUP_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.buffered:
-            self.writer.write_table(pa.concat_tables(self.buffer), row_group_size=max(self.buffered, 1))
-            self.rows += self.buffered
-            self.buffer, self.buffered = [], 0
+    def write(self, tables: list[pa.Table]) -> None:
+        table = pa.concat_tables(tables)
+        self.writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.rows += table.num_rows
 
     def close(self) -> None:
         if not self.closed:
-            self.flush()
             self.writer.close()
             self.closed = True
 
 
 class StagedBatch:
-    """Collects a batch's accepted rows and rejects under ``staging/<batch>/``."""
+    """Collects a batch's accepted rows and rejects under ``staging/<batch>/``.
+
+    Rows are buffered for the whole batch and flushed, one row group per
+    partition, once ``ROW_GROUP_ROWS`` are waiting: parts arrive grouped by
+    partition, so the buffer holds zero-copy slices, and flushing them all
+    together bounds how much of the input stays alive.
+    """
 
     def __init__(self, layout: Layout, lineage: Lineage) -> None:
         self.layout = layout
         self.lineage = lineage
         self.root = layout.staging_for(lineage.batch_id)
         self.partitions: dict[tuple[str, int | None], _PartitionWriter] = {}
+        self.buffer: dict[tuple[str, int | None], list[pa.Table]] = {}
+        self.buffered = 0
         self.rejects: list[Reject] = []
         self.rows = 0
 
@@ -82,12 +80,20 @@ class StagedBatch:
         if part.table.num_rows == 0:
             return
         table = self._with_lineage(part)
-        for key, rows in _split_by_partition(table):
+        for key, rows in _partition_runs(table):
+            self.buffer.setdefault(key, []).append(rows)
+        self.buffered += table.num_rows
+        self.rows += table.num_rows
+        if self.buffered >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        for key, tables in self.buffer.items():
             if key not in self.partitions:
                 relative = Layout.partition(key[0], key[1], self.lineage.batch_id)
                 self.partitions[key] = _PartitionWriter(self.root / "lake" / relative / "part-00000.parquet")
-            self.partitions[key].write(rows)
-        self.rows += table.num_rows
+            self.partitions[key].write(tables)
+        self.buffer, self.buffered = {}, 0
 
     def _with_lineage(self, part: Part) -> pa.Table:
         n = part.table.num_rows
@@ -108,8 +114,7 @@ class StagedBatch:
 
         Rewrites only the partitions that hold such lines; returns rows removed.
         """
-        for writer in self.partitions.values():
-            writer.close()
+        self._close_writers()
         removed = 0
         wanted = pa.array(sorted(lines), pa.int64())
         for writer in self.partitions.values():
@@ -128,12 +133,16 @@ class StagedBatch:
 
     def close(self) -> None:
         """Finish every staged file (rows and quarantine)."""
-        for writer in self.partitions.values():
-            writer.close()
+        self._close_writers()
         if self.rejects:
             path = self.root / "quarantine" / f"batch={self.lineage.batch_id}" / "rejects.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
             pq.write_table(self._rejects_table(), path, **PARQUET_OPTIONS)
+
+    def _close_writers(self) -> None:
+        self._flush()
+        for writer in self.partitions.values():
+            writer.close()
 
     def _rejects_table(self) -> pa.Table:
         rejects = sorted(self.rejects, key=lambda r: r.line)
@@ -162,33 +171,12 @@ class StagedBatch:
         return sorted({gen for _, gen in self.partitions if gen is not None})
 
 
-def _split_by_partition(table: pa.Table) -> Iterator[tuple[tuple[str, int | None], pa.Table]]:
-    """Yield ((source, generation), rows) for each partition present in ``table``,
-    rows in their original order, partitions in order of first appearance."""
-    # Codes from dictionary encoding and numpy, not an Acero group-by: this runs
-    # per part on the hot path, and Acero's per-call setup (and its threads) cost
-    # more than the grouping itself.
-    sources = pc.dictionary_encode(table[col.SOURCE]).combine_chunks()
-    generations = pc.dictionary_encode(table[col.GENERATION]).combine_chunks()
-    source_codes = sources.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    gen_codes = pc.fill_null(generations.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    codes = source_codes * (len(generations.dictionary) + 1) + gen_codes + 1
-    unique, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    source_names = sources.dictionary.to_pylist()
-    generation_values = generations.dictionary.to_pylist()
-
-    def key_of(row: int) -> tuple[str, int | None]:
-        g = gen_codes[row]
-        return source_names[source_codes[row]], None if g < 0 else generation_values[g]
-
-    if len(unique) == 1:
-        yield key_of(0), table
-        return
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
-    for group in np.argsort(first, kind="stable"):
-        # One compact copy per partition (not slices of one reordered copy):
-        # partition writers buffer these, and a slice would keep the whole
-        # part alive until every partition flushed.
-        rows = order[bounds[group] : bounds[group + 1]]
-        yield key_of(int(first[group])), table.take(pa.array(rows))
+def _partition_runs(table: pa.Table) -> Iterator[tuple[tuple[str, int | None], pa.Table]]:
+    """Yield ((source, generation), zero-copy slice) for each run of rows of one
+    partition; validation hands parts over grouped by partition."""
+    sources, generations = partition_keys(table)
+    change = np.flatnonzero((sources[1:] != sources[:-1]) | (generations[1:] != generations[:-1])) + 1
+    bounds = [0, *change.tolist(), table.num_rows]
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        generation = int(generations[start])
+        yield (str(sources[start]), None if generation < 0 else generation), table.slice(start, stop - start)

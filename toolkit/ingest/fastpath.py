@@ -47,7 +47,10 @@ def looks_like_object(line: bytes) -> bool:
 
 
 def _parse(lines: list[bytes]) -> pa.Table | None:
-    data = b"\n".join(lines)
+    return _parse_block(b"\n".join(lines), len(lines))
+
+
+def _parse_block(data: bytes, n_lines: int) -> pa.Table | None:
     try:
         table = pj.read_json(
             pa.BufferReader(data),  # zero-copy, unlike a Python file object
@@ -63,12 +66,12 @@ def _parse(lines: list[bytes]) -> pa.Table | None:
         return None
     # Two JSON values on one line parse as two rows: then rows and lines no
     # longer align, and the block is treated as failed.
-    return table if table.num_rows == len(lines) else None
+    return table if table.num_rows == n_lines else None
 
 
 def _parse_or_split(lines: list[bytes], ids: np.ndarray, tables: list[pa.Table], kept: list[np.ndarray],
-                    failed: list[np.ndarray]) -> None:
-    table = _parse(lines)
+                    failed: list[np.ndarray], *, known_bad: bool = False) -> None:
+    table = None if known_bad else _parse(lines)
     if table is not None:
         tables.append(table)
         kept.append(ids)
@@ -90,6 +93,19 @@ class FastResult:
     fallback: np.ndarray
 
 
+def validate_block(block: bytes, ids: np.ndarray) -> FastResult:
+    """Like :func:`validate_lines` for lines already joined by ``\\n`` (a clean
+    chunk): parsed as one block, split into lines only if that fails."""
+    table = _parse_block(block, len(ids))
+    if table is not None:
+        return _check([table], [ids], [])
+    tables: list[pa.Table] = []
+    kept: list[np.ndarray] = []
+    failed: list[np.ndarray] = []
+    _parse_or_split(block.split(b"\n"), ids, tables, kept, failed, known_bad=True)
+    return _check(tables, kept, failed)
+
+
 def validate_lines(lines: list[bytes], ids: np.ndarray) -> FastResult:
     """Parse and check ``lines`` (cleaned JSON objects); ``ids`` label them.
 
@@ -101,6 +117,10 @@ def validate_lines(lines: list[bytes], ids: np.ndarray) -> FastResult:
     failed: list[np.ndarray] = []
     if lines:
         _parse_or_split(lines, ids, tables, kept, failed)
+    return _check(tables, kept, failed)
+
+
+def _check(tables: list[pa.Table], kept: list[np.ndarray], failed: list[np.ndarray]) -> FastResult:
     if tables:
         table = pa.concat_tables(tables)
         table_ids = np.concatenate(kept)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
 
+import numpy as np
+
 from toolkit.errors import UsageError
 
 SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst")
@@ -23,22 +25,46 @@ CHUNK_BYTES: Final[int] = 8 << 20
 UTF8_BOM: Final[bytes] = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Chunk:
     """Consecutive whole lines of one file; ``first_line`` is 1-based.
 
-    ``lines`` hold each line's bytes without its ``\n`` (a ``\r`` of a CRLF
-    ending stays). Every line ended with ``\n`` except, when ``ends_open`` is
-    true, the last one: the file's final line had no newline.
+    ``body`` holds the lines joined by ``\n`` without the final terminator;
+    ``lines`` (split on first use) each line's bytes without its ``\n`` (a
+    ``\r`` of a CRLF ending stays). Every line ended with ``\n`` except, when
+    ``ends_open`` is true, the last one: the file's final line had no newline.
     """
 
     first_line: int
-    lines: list[bytes]
+    body: bytes
     ends_open: bool = False
+    _lines: list[bytes] | None = None
+    _breaks: np.ndarray | None = None
+
+    @property
+    def breaks(self) -> np.ndarray:
+        """Offsets of the ``\\n`` between lines in ``body`` (found once, vectorised)."""
+        if self._breaks is None:
+            self._breaks = np.flatnonzero(np.frombuffer(self.body, dtype=np.uint8) == 10)
+        return self._breaks
+
+    @property
+    def n_lines(self) -> int:
+        return len(self.breaks) + 1
+
+    @property
+    def lines(self) -> list[bytes]:
+        if self._lines is None:
+            self._lines = self.body.split(b"\n")
+        return self._lines
+
+    @property
+    def last_line(self) -> int:
+        return self.first_line + self.n_lines - 1
 
     def raw(self, index: int) -> bytes:
         """The exact bytes of line ``index`` of this chunk as stored in the file."""
-        open_end = self.ends_open and index == len(self.lines) - 1
+        open_end = self.ends_open and index == self.n_lines - 1
         return self.lines[index] if open_end else self.lines[index] + b"\n"
 
 
@@ -102,13 +128,13 @@ def read_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
             if not block:
                 break
             data = tail + block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:  # no newline yet: a long line, keep reading
+            cut = data.rfind(b"\n")
+            if cut < 0:  # no newline yet: a long line, keep reading
                 tail = data
                 continue
-            lines = data.split(b"\n")  # not data[:cut - 1].split: saves a copy of the chunk
-            tail = lines.pop()
-            yield Chunk(line_no, lines)
-            line_no += len(lines)
+            chunk = Chunk(line_no, data[:cut])
+            tail = data[cut + 1 :]
+            yield chunk
+            line_no += chunk.n_lines
     if tail:
-        yield Chunk(line_no, [tail], ends_open=True)
+        yield Chunk(line_no, tail, ends_open=True, _breaks=np.empty(0, dtype=np.int64))

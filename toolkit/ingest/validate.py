@@ -22,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.dialects import detect_dialect
 from toolkit.errors import ConfigError, DialectError
-from toolkit.ingest.fastpath import FastResult, looks_like_object, read_schema, validate_lines
+from toolkit.ingest.fastpath import FastResult, looks_like_object, read_schema, validate_block, validate_lines
 from toolkit.ingest.reader import UTF8_BOM, Chunk, read_chunks
 from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
 
 _SNIFF_LINES = 50
+_OPEN, _CLOSE = ord("{"), ord("}")
 
 
 class ReadOptions(BaseModel):
@@ -71,8 +72,9 @@ class Reject:
 
 @dataclass
 class Part:
-    """Accepted rows of a stretch of the file (schema ``read_schema()``), in line
-    order, with their line numbers; and the rejects found in that stretch."""
+    """Accepted rows of a stretch of the file (schema ``read_schema()``) with
+    their line numbers, grouped by lake partition (source, generation) and in
+    line order within each; and the rejects found in that stretch."""
 
     table: pa.Table
     lines: np.ndarray
@@ -135,6 +137,55 @@ def _sniff_canonical(path: Path, options: ReadOptions) -> bool:
     return True
 
 
+@dataclass
+class _Prepared:
+    """A chunk sorted for validation: a clean chunk goes to the fast path whole
+    (``block``); otherwise its lines are sorted one by one."""
+
+    chunk: Chunk
+    block: bytes | None
+    fast_lines: list[bytes]
+    fast_ids: np.ndarray
+    slow: list[tuple[int, bytes]]
+    rejects: list[Reject]
+
+    def fast_text(self, line: int) -> bytes:
+        if self.block is not None:
+            return self.chunk.lines[line - self.chunk.first_line]
+        return self.fast_lines[int(np.searchsorted(self.fast_ids, line))]
+
+
+def _fast_job(prepared: _Prepared) -> FastResult:
+    """Worker-thread job: validate the fast-path lines, then group the passing
+    rows by partition (the copy this needs is made here, in parallel)."""
+    if prepared.block is not None:
+        result = validate_block(prepared.block, prepared.fast_ids)
+    else:
+        result = validate_lines(prepared.fast_lines, prepared.fast_ids)
+    order = partition_order(result.table, result.ids)
+    if order is not None:
+        result.table, result.ids = result.table.take(pa.array(order)), result.ids[order]
+    return result
+
+
+def partition_keys(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the (source, generation) of its lake partition as numpy arrays
+    (generation -1 for none)."""
+    sources = table[col.SOURCE].to_numpy(zero_copy_only=False)
+    generations = table[col.GENERATION].fill_null(-1).to_numpy(zero_copy_only=False)
+    return sources, generations
+
+
+def partition_order(table: pa.Table, lines: np.ndarray) -> np.ndarray | None:
+    """The row order grouping ``table`` by partition, then by line; None if already so."""
+    if table.num_rows < 2:
+        return None
+    sources, generations = partition_keys(table)
+    if (sources[0] == sources).all() and (generations[0] == generations).all() and (np.diff(lines) > 0).all():
+        return None
+    return np.lexsort((lines, generations, sources))
+
+
 class _FileValidation:
     """State of one file's validation across its chunks."""
 
@@ -146,18 +197,33 @@ class _FileValidation:
         self.rows = RowValidator(dialect=options.dialect, source=options.source)
         self.pending_raw: dict[int, bytes] = {}
 
-    def prepare(self, chunk: Chunk) -> tuple[Chunk, list[bytes], np.ndarray, list[tuple[int, bytes]], list[Reject]]:
+    def _is_clean(self, chunk: Chunk) -> bool:
+        """Whether every line of the chunk is a bare JSON object line, checked at
+        memory speed: then the chunk is parsed whole, with no per-line work."""
+        data, breaks = chunk.body, chunk.breaks
+        if data[:1] != b"{" or data[-1:] != b"}" or b"\r" in data:
+            return False
+        octets = np.frombuffer(data, dtype=np.uint8)
+        if not ((octets[breaks - 1] == _CLOSE).all() and (octets[breaks + 1] == _OPEN).all()):
+            return False
+        edges = np.concatenate(([-1], breaks, [len(data)]))
+        return int(np.diff(edges).max()) - 1 <= self.options.max_line_bytes
+
+    def prepare(self, chunk: Chunk, fast: bool) -> _Prepared:
         """Sort a chunk's lines: fast-path candidates, per-row lines, early rejects."""
+        report = self.report
+        report.lines += chunk.n_lines
+        report.ends_without_newline = chunk.ends_open
+        ids = np.arange(chunk.first_line, chunk.first_line + chunk.n_lines, dtype=np.int64)
+        if fast and self._is_clean(chunk):
+            return _Prepared(chunk, chunk.body, [], ids, [], [])
         fast_lines: list[bytes] = []
         fast_ids: list[int] = []
         slow: list[tuple[int, bytes]] = []
         rejects: list[Reject] = []
-        report = self.report
-        report.lines += len(chunk.lines)
-        report.ends_without_newline = chunk.ends_open
         for i, raw in enumerate(chunk.lines):
             line = chunk.first_line + i
-            text = _clean(raw)
+            text = raw[:-1] if raw.endswith(b"\r") else raw
             if line == 1 and text.startswith(UTF8_BOM):
                 text = text[len(UTF8_BOM) :]
                 report.bom = True
@@ -169,34 +235,35 @@ class _FileValidation:
             text = text.strip()
             if not text:
                 report.blank += 1
-            elif looks_like_object(text):
+            elif fast and looks_like_object(text):
                 fast_lines.append(text)
                 fast_ids.append(line)
             else:
                 slow.append((line, text))
-        return chunk, fast_lines, np.asarray(fast_ids, dtype=np.int64), slow, rejects
+        return _Prepared(chunk, None, fast_lines, np.asarray(fast_ids, dtype=np.int64), slow, rejects)
 
-    def complete(self, chunk: Chunk, fast: FastResult | None, fast_lines: list[bytes], fast_ids: np.ndarray,
-                 slow: list[tuple[int, bytes]], rejects: list[Reject]) -> Part:
+    def complete(self, prepared: _Prepared, fast: FastResult | None) -> Part:
         """Run the per-row path on what the fast path left, and assemble the part."""
+        chunk, slow = prepared.chunk, prepared.slow
         if fast is not None and len(fast.fallback):
-            position = {line: i for i, line in enumerate(fast_ids.tolist())}
-            slow.extend((line, fast_lines[position[line]]) for line in fast.fallback.tolist())
+            slow.extend((line, prepared.fast_text(line)) for line in fast.fallback.tolist())
             slow.sort()
-        last_line = chunk.first_line + len(chunk.lines) - 1
         outcomes: list[RowOutcome] = []
         for line, text in slow:
             self.pending_raw[line] = chunk.raw(line - chunk.first_line)
-            outcomes.extend(self.rows.feed(line, text, at_open_end=chunk.ends_open and line == last_line))
-        if fast is not None and self.options.source is not None:
-            forced = pa.array([self.options.source] * fast.table.num_rows, type=pa.string())
-            fast.table = fast.table.set_column(fast.table.schema.get_field_index(col.SOURCE), col.SOURCE, forced)
-        tables = [fast.table] if fast is not None else []
-        ids = [fast.ids] if fast is not None else []
-        part = self._assemble(tables, ids, outcomes, rejects)
+            outcomes.extend(self.rows.feed(line, text, at_open_end=chunk.ends_open and line == chunk.last_line))
+        tables, ids = [], []
         if fast is not None:
             self.report.dialects["canonical"] += fast.table.num_rows
-        return part
+            tables.append(self._force_source(fast.table))
+            ids.append(fast.ids)
+        return self._assemble(tables, ids, outcomes, prepared.rejects)
+
+    def _force_source(self, table: pa.Table) -> pa.Table:
+        if self.options.source is None:
+            return table
+        forced = pa.repeat(pa.scalar(self.options.source, pa.string()), table.num_rows)
+        return table.set_column(table.schema.get_field_index(col.SOURCE), col.SOURCE, forced)
 
     def finish(self) -> Part:
         part = self._assemble([], [], self.rows.finish(), [])
@@ -215,8 +282,7 @@ class _FileValidation:
             ids.append(np.asarray([o.line for o in accepted], dtype=np.int64))
         table = pa.concat_tables(tables) if tables else read_schema().empty_table()
         lines = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
-        if len(tables) > 1:
-            order = np.argsort(lines, kind="stable")
+        if len(tables) > 1 and (order := partition_order(table, lines)) is not None:
             table, lines = table.take(pa.array(order)), lines[order]
         rejects.sort(key=lambda r: r.line)
         self.report.valid += table.num_rows
@@ -235,24 +301,20 @@ def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Itera
     state = _FileValidation(path, options, report)
     if not _sniff_canonical(path, options):
         for chunk in read_chunks(path, options.chunk_bytes):
-            chunk, fast_lines, fast_ids, slow, rejects = state.prepare(chunk)
-            slow.extend(zip(fast_ids.tolist(), fast_lines))
-            slow.sort()
-            yield state.complete(chunk, None, [], np.empty(0, dtype=np.int64), slow, rejects)
+            yield state.complete(state.prepare(chunk, fast=False), None)
         yield state.finish()
         return
-    in_flight: deque[tuple[Future[FastResult], tuple[Any, ...]]] = deque()
+    in_flight: deque[tuple[Future[FastResult], _Prepared]] = deque()
     with ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="distill-parse") as pool:
         for chunk in read_chunks(path, options.chunk_bytes):
-            chunk, fast_lines, fast_ids, slow, rejects = state.prepare(chunk)
-            future = pool.submit(validate_lines, fast_lines, fast_ids)
-            in_flight.append((future, (chunk, fast_lines, fast_ids, slow, rejects)))
+            prepared = state.prepare(chunk, fast=True)
+            in_flight.append((pool.submit(_fast_job, prepared), prepared))
             if len(in_flight) > options.workers:
-                future, (c, fl, fi, sl, rj) = in_flight.popleft()
-                yield state.complete(c, future.result(), fl, fi, sl, rj)
+                future, done = in_flight.popleft()
+                yield state.complete(done, future.result())
         while in_flight:
-            future, (c, fl, fi, sl, rj) = in_flight.popleft()
-            yield state.complete(c, future.result(), fl, fi, sl, rj)
+            future, done = in_flight.popleft()
+            yield state.complete(done, future.result())
     yield state.finish()
 
 
