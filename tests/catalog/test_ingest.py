@@ -148,3 +148,20 @@ def test_a_kill_mid_ingest_leaves_no_half_batch_and_a_rerun_completes(tmp_path: 
 def test_an_empty_file_creates_no_batch(write_log, layout: Layout) -> None:
     result = ingest_paths([write_log("empty.jsonl", [])], layout)
     assert result.files[0].status == "empty" and not result.batches
+
+
+@pytest.mark.parametrize("run_length", [1, 50])
+def test_interleaved_partitions_keep_every_row_in_line_order(write_log, layout: Layout, run_length: int) -> None:
+    rows = []
+    for i in range(400):
+        record = good(i)
+        if (i // run_length) % 2:
+            record.update(source="ppo", model_version="gen-001", generation=1)
+        rows.append(record)
+    ingest_paths([write_log("mixed.jsonl", rows)], layout)
+    for source in ("forge", "ppo"):
+        [path] = layout.lake.glob(f"source={source}/*/*/*.parquet")
+        import pyarrow.parquet as pq
+
+        lines = pq.read_table(path, columns=["source_line"])["source_line"].to_pylist()
+        assert lines == sorted(lines) and len(lines) == 200

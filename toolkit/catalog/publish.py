@@ -59,9 +59,9 @@ class StagedBatch:
     """Collects a batch's accepted rows and rejects under ``staging/<batch>/``.
 
     Rows are buffered for the whole batch and flushed, one row group per
-    partition, once ``ROW_GROUP_ROWS`` are waiting: parts arrive grouped by
-    partition, so the buffer holds zero-copy slices, and flushing them all
-    together bounds how much of the input stays alive.
+    partition, once ``ROW_GROUP_ROWS`` are waiting: the buffer holds zero-copy
+    slices of the parts (runs of one partition), and flushing them all together
+    bounds how much of the input stays alive.
     """
 
     def __init__(self, layout: Layout, lineage: Lineage) -> None:
@@ -173,7 +173,7 @@ class StagedBatch:
 
 def _partition_runs(table: pa.Table) -> Iterator[tuple[tuple[str, int | None], pa.Table]]:
     """Yield ((source, generation), zero-copy slice) for each run of rows of one
-    partition; validation hands parts over grouped by partition."""
+    partition (validation hands over parts whose runs are long)."""
     sources, generations = partition_keys(table)
     change = np.flatnonzero((sources[1:] != sources[:-1]) | (generations[1:] != generations[:-1])) + 1
     bounds = [0, *change.tolist(), table.num_rows]

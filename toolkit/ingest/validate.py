@@ -73,8 +73,9 @@ class Reject:
 @dataclass
 class Part:
     """Accepted rows of a stretch of the file (schema ``read_schema()``) with
-    their line numbers, grouped by lake partition (source, generation) and in
-    line order within each; and the rejects found in that stretch."""
+    their line numbers, and the rejects found in that stretch. Rows are in line
+    order, except that rows of finely interleaved lake partitions (source,
+    generation) are grouped by partition, in line order within each."""
 
     table: pa.Table
     lines: np.ndarray
@@ -176,13 +177,22 @@ def partition_keys(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     return sources, generations
 
 
+# Rows of one partition that follow each other form a run; the lake writer
+# takes runs as zero-copy slices. Parts whose runs are shorter than this on
+# average are reordered (one copy) so each partition is one run.
+_MIN_MEAN_RUN = 32
+
+
 def partition_order(table: pa.Table, lines: np.ndarray) -> np.ndarray | None:
-    """The row order grouping ``table`` by partition, then by line; None if already so."""
+    """A row order for ``table``: by line, and grouped by partition when its
+    partitions interleave finely; None when the rows are fine as they are."""
     if table.num_rows < 2:
         return None
     sources, generations = partition_keys(table)
-    if (sources[0] == sources).all() and (generations[0] == generations).all() and (np.diff(lines) > 0).all():
-        return None
+    runs = 1 + int(((sources[1:] != sources[:-1]) | (generations[1:] != generations[:-1])).sum())
+    in_line_order = bool((np.diff(lines) > 0).all())
+    if runs * _MIN_MEAN_RUN <= table.num_rows:
+        return None if in_line_order else np.argsort(lines, kind="stable")
     return np.lexsort((lines, generations, sources))
 
 
