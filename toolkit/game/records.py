@@ -19,10 +19,10 @@ seats still alive.
 
 from __future__ import annotations
 
-import gc
 import gzip
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final, Literal
 
@@ -38,9 +38,33 @@ from toolkit.schema.vocab import MACRO_ACTIONS, SCHEMA_VERSION
 ENGINE: Final = "distill-game"
 Compression = Literal["none", "gzip", "zstd"]
 SUFFIX: Final[dict[str, str]] = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
-_NAMES = np.array(C.NAMES + ("",), dtype=object)
-_NAMES_C = _NAMES[: C.N_CARDS]
 _N_CARDS = C.N_CARDS
+
+
+def _table(pieces: Sequence[bytes]) -> np.ndarray:
+    """A 1-D object array of byte pieces, to be indexed by numpy."""
+    table = np.empty(len(pieces), dtype=object)
+    table[:] = pieces
+    return table
+
+
+_NAME_FIRST = _table([orjson.dumps(name) for name in C.NAMES])  # the first name of a JSON list
+_NAME_NEXT = _table([b"," + orjson.dumps(name) for name in C.NAMES])
+_MASKS = _table([b',"legal_actions":' + orjson.dumps([bool(b >> (7 - i) & 1) for i in range(8)]) for b in range(256)])
+_JOIN_BATCH = 4096
+_PHASES = ("main_1", "main_2", "combat", "end")  # the codes of _phase_codes
+
+
+@dataclass
+class _Names:
+    """A list slot of the row template: each row's card names, ``lengths[r]`` pieces for row r."""
+
+    pieces: np.ndarray  # object [sum(lengths)]: the pieces of every row, in row order
+    lengths: np.ndarray  # [R]
+    rank: np.ndarray  # [sum(lengths)]: position of each piece within its row
+
+
+Slot = bytes | np.ndarray | _Names  # a fixed slot is one piece for every row or an object array [R] of pieces
 
 
 def game_id(seed: int, game: int) -> str:
@@ -48,94 +72,129 @@ def game_id(seed: int, game: int) -> str:
     return f"sim-{seed}-{game}"
 
 
-def _phase_names(phase: np.ndarray, action: np.ndarray) -> np.ndarray:
-    names = np.where(phase == rules.MAIN_1, "main_1", "main_2").astype(object)
-    names[action == rules.ATTACK] = "combat"
-    names[(action == rules.HOLD) | (action == rules.PASS)] = "end"
-    return names
+def _ints(prefix: bytes, values: np.ndarray) -> np.ndarray:
+    """[R] pieces ``prefix`` + the JSON of each integer value."""
+    values = values.astype(np.int64)
+    low, high = int(values.min()), int(values.max())
+    return _table([prefix + b"%d" % v for v in range(low, high + 1)])[values - low]
+
+
+def _floats(prefix: bytes, values: np.ndarray) -> np.ndarray:
+    """[R] pieces ``prefix`` + orjson's JSON of each float (unique by bits, so -0.0 stays -0.0)."""
+    bits, inverse = np.unique(values.astype(np.float64).view(np.int64), return_inverse=True)
+    return _table([prefix + orjson.dumps(v) for v in bits.view(np.float64).tolist()])[inverse.ravel()]
+
+
+def _names(ids: np.ndarray, lengths: np.ndarray, after: np.ndarray | None = None) -> _Names:
+    """The list slot of card ``ids`` (row-major, ``lengths[r]`` per row), after ``after[r]`` names of the same list."""
+    lengths = lengths.astype(np.int64)
+    rank = np.arange(len(ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    follows = rank > 0 if after is None else rank + np.repeat(after, lengths) > 0
+    return _Names(np.where(follows, _NAME_NEXT[ids], _NAME_FIRST[ids]), lengths, rank)
+
+
+def _counted_names(counts: np.ndarray) -> _Names:
+    """The list slot of card counts [R,C]: each card's name repeated, in card order."""
+    rows, cards = np.nonzero(counts)
+    return _names(np.repeat(cards, counts[rows, cards]), counts.sum(1, dtype=np.int64))
+
+
+def _join(slots: list[Slot], n_rows: int) -> bytes:
+    """Concatenate the slots of every row, row after row, in one ``bytes.join``."""
+    lengths = np.ones((n_rows, len(slots)), np.int64)
+    for s, slot in enumerate(slots):
+        if isinstance(slot, _Names):
+            lengths[:, s] = slot.lengths
+    flat = lengths.ravel()
+    starts = (np.cumsum(flat) - flat).reshape(lengths.shape)
+    out = np.empty(int(flat.sum()), dtype=object)
+    for s, slot in enumerate(slots):
+        if isinstance(slot, _Names):
+            out[np.repeat(starts[:, s], slot.lengths) + slot.rank] = slot.pieces
+        else:
+            out[starts[:, s]] = slot
+    pieces = out.tolist()
+    # bytes.join keeps a buffer record per piece: joining a few thousand at a time keeps them in the CPU cache.
+    return b"".join([b"".join(pieces[i : i + _JOIN_BATCH]) for i in range(0, len(pieces), _JOIN_BATCH)])
+
+
+def _phase_codes(phase: np.ndarray, action: np.ndarray) -> np.ndarray:
+    """[R] index into _PHASES: combat for attacks, end for hold and pass, else the main phase."""
+    codes = np.where(phase == rules.MAIN_1, 0, 1)
+    codes[action == rules.ATTACK] = 2
+    codes[(action == rules.HOLD) | (action == rules.PASS)] = 3
+    return codes
+
+
+def _fragments(slots: list[Slot], n: int) -> np.ndarray:
+    """[n] object array of the fragments the slots make, one per slot row (JSON has no raw newline to split on)."""
+    return _table(_join([*slots, b"\n"], n).split(b"\n")[:-1])
 
 
 def _changed(segment: np.ndarray, new_game: np.ndarray) -> np.ndarray:
-    """[R,N] bool: the seat's ``segment`` differs from the previous row of the same game."""
-    changed = np.ones(segment.shape[:2], bool)
-    changed[1:] = (segment[1:] != segment[:-1]).reshape(len(segment) - 1, segment.shape[1], -1).any(-1)
-    return changed | new_game[:, None]
+    """[R] bool: row r of ``segment`` differs from row r-1 or starts a game."""
+    changed = new_game.copy()
+    changed[1:] |= (segment[1:] != segment[:-1]).reshape(len(segment) - 1, -1).any(1)
+    return changed
 
 
-def _json_list(names: list[str]) -> orjson.Fragment:
-    return orjson.Fragment(orjson.dumps(names))
+def _repeated(changed: np.ndarray, make) -> np.ndarray:
+    """[R] object array: ``make(rows)`` for the rows where ``changed``, reused by the rows after them."""
+    rows = np.flatnonzero(changed)
+    return _fragments(make(rows), len(rows))[np.cumsum(changed) - 1]
 
 
-def _render_names(counts: np.ndarray) -> orjson.Fragment:
-    return _json_list(_NAMES_C.repeat(counts).tolist())
+def _player_pieces(p: int, counts: np.ndarray, cards: np.ndarray, commander: np.ndarray, acting: np.ndarray,
+                   new_game: np.ndarray) -> list[np.ndarray]:
+    """``players[p]`` in three [R] pieces: up to ``"hand":``, the hand (the acting seat's only, else null), the rest.
 
-
-def _render_battlefield(permanents_and_slots: np.ndarray) -> orjson.Fragment:
-    perms, slots = permanents_and_slots[:_N_CARDS], permanents_and_slots[_N_CARDS:]
-    return _json_list(_NAMES_C.repeat(perms).tolist() + _NAMES[slots[slots >= 0]].tolist())
-
-
-def _fragments(changed: np.ndarray, build) -> np.ndarray:
-    """[R,N] object array: ``build(r, p)`` where ``changed[r, p]``, else the value of row r-1."""
-    ids = np.cumsum(changed.ravel(order="F")).reshape(changed.shape, order="F") - 1  # per-seat running ids
-    made = np.empty(int(changed.sum()), dtype=object)
-    seats, rows = np.nonzero(changed.T)
-    made[:] = [build(r, p) for p, r in zip(seats.tolist(), rows.tolist())]
-    return made[ids]
-
-
-def _seat_fragments(counts: np.ndarray, cards: np.ndarray, commander: np.ndarray, new_game: np.ndarray,
-                    acting: np.ndarray) -> list[list]:
-    """``players[i]`` entries as orjson fragments: result[r][p] for row r, seat p.
-
-    A seat's state rarely changes between consecutive decisions of a game, so
-    each entry (and each of its card lists) is serialised only when it
-    changed. Hands are hidden information: only the acting seat's is written.
+    A seat's counts and cards rarely change between consecutive decisions
+    of a game, so the first and last pieces are made where they changed and
+    reused by the rows after.
     """
     c = _N_CARDS
-    lists = {
-        "battlefield": (cards[:, :, 2 * c : -1], lambda v, cmd: _render_battlefield(v)),
-        "graveyard": (cards[:, :, c : 2 * c], lambda v, cmd: _render_names(v)),
-        "command_zone": (cards[:, :, -1:], lambda v, cmd: _json_list([C.NAMES[cmd]] if v[0] else [])),
-    }
-    entry_changed = _changed(counts, new_game)
-    rendered: dict[str, np.ndarray] = {}
-    for name, (segment, render) in lists.items():
-        changed = _changed(segment, new_game)
-        entry_changed |= changed
-        rendered[name] = _fragments(changed, lambda r, p, seg=segment, f=render: f(seg[r, p], commander[r, p]))
-    counts_list = counts.tolist()
+    counts, cards, acts = counts[:, p], cards[:, p], acting == p
 
-    def entry(r: int, p: int, hand: orjson.Fragment | None = None) -> dict:
-        e = dict(zip(SEAT_FIELDS, counts_list[r][p], strict=True))
-        e["eliminated"] = bool(e["eliminated"])
-        return {"seat": p, **e, "hand": hand, **{k: rendered[k][r, p] for k in lists}}
+    def make_counts(rows: np.ndarray) -> list[Slot]:
+        values = counts[rows]
+        slots: list[Slot] = [_ints(b'%s{"seat":%d,"life":' % (b"," if p else b"", p), values[:, 0])]
+        slots += [_ints(b',"%s":' % name.encode(), values[:, f]) for f, name in enumerate(SEAT_FIELDS[1:-1], 1)]
+        slots.append(_table([b',"eliminated":false,"hand":', b',"eliminated":true,"hand":'])[(values[:, -1] > 0).astype(np.int64)])
+        return slots
 
-    public = _fragments(entry_changed, lambda r, p: orjson.Fragment(orjson.dumps(entry(r, p))))
-    rows = np.arange(len(acting))
-    hands = cards[rows, acting, :c]
-    public[rows, acting] = [orjson.Fragment(orjson.dumps(entry(r, p, _render_names(h))))
-                            for r, p, h in zip(rows.tolist(), acting.tolist(), hands)]
-    return public.tolist()
+    def make_zones(rows: np.ndarray) -> list[Slot]:
+        zones = cards[rows]
+        permanents = _counted_names(zones[:, 2 * c : 3 * c])
+        creatures = zones[:, 3 * c : -1]
+        on_board = creatures >= 0
+        command = [b'],"command_zone":[]}'] + [b'],"command_zone":[%s]}' % name for name in _NAME_FIRST]
+        return [b',"battlefield":[', permanents,
+                _names(creatures[on_board].astype(np.int64), on_board.sum(1), after=permanents.lengths),
+                b'],"graveyard":[', _counted_names(zones[:, c : 2 * c]),
+                _table(command)[np.where(zones[:, -1] > 0, commander[rows, p].astype(np.int64) + 1, 0)]]
+
+    hand = np.full(len(acting), b"null", dtype=object)
+    mine = np.flatnonzero(acts)
+    hand[mine] = _fragments([b"[", _counted_names(cards[mine, :c]), b"]"], len(mine))
+    return [_repeated(_changed(counts, new_game), make_counts), hand,
+            _repeated(_changed(cards[:, c:], new_game), make_zones)]
 
 
 def build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
                generation: int | None = None) -> list[bytes]:
-    """The canonical JSON lines (without newlines) of every decision of the finished games (see ``_build_rows``)."""
-    # Row building allocates millions of short-lived acyclic objects; the cyclic GC's scans of them
-    # cost ~30% of the time and free nothing, so it is paused here.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _build_rows(finished, seed=seed, sources=sources, model_version=model_version, generation=generation)
-    finally:
-        if was_enabled:
-            gc.enable()
+    """The canonical JSON lines (without newlines) of every decision of the finished games (see ``build_jsonl``)."""
+    return build_jsonl(finished, seed=seed, sources=sources, model_version=model_version,
+                       generation=generation).split(b"\n")[:-1]
 
 
-def _build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None,
-                generation: int | None) -> list[bytes]:
-    """The canonical JSON lines (without newlines) of every decision of the finished games.
+def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
+                generation: int | None = None) -> bytes:
+    """The canonical JSON lines, each ending in a newline, of every decision of the finished games.
+
+    A row is a fixed template of byte pieces: per game and seat (the header,
+    the result), per value (numbers, the action, the mask) and per card
+    name. numpy picks every row's pieces column by column and one
+    ``bytes.join`` writes them all, so no Python code runs per row.
 
     Args:
         finished: games from ``core.play(..., record=True)``.
@@ -145,62 +204,71 @@ def _build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_
     """
     log = finished.log
     if log is None or not len(log["game"]):
-        return []
+        return b""
     n = finished.placement.shape[1]
     r = len(log["game"])
     at = np.searchsorted(finished.game, log["game"])  # row -> finished game
     seat = log["seat"].astype(np.int64)
     starts = np.r_[0, np.flatnonzero(np.diff(log["game"])) + 1]
     decision = np.arange(r) - np.repeat(starts, np.diff(np.r_[starts, r]))
-    key = at * n + seat
+    key = at * n + seat  # row -> (game, seat)
     last = np.zeros(r, bool)
     last[r - 1 - np.unique(key[::-1], return_index=True)[1]] = True
     truncated = finished.truncated[at]
-    winner = finished.winner[at].astype(np.int64)
-    won = (winner == seat) & ~truncated
+    won = (finished.winner[at] == seat) & ~truncated
     reward = log["reward"].astype(np.float64)
     reward[last & ~truncated] += np.where(won, rules.WIN_REWARD, rules.LOSS_REWARD)[last & ~truncated]
     reward = np.round(reward, 6)
     episode = np.round(np.bincount(key, weights=reward, minlength=len(finished.game) * n)[key], 6)
-    placement = finished.placement[at, seat]
-    commander = finished.commander[at]  # [R,N]
-    archetype = finished.archetype[at, seat]
-    phase = _phase_names(log["phase"], log["action"])
-    card = log["card"].astype(np.int64)
-    action = log["action"].astype(np.int64)
-    target = log["target"].astype(np.int64)
-    cols = [x.tolist() for x in (seat, decision, log["turn"], phase, action, card, target, reward, episode,
-                                 winner, truncated, won, placement, last, archetype, commander[np.arange(r), seat])]
-    masks = log["mask"].tolist()
-    game_ids = [game_id(seed, int(k)) for k in finished.game]
-    at_list = at.tolist()
+    heads, tails = _game_seat_pieces(finished, seed, sources, model_version, generation)
+    phase_seat = _table([b',"phase":"%s","seat":%d,"pod_size":%d,"players":[' % (ph.encode(), s, n)
+                         for ph in _PHASES for s in range(n)])
+    commander = finished.commander[at]
     new_game = np.zeros(r, bool)
     new_game[starts] = True
-    seat_entries = _seat_fragments(log["seats"], log["cards"], commander, new_game, seat)
-    actions: dict[tuple[int, int, int], orjson.Fragment] = {}
-    lines = []
-    for i, (s, d, turn, ph, a, cd, tg, rw, ep, wn, tr, sw, pl, ls, ar, cm) in enumerate(zip(*cols, strict=True)):
-        act = actions.get((a, cd, tg))
-        if act is None:
-            act = actions[(a, cd, tg)] = orjson.Fragment(orjson.dumps(
-                {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
-                 "card": C.NAMES[cd] if cd >= 0 else None, "target": None,
-                 "target_seat": tg if tg >= 0 else None, "raw": None, "requested_index": None}))
-        source = sources[s]
-        policy = source not in ("forge", "random")
-        row = {
-            "schema_version": SCHEMA_VERSION, "source": source, "dialect": "canonical", "engine": ENGINE,
-            "game_id": game_ids[at_list[i]], "decision_index": d, "turn": turn, "phase": ph, "seat": s,
-            "pod_size": n, "players": seat_entries[i], "action": act,
-            "legal_actions": masks[i], "reward": rw, "episode_return": ep,
-            "winner_seat": None if tr or wn < 0 else wn, "is_draw": False, "timed_out": tr, "seat_won": sw,
-            "placement": pl or None, "is_terminal": ls and not tr, "truncated": ls and tr,
-            "model_version": model_version if policy else None, "generation": generation if policy else None,
-            "deck_name": f"{C.ARCHETYPE_NAMES[ar].title()}: {C.NAMES[cm]}", "commander": C.NAMES[cm],
-            "archetype": C.ARCHETYPE_NAMES[ar], "raw_outcome": None, "flags": None,
-        }
-        lines.append(orjson.dumps(row))
-    return lines
+    slots: list[Slot] = [heads[key], _ints(b"", decision), _ints(b',"turn":', log["turn"]),
+                         phase_seat[_phase_codes(log["phase"], log["action"]) * n + seat]]
+    for p in range(n):
+        slots += _player_pieces(p, log["seats"], log["cards"], commander, seat, new_game)
+    slots += [_actions(log["action"], log["card"], log["target"]), _MASKS[np.packbits(log["mask"], axis=1)[:, 0]],
+              _floats(b',"reward":', reward), _floats(b',"episode_return":', episode), tails[2 * key + last]]
+    return _join(slots, r)
+
+
+def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """[R] pieces closing ``players`` and holding the ``action`` record."""
+    keys = np.stack([action, card, target], axis=1).astype(np.int64)
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    pieces = [b"],\"action\":" + orjson.dumps(
+        {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
+         "card": C.NAMES[cd] if cd >= 0 else None, "target": None, "target_seat": tg if tg >= 0 else None,
+         "raw": None, "requested_index": None}) for a, cd, tg in distinct.tolist()]
+    return _table(pieces)[inverse.ravel()]
+
+
+def _game_seat_pieces(finished: Finished, seed: int, sources: Sequence[str], model_version: str | None,
+                      generation: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The row's start up to ``decision_index`` by (game, seat), and its end from ``winner_seat`` by (game, seat, last)."""
+    heads, tails = [], []
+    for g, k in enumerate(finished.game.tolist()):
+        winner, truncated = int(finished.winner[g]), bool(finished.truncated[g])
+        for s, source in enumerate(sources):
+            head = orjson.dumps({"schema_version": SCHEMA_VERSION, "source": source, "dialect": "canonical",
+                                 "engine": ENGINE, "game_id": game_id(seed, k)})
+            heads.append(head[:-1] + b',"decision_index":')
+            policy = source not in ("forge", "random")
+            commander = C.NAMES[finished.commander[g, s]]
+            archetype = C.ARCHETYPE_NAMES[finished.archetype[g, s]]
+            for last in (False, True):
+                tail = orjson.dumps({
+                    "winner_seat": None if truncated or winner < 0 else winner, "is_draw": False,
+                    "timed_out": truncated, "seat_won": winner == s and not truncated,
+                    "placement": int(finished.placement[g, s]) or None, "is_terminal": last and not truncated,
+                    "truncated": last and truncated, "model_version": model_version if policy else None,
+                    "generation": generation if policy else None, "deck_name": f"{archetype.title()}: {commander}",
+                    "commander": commander, "archetype": archetype, "raw_outcome": None, "flags": None})
+                tails.append(b"," + tail[1:] + b"\n")
+    return _table(heads), _table(tails)
 
 
 class DecisionWriter:
@@ -214,14 +282,14 @@ class DecisionWriter:
         self._rows = 0
         out.mkdir(parents=True, exist_ok=True)
 
-    def write(self, lines: list[bytes]) -> None:
-        """Append lines, starting a new part file when the current one is full."""
-        if not lines:
+    def write(self, jsonl: bytes, rows: int) -> None:
+        """Append ``rows`` newline-terminated lines, starting a new part file when the current one is full."""
+        if not rows:
             return
         if self._handle is None:
             self._open()
-        self._handle.write(b"\n".join(lines) + b"\n")  # type: ignore[union-attr]
-        self._rows += len(lines)
+        self._handle.write(jsonl)  # type: ignore[union-attr]
+        self._rows += rows
         if self._rows >= self.rows_per_file:
             self.close()
 

@@ -86,7 +86,7 @@ def simulate(config: SimulateConfig, progress: Progress | None = None) -> Simula
     for finished in core.play(players, config.games, seed=config.seed, config=rules_config,
                               batch_size=config.batch_size, record=writer is not None):
         if writer is not None:
-            writer.write(records.build_rows(finished, seed=config.seed, sources=sources))
+            writer.write(records.build_jsonl(finished, seed=config.seed, sources=sources), len(finished.log["game"]))
         won = finished.winner[finished.winner >= 0]
         wins += np.bincount(won, minlength=n)
         games += len(finished.game)
