@@ -57,22 +57,42 @@ def _snapshot(state: rules.GameState, g: np.ndarray) -> dict[str, np.ndarray]:
 
 
 class _Log:
-    """Decision rows of unfinished games, kept as a list of columnar chunks."""
+    """Decision rows of unfinished games, kept as the columnar chunks the steps made.
+
+    Taking the rows of finished games copies only those rows; a chunk is
+    compacted once most of its rows were taken, and dropped when all were.
+    """
 
     def __init__(self) -> None:
         self.chunks: list[dict[str, np.ndarray]] = []
+        self.left: list[np.ndarray] = []  # per chunk, the rows not taken yet
 
     def add(self, chunk: dict[str, np.ndarray]) -> None:
         self.chunks.append(chunk)
+        self.left.append(np.ones(len(chunk["game"]), bool))
 
     def take(self, games: np.ndarray) -> dict[str, np.ndarray]:
         """Remove and return the rows of ``games``, ordered by game then decision."""
-        merged = {k: np.concatenate([c[k] for c in self.chunks]) for k in LOG_FIELDS}
-        done = np.isin(merged["game"], games)
-        keep = ~done
-        self.chunks = [{k: v[keep] for k, v in merged.items()}] if keep.any() else []
-        order = np.argsort(merged["game"][done], kind="stable")
-        return {k: v[done][order] for k, v in merged.items()}
+        done = [np.isin(chunk["game"], games) for chunk in self.chunks]
+        game = np.concatenate([chunk["game"][d] for chunk, d in zip(self.chunks, done, strict=True)])
+        position = np.empty(len(game), np.int64)  # chunk rows in step order -> row of the result
+        position[np.argsort(game, kind="stable")] = np.arange(len(game))
+        taken = {k: np.empty((len(game), *v.shape[1:]), v.dtype) for k, v in self.chunks[0].items()}
+        start, chunks, left = 0, [], []
+        for chunk, rows_left, d in zip(self.chunks, self.left, done, strict=True):
+            rows = position[start : start + int(d.sum())]
+            start += len(rows)
+            for k, v in chunk.items():
+                taken[k][rows] = v[d]
+            rows_left = rows_left & ~d
+            n_left = int(rows_left.sum())
+            if 2 * n_left < len(rows_left):  # keep taken rows alive in at most half of a chunk
+                chunk, rows_left = {k: v[rows_left] for k, v in chunk.items()}, np.ones(n_left, bool)
+            if n_left:
+                chunks.append(chunk)
+                left.append(rows_left)
+        self.chunks, self.left = chunks, left
+        return taken
 
 
 def _ask(players: Sequence[Player], state: rules.GameState, g: np.ndarray, mask: np.ndarray,

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final, Literal
@@ -99,8 +101,8 @@ def _counted_names(counts: np.ndarray) -> _Names:
     return _names(np.repeat(cards, counts[rows, cards]), counts.sum(1, dtype=np.int64))
 
 
-def _join(slots: list[Slot], n_rows: int) -> bytes:
-    """Concatenate the slots of every row, row after row, in one ``bytes.join``."""
+def _join(slots: list[Slot], n_rows: int) -> list[bytes]:
+    """The slots of every row, row after row, concatenated into consecutive blocks of a few KB to a few 100 KB."""
     lengths = np.ones((n_rows, len(slots)), np.int64)
     for s, slot in enumerate(slots):
         if isinstance(slot, _Names):
@@ -115,7 +117,7 @@ def _join(slots: list[Slot], n_rows: int) -> bytes:
             out[starts[:, s]] = slot
     pieces = out.tolist()
     # bytes.join keeps a buffer record per piece: joining a few thousand at a time keeps them in the CPU cache.
-    return b"".join([b"".join(pieces[i : i + _JOIN_BATCH]) for i in range(0, len(pieces), _JOIN_BATCH)])
+    return [b"".join(pieces[i : i + _JOIN_BATCH]) for i in range(0, len(pieces), _JOIN_BATCH)]
 
 
 def _phase_codes(phase: np.ndarray, action: np.ndarray) -> np.ndarray:
@@ -128,7 +130,7 @@ def _phase_codes(phase: np.ndarray, action: np.ndarray) -> np.ndarray:
 
 def _fragments(slots: list[Slot], n: int) -> np.ndarray:
     """[n] object array of the fragments the slots make, one per slot row (JSON has no raw newline to split on)."""
-    return _table(_join([*slots, b"\n"], n).split(b"\n")[:-1])
+    return _table(b"".join(_join([*slots, b"\n"], n)).split(b"\n")[:-1])
 
 
 def _changed(segment: np.ndarray, new_game: np.ndarray) -> np.ndarray:
@@ -183,18 +185,20 @@ def _player_pieces(p: int, counts: np.ndarray, cards: np.ndarray, commander: np.
 def build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
                generation: int | None = None) -> list[bytes]:
     """The canonical JSON lines (without newlines) of every decision of the finished games (see ``build_jsonl``)."""
-    return build_jsonl(finished, seed=seed, sources=sources, model_version=model_version,
-                       generation=generation).split(b"\n")[:-1]
+    blocks = build_jsonl(finished, seed=seed, sources=sources, model_version=model_version, generation=generation)
+    return b"".join(blocks).split(b"\n")[:-1]
 
 
 def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
-                generation: int | None = None) -> bytes:
-    """The canonical JSON lines, each ending in a newline, of every decision of the finished games.
+                generation: int | None = None) -> list[bytes]:
+    """The canonical JSON lines of every decision of the finished games, as consecutive blocks of bytes.
 
-    A row is a fixed template of byte pieces: per game and seat (the header,
-    the result), per value (numbers, the action, the mask) and per card
-    name. numpy picks every row's pieces column by column and one
-    ``bytes.join`` writes them all, so no Python code runs per row.
+    The blocks concatenated are the JSONL text, each line ending in a
+    newline (a block may end mid-line; they are written as they are). A row
+    is a fixed template of byte pieces: per game and seat (the header, the
+    result), per value (numbers, the action, the mask), per seat state and
+    per card name. numpy picks every row's pieces column by column and
+    ``bytes.join`` concatenates them, so no Python code runs per row.
 
     Args:
         finished: games from ``core.play(..., record=True)``.
@@ -204,7 +208,7 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
     """
     log = finished.log
     if log is None or not len(log["game"]):
-        return b""
+        return []
     n = finished.placement.shape[1]
     r = len(log["game"])
     at = np.searchsorted(finished.game, log["game"])  # row -> finished game
@@ -272,7 +276,15 @@ def _game_seat_pieces(finished: Finished, seed: int, sources: Sequence[str], mod
 
 
 class DecisionWriter:
-    """Writes JSON lines into numbered part files, each staged as ``.tmp`` and renamed when complete."""
+    """Writes JSON lines into numbered part files, each staged as ``.tmp`` and renamed when complete.
+
+    Writing happens on one background thread, in the order of the calls:
+    file writes and compression release the GIL, so they overlap with
+    playing and row building. At most ``_QUEUED`` writes wait; the first
+    error is raised by the next ``write`` or by ``close``.
+    """
+
+    _QUEUED: Final = 2
 
     def __init__(self, out: Path, prefix: str, compression: Compression = "none", rows_per_file: int = 1_000_000):
         self.out, self.prefix, self.compression, self.rows_per_file = out, prefix, compression, rows_per_file
@@ -280,18 +292,34 @@ class DecisionWriter:
         self._handle: IO[bytes] | None = None
         self._raw: IO[bytes] | None = None
         self._rows = 0
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="decision-writer")
+        self._queued: deque[Future[None]] = deque()
         out.mkdir(parents=True, exist_ok=True)
 
-    def write(self, jsonl: bytes, rows: int) -> None:
-        """Append ``rows`` newline-terminated lines, starting a new part file when the current one is full."""
-        if not rows:
-            return
+    def write(self, blocks: Sequence[bytes], rows: int) -> None:
+        """Queue ``rows`` lines (``blocks`` concatenated), starting a new part file when the current one is full."""
+        if rows:
+            self._queued.append(self._thread.submit(self._write, blocks, rows))
+        while len(self._queued) > self._QUEUED:
+            self._queued.popleft().result()
+
+    def close(self) -> None:
+        """Wait for the queued writes, then finish the current part file and publish it."""
+        try:
+            while self._queued:
+                self._queued.popleft().result()
+            self._thread.submit(self._publish).result()
+        finally:
+            self._thread.shutdown()
+
+    def _write(self, blocks: Sequence[bytes], rows: int) -> None:
         if self._handle is None:
             self._open()
-        self._handle.write(jsonl)  # type: ignore[union-attr]
+        for block in blocks:
+            self._handle.write(block)  # type: ignore[union-attr]
         self._rows += rows
         if self._rows >= self.rows_per_file:
-            self.close()
+            self._publish()
 
     def _open(self) -> None:
         final = self.out / f"{self.prefix}-part-{len(self.files):04d}{SUFFIX[self.compression]}"
@@ -307,7 +335,7 @@ class DecisionWriter:
             self._handle = self._raw
         self._rows = 0
 
-    def close(self) -> None:
+    def _publish(self) -> None:
         """Finish the current part file and publish it with an atomic rename."""
         if self._handle is None:
             return
