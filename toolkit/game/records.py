@@ -1,9 +1,15 @@
 """The decision logger: finished games -> canonical DecisionSnapshot rows -> JSONL files.
 
-Rows are plain dicts serialised with orjson (no Pydantic on the hot path;
-the tests validate samples with ``DecisionSnapshot``). A seat's state is
-usually unchanged between consecutive decisions, so each distinct seat state
-is serialised only when it changed and reused as an ``orjson.Fragment``.
+Rows are assembled from precomputed byte pieces, never from per-row dicts
+(no Pydantic and no Python loop per row on the hot path; the tests validate
+the rows with ``DecisionSnapshot`` and check they equal the logged state):
+a row is a fixed template whose constant parts (keys, the per-game header
+and result, card names, numbers with their keys) are made once per chunk of
+games and picked for every row by numpy, then concatenated by
+``bytes.join``. Each piece is made with orjson or ``%d``, so the bytes are
+those ``orjson.dumps`` gives for the row dict, keys in the contract's order.
+A seat's state is usually unchanged between consecutive decisions, so it is
+made only where it changed and reused by the rows after.
 
 Field conventions (see ``docs`` of the contract): ``source`` is the role of
 the acting seat's player (``forge`` for the heuristic, ``random``, ``ppo``...),
@@ -161,7 +167,8 @@ def _player_pieces(p: int, counts: np.ndarray, cards: np.ndarray, commander: np.
         values = counts[rows]
         slots: list[Slot] = [_ints(b'%s{"seat":%d,"life":' % (b"," if p else b"", p), values[:, 0])]
         slots += [_ints(b',"%s":' % name.encode(), values[:, f]) for f, name in enumerate(SEAT_FIELDS[1:-1], 1)]
-        slots.append(_table([b',"eliminated":false,"hand":', b',"eliminated":true,"hand":'])[(values[:, -1] > 0).astype(np.int64)])
+        eliminated = (values[:, -1] > 0).astype(np.int64)
+        slots.append(_table([b',"eliminated":false,"hand":', b',"eliminated":true,"hand":'])[eliminated])
         return slots
 
     def make_zones(rows: np.ndarray) -> list[Slot]:
@@ -252,7 +259,7 @@ def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray) -> np.nda
 
 def _game_seat_pieces(finished: Finished, seed: int, sources: Sequence[str], model_version: str | None,
                       generation: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """The row's start up to ``decision_index`` by (game, seat), and its end from ``winner_seat`` by (game, seat, last)."""
+    """A row's start up to ``decision_index`` by (game, seat); its end from ``winner_seat`` by (game, seat, last)."""
     heads, tails = [], []
     for g, k in enumerate(finished.game.tolist()):
         winner, truncated = int(finished.winner[g]), bool(finished.truncated[g])
