@@ -41,7 +41,7 @@ from toolkit.game import cards as C
 from toolkit.game import rules
 from toolkit.game.core import Finished
 from toolkit.game.observation import SEAT_FIELDS
-from toolkit.schema.vocab import MACRO_ACTIONS, SCHEMA_VERSION
+from toolkit.schema.vocab import MACRO_ACTIONS, MAX_POD_SIZE, SCHEMA_VERSION
 
 ENGINE: Final = "distill-game"
 Compression = Literal["none", "gzip", "zstd"]
@@ -248,12 +248,17 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
 
 def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray) -> np.ndarray:
     """[R] pieces closing ``players`` and holding the ``action`` record."""
-    keys = np.stack([action, card, target], axis=1).astype(np.int64)
-    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
-    pieces = [b"],\"action\":" + orjson.dumps(
-        {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
-         "card": C.NAMES[cd] if cd >= 0 else None, "target": None, "target_seat": tg if tg >= 0 else None,
-         "raw": None, "requested_index": None}) for a, cd, tg in distinct.tolist()]
+    card, target = card.astype(np.int64) + 1, target.astype(np.int64) + 1  # -1 (none) -> 0
+    key = (action.astype(np.int64) * (C.N_CARDS + 1) + card) * (MAX_POD_SIZE + 1) + target
+    keys, inverse = np.unique(key, return_inverse=True)
+    pieces = []
+    for key in keys.tolist():
+        rest, tg = divmod(key, MAX_POD_SIZE + 1)
+        a, cd = divmod(rest, C.N_CARDS + 1)
+        pieces.append(b'],"action":' + orjson.dumps(
+            {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
+             "card": C.NAMES[cd - 1] if cd else None, "target": None, "target_seat": tg - 1 if tg else None,
+             "raw": None, "requested_index": None}))
     return _table(pieces)[inverse.ravel()]
 
 
@@ -322,7 +327,7 @@ class DecisionWriter:
     def _write(self, blocks: Sequence[bytes], rows: int) -> None:
         if self._handle is None:
             self._open()
-        for block in blocks:
+        for block in blocks:  # joining them first would hold the GIL that playing needs
             self._handle.write(block)  # type: ignore[union-attr]
         self._rows += rows
         if self._rows >= self.rows_per_file:
