@@ -1,9 +1,10 @@
 """The simulate stage: play games with chosen players and write canonical decision logs.
 
 ``simulate(SimulateConfig(...))`` plays ``games`` games in batches, writes
-every decision as a canonical JSON line (rows are written as games finish)
-and returns a :class:`SimulateResult` with the win rate of every seat and
-every player type. Progress goes through a callback; nothing is printed.
+every decision as a canonical JSON line (rows are built as games finish and
+written on a background thread while the next games play) and returns a
+:class:`SimulateResult` with the win rate of every seat and every player
+type. Progress goes through a callback; nothing is printed.
 """
 
 from __future__ import annotations
