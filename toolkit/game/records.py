@@ -28,7 +28,7 @@ from __future__ import annotations
 import gzip
 import os
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +58,7 @@ def _table(pieces: Sequence[bytes]) -> np.ndarray:
 
 _NAME_FIRST = _table([orjson.dumps(name) for name in C.NAMES])  # the first name of a JSON list
 _NAME_NEXT = _table([b"," + orjson.dumps(name) for name in C.NAMES])
+# By the legal-action mask packed into a byte (np.packbits: action 0 is the high bit).
 _MASKS = _table([b',"legal_actions":' + orjson.dumps([bool(b >> (7 - i) & 1) for i in range(8)]) for b in range(256)])
 _JOIN_BATCH = 4096
 _PHASES = ("main_1", "main_2", "combat", "end")  # the codes of _phase_codes
@@ -146,7 +147,7 @@ def _changed(segment: np.ndarray, new_game: np.ndarray) -> np.ndarray:
     return changed
 
 
-def _repeated(changed: np.ndarray, make) -> np.ndarray:
+def _repeated(changed: np.ndarray, make: Callable[[np.ndarray], list[Slot]]) -> np.ndarray:
     """[R] object array: ``make(rows)`` for the rows where ``changed``, reused by the rows after them."""
     rows = np.flatnonzero(changed)
     return _fragments(make(rows), len(rows))[np.cumsum(changed) - 1]
@@ -252,8 +253,8 @@ def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray) -> np.nda
     key = (action.astype(np.int64) * (C.N_CARDS + 1) + card) * (MAX_POD_SIZE + 1) + target
     keys, inverse = np.unique(key, return_inverse=True)
     pieces = []
-    for key in keys.tolist():
-        rest, tg = divmod(key, MAX_POD_SIZE + 1)
+    for code in keys.tolist():
+        rest, tg = divmod(code, MAX_POD_SIZE + 1)
         a, cd = divmod(rest, C.N_CARDS + 1)
         pieces.append(b'],"action":' + orjson.dumps(
             {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
@@ -296,7 +297,7 @@ class DecisionWriter:
     error is raised by the next ``write`` or by ``close``.
     """
 
-    _QUEUED: Final = 2
+    _QUEUED: Final = 1  # chunks of rows waiting in memory (~2.3 KB a row: ~110 MB for 256 games)
 
     def __init__(self, out: Path, prefix: str, compression: Compression = "none", rows_per_file: int = 1_000_000):
         self.out, self.prefix, self.compression, self.rows_per_file = out, prefix, compression, rows_per_file
