@@ -23,10 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit import __version__
 from toolkit.catalog.publish import Lineage, StagedBatch
 from toolkit.catalog.store import Catalog, move_tree
-from toolkit.ingest.dedup import find_duplicates
+from toolkit.ingest.dedup import KeyLog, find_duplicates
 from toolkit.ingest.reader import expand_paths, file_sha256, read_chunks
 from toolkit.ingest.rowpath import Problem
-from toolkit.ingest.validate import FileReport, ReadOptions, Reject, decision_keys, validate_file
+from toolkit.ingest.validate import FileReport, ReadOptions, Reject, validate_file
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
 
@@ -131,16 +131,17 @@ def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: P
     layout = catalog.layout
     shutil.rmtree(layout.staging_for(batch_id), ignore_errors=True)
     staged = StagedBatch(layout, Lineage(batch_id, str(path), sha))
-    keys: list[pa.Table] = []
+    keys = KeyLog(staged.root / "keys.parquet")
     try:
         for part in validate_file(path, config.read, report):
             staged.write(part)
-            keys.append(decision_keys(part))
+            keys.add(part.table, part.lines, str(path), 0)
             if progress is not None:
                 progress(str(path), report.valid + report.invalid)
         if report.lines == report.blank and not staged.rejects:
             shutil.rmtree(staged.root, ignore_errors=True)
             return FileIngest(str(path), sha, "empty", None, report, note="file holds no record: nothing ingested")
+        keys.close()
         duplicates = _quarantine_duplicates(path, staged, keys, catalog, report)
         staged.close()
         catalog.record_batch(_batch_row(batch_id, sha, staged, report, duplicates, config), _file_row(path, sha, batch_id, report))
@@ -153,15 +154,8 @@ def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: P
     return FileIngest(str(path), sha, "ingested", batch_id, report, duplicates)
 
 
-def _quarantine_duplicates(
-    path: Path, staged: StagedBatch, keys: list[pa.Table], catalog: Catalog, report: FileReport
-) -> int:
-    if not keys:
-        return 0
-    table = pa.concat_tables(keys)
-    table = table.append_column(col.SOURCE_FILE, pa.array([str(path)] * table.num_rows, pa.string()))
-    table = table.append_column("ordinal", pa.array([0] * table.num_rows, pa.int32()))
-    duplicates = find_duplicates(catalog.con, table, existing="decisions")
+def _quarantine_duplicates(path: Path, staged: StagedBatch, keys: KeyLog, catalog: Catalog, report: FileReport) -> int:
+    duplicates = find_duplicates(catalog.con, keys, existing="decisions")
     if not duplicates:
         return 0
     lines = {d.line for d in duplicates}

@@ -9,13 +9,63 @@ over the decision keys only, so it stays cheap for millions of rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from toolkit.schema import columns as col
 
 _KEY = f"{col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX}"
+_KEY_SCHEMA = pa.schema(
+    [
+        (col.GAME_ID, pa.string()),
+        (col.SEAT, pa.int32()),
+        (col.DECISION_INDEX, pa.int32()),
+        (col.SOURCE_LINE, pa.int64()),
+        (col.SOURCE_FILE, pa.string()),
+        ("ordinal", pa.int32()),
+    ]
+)
+# The duplicate query sorts every key: bounded so that memory stays flat as
+# input grows (DuckDB spills to disk beyond it).
+QUERY_MEMORY_LIMIT = "512MB"
+
+
+class KeyLog:
+    """The decision keys of accepted rows, spooled to a Parquet file as they come,
+    so that finding duplicates needs no key in Python memory."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.rows = 0
+        self._writer = pq.ParquetWriter(path, _KEY_SCHEMA, compression="lz4")
+
+    def add(self, table: pa.Table, lines: np.ndarray, file: str, ordinal: int) -> None:
+        """Log the keys of ``table``'s rows (accepted decisions) found at ``lines`` of ``file``."""
+        n = table.num_rows
+        if n == 0:
+            return
+        keys = pa.table(
+            {
+                col.GAME_ID: table[col.GAME_ID],
+                col.SEAT: table[col.SEAT],
+                col.DECISION_INDEX: table[col.DECISION_INDEX],
+                col.SOURCE_LINE: pa.array(lines, pa.int64()),
+                col.SOURCE_FILE: pa.repeat(pa.scalar(file, pa.string()), n),
+                "ordinal": pa.repeat(pa.scalar(ordinal, pa.int32()), n),
+            },
+            schema=_KEY_SCHEMA,
+        )
+        self._writer.write_table(keys)
+        self.rows += n
+
+    def close(self) -> Path:
+        self._writer.close()
+        return self.path
 
 
 @dataclass(frozen=True)
@@ -36,20 +86,22 @@ class Duplicate:
 
 
 def find_duplicates(
-    con: duckdb.DuckDBPyConnection, keys: pa.Table, *, existing: str | None = None
+    con: duckdb.DuckDBPyConnection, keys: KeyLog, *, existing: str | None = None
 ) -> list[Duplicate]:
-    """Duplicates among ``keys`` and against the relation ``existing`` (e.g. ``decisions``).
+    """Duplicates among the logged ``keys`` and against the relation ``existing``
+    (e.g. ``decisions``), whose rows all come first.
 
     Args:
         con: a DuckDB connection (the catalog's, when ``existing`` is given).
-        keys: game_id, seat, decision_index, source_file, source_line, and an
-            ``ordinal`` giving the order of the files.
+        keys: a closed key log; ``ordinal`` gives the order of the files.
         existing: a relation with the key columns plus batch_id, source_file
-            and source_line, whose rows all come first.
+            and source_line.
     """
-    if keys.num_rows == 0:
+    if keys.rows == 0:
         return []
-    con.register("_new_keys", keys)
+    con.execute(f"SET memory_limit = '{QUERY_MEMORY_LIMIT}'")
+    path = str(keys.path).replace("'", "''")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW _new_keys AS SELECT * FROM read_parquet('{path}')")
     try:
         rows = con.execute(
             f"""
@@ -75,7 +127,7 @@ def find_duplicates(
                 """
             ).fetchall()
     finally:
-        con.unregister("_new_keys")
+        con.execute("DROP VIEW IF EXISTS _new_keys")
     found: dict[tuple[str, int], Duplicate] = {}
     for file, line, first_file, first_line, first_batch in rows:
         # A line that repeats a lake row is reported against the lake.

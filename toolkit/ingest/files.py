@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from toolkit.ingest.dedup import find_duplicates
+from toolkit.ingest.dedup import KeyLog, find_duplicates
 from toolkit.ingest.reader import expand_paths
-from toolkit.ingest.validate import FileReport, ReadOptions, decision_keys, validate_file
-from toolkit.schema import columns as col
+from toolkit.ingest.validate import FileReport, ReadOptions, validate_file
 
 
 @dataclass(frozen=True)
@@ -65,32 +64,31 @@ def validate_paths(
     """
     options = options or ReadOptions()
     result = ValidateResult()
-    keys: list[pa.Table] = []
-    for ordinal, path in enumerate(expand_paths(paths)):
-        report = FileReport(str(path))
-        for part in validate_file(path, options, report):
-            for reject in part.rejects:
-                result.problems.extend(
-                    LineProblem(reject.file, reject.line, p.field, p.code, p.message) for p in reject.problems
-                )
-            part_keys = decision_keys(part)
-            n = part_keys.num_rows
-            part_keys = part_keys.append_column(col.SOURCE_FILE, pa.array([str(path)] * n, pa.string()))
-            keys.append(part_keys.append_column("ordinal", pa.array([ordinal] * n, pa.int32())))
-            if progress is not None:
-                progress(str(path), report.valid + report.invalid)
-        if report.lines == report.blank:
-            report.reasons["empty_file"] += 1
-            result.problems.append(LineProblem(str(path), 0, "", "empty_file", "file holds no record"))
-        result.reports.append(report)
-    if keys:
-        _add_duplicates(pa.concat_tables(keys), result)
+    files = expand_paths(paths)
+    with tempfile.TemporaryDirectory(prefix="distill-validate-") as scratch:
+        keys = KeyLog(Path(scratch) / "keys.parquet")
+        for ordinal, path in enumerate(files):
+            report = FileReport(str(path))
+            for part in validate_file(path, options, report):
+                for reject in part.rejects:
+                    result.problems.extend(
+                        LineProblem(reject.file, reject.line, p.field, p.code, p.message) for p in reject.problems
+                    )
+                keys.add(part.table, part.lines, str(path), ordinal)
+                if progress is not None:
+                    progress(str(path), report.valid + report.invalid)
+            if report.lines == report.blank:
+                report.reasons["empty_file"] += 1
+                result.problems.append(LineProblem(str(path), 0, "", "empty_file", "file holds no record"))
+            result.reports.append(report)
+        keys.close()
+        _add_duplicates(keys, Path(scratch), result)
     result.problems.sort(key=lambda p: (p.file, p.line))
     return result
 
 
-def _add_duplicates(keys: pa.Table, result: ValidateResult) -> None:
-    with duckdb.connect() as con:
+def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None:
+    with duckdb.connect(config={"temp_directory": str(scratch / "spill")}) as con:
         duplicates = find_duplicates(con, keys)
     by_file = {r.path: r for r in result.reports}
     for duplicate in duplicates:

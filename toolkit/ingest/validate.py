@@ -30,6 +30,7 @@ from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
 
 _SNIFF_LINES = 50
 _OPEN, _CLOSE = ord("{"), ord("}")
+_QUEUE_PER_WORKER = 4
 
 
 class ReadOptions(BaseModel):
@@ -319,22 +320,11 @@ def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Itera
         for chunk in read_chunks(path, options.chunk_bytes):
             prepared = state.prepare(chunk, fast=True)
             in_flight.append((pool.submit(_fast_job, prepared), prepared))
-            if len(in_flight) > options.workers:
+            # A deep queue keeps the workers busy while this thread writes Parquet.
+            if len(in_flight) > _QUEUE_PER_WORKER * options.workers:
                 future, done = in_flight.popleft()
                 yield state.complete(done, future.result())
         while in_flight:
             future, done = in_flight.popleft()
             yield state.complete(done, future.result())
     yield state.finish()
-
-
-def decision_keys(part: Part) -> pa.Table:
-    """The identity columns of a part's accepted rows, with their line numbers."""
-    return pa.table(
-        {
-            col.GAME_ID: part.table[col.GAME_ID],
-            col.SEAT: part.table[col.SEAT],
-            col.DECISION_INDEX: part.table[col.DECISION_INDEX],
-            col.SOURCE_LINE: pa.array(part.lines, type=pa.int64()),
-        }
-    )
