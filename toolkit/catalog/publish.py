@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from toolkit.ingest.validate import Part, Reject, partition_keys
+from toolkit.ingest.validate import Part, PartitionKey, Reject, partition_runs
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
 from toolkit.catalog.store import QUARANTINE_SCHEMA
@@ -72,8 +72,8 @@ class StagedBatch:
         self.layout = layout
         self.lineage = lineage
         self.root = layout.staging_for(lineage.batch_id)
-        self.partitions: dict[tuple[str, int | None], _PartitionWriter] = {}
-        self.buffer: dict[tuple[str, int | None], list[pa.Table]] = {}
+        self.partitions: dict[PartitionKey, _PartitionWriter] = {}
+        self.buffer: dict[PartitionKey, list[pa.Table]] = {}
         self.buffered = 0
         self.rejects: list[Reject] = []
         self.rows = 0
@@ -193,12 +193,8 @@ def _write_all(jobs: list[tuple[_PartitionWriter, list[pa.Table]]]) -> None:
         writer.write(tables)
 
 
-def _partition_runs(table: pa.Table) -> Iterator[tuple[tuple[str, int | None], pa.Table]]:
+def _partition_runs(table: pa.Table) -> Iterator[tuple[PartitionKey, pa.Table]]:
     """Yield ((source, generation), zero-copy slice) for each run of rows of one
     partition (validation hands over parts whose runs are long)."""
-    sources, generations = partition_keys(table)
-    change = np.flatnonzero((sources[1:] != sources[:-1]) | (generations[1:] != generations[:-1])) + 1
-    bounds = [0, *change.tolist(), table.num_rows]
-    for start, stop in zip(bounds[:-1], bounds[1:]):
-        generation = int(generations[start])
-        yield (str(sources[start]), None if generation < 0 else generation), table.slice(start, stop - start)
+    for key, start, stop in partition_runs(table):
+        yield key, table.slice(start, stop - start)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.dialects import detect_dialect
@@ -170,12 +171,30 @@ def _fast_job(prepared: _Prepared) -> FastResult:
     return result
 
 
-def partition_keys(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the (source, generation) of its lake partition as numpy arrays
-    (generation -1 for none)."""
-    sources = table[col.SOURCE].to_numpy(zero_copy_only=False)
+def _partition_codes(table: pa.Table) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per row, a code for its source and its generation (-1 for none), plus the
+    source names the codes index; codes, not Python strings, on the hot path."""
+    sources = pc.dictionary_encode(table[col.SOURCE]).combine_chunks()
+    codes = sources.indices.to_numpy(zero_copy_only=False)
     generations = table[col.GENERATION].fill_null(-1).to_numpy(zero_copy_only=False)
-    return sources, generations
+    return codes, generations, sources.dictionary.to_pylist()
+
+
+PartitionKey = tuple[str, int | None]
+
+
+def partition_runs(table: pa.Table) -> list[tuple[PartitionKey, int, int]]:
+    """The runs of consecutive rows of one lake partition: ((source, generation), start, stop)."""
+    if table.num_rows == 0:
+        return []
+    codes, generations, names = _partition_codes(table)
+    change = np.flatnonzero((codes[1:] != codes[:-1]) | (generations[1:] != generations[:-1])) + 1
+    bounds = [0, *change.tolist(), table.num_rows]
+    runs = []
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        generation = int(generations[start])
+        runs.append(((names[codes[start]], None if generation < 0 else generation), start, stop))
+    return runs
 
 
 # Rows of one partition that follow each other form a run; the lake writer
@@ -189,12 +208,11 @@ def partition_order(table: pa.Table, lines: np.ndarray) -> np.ndarray | None:
     partitions interleave finely; None when the rows are fine as they are."""
     if table.num_rows < 2:
         return None
-    sources, generations = partition_keys(table)
-    runs = 1 + int(((sources[1:] != sources[:-1]) | (generations[1:] != generations[:-1])).sum())
     in_line_order = bool((np.diff(lines) > 0).all())
-    if runs * _MIN_MEAN_RUN <= table.num_rows:
+    if len(partition_runs(table)) * _MIN_MEAN_RUN <= table.num_rows:
         return None if in_line_order else np.argsort(lines, kind="stable")
-    return np.lexsort((lines, generations, sources))
+    codes, generations, _ = _partition_codes(table)
+    return np.lexsort((lines, generations, codes))
 
 
 class _FileValidation:
@@ -234,7 +252,7 @@ class _FileValidation:
         rejects: list[Reject] = []
         for i, raw in enumerate(chunk.lines):
             line = chunk.first_line + i
-            text = raw[:-1] if raw.endswith(b"\r") else raw
+            text = _clean(raw)
             if line == 1 and text.startswith(UTF8_BOM):
                 text = text[len(UTF8_BOM) :]
                 report.bom = True
