@@ -24,6 +24,10 @@ def good(i: int, game: str = "g") -> dict:
     return record
 
 
+def power_cut(*args: object) -> None:
+    raise RuntimeError("power cut")
+
+
 def query(layout: Layout, sql: str) -> list[tuple]:
     with Catalog.open(layout, read_only=True) as catalog:
         return catalog.con.execute(sql).fetchall()
@@ -98,10 +102,7 @@ def test_every_dialect_case_file_ingests(case: str, layout: Layout) -> None:
 def test_a_crash_before_the_commit_point_leaves_nothing_visible(write_log, layout: Layout, monkeypatch) -> None:
     path = write_log("a.jsonl", [good(i) for i in range(8)])
 
-    def crash(*args: object) -> None:
-        raise RuntimeError("power cut")
-
-    monkeypatch.setattr(Catalog, "record_batch", crash)
+    monkeypatch.setattr(Catalog, "record_batch", power_cut)
     with pytest.raises(RuntimeError):
         ingest_paths([path], layout)
     monkeypatch.undo()
@@ -114,10 +115,7 @@ def test_a_crash_before_the_commit_point_leaves_nothing_visible(write_log, layou
 def test_a_crash_after_the_commit_point_is_finished_on_next_open(write_log, layout: Layout, monkeypatch) -> None:
     path = write_log("a.jsonl", [good(i) for i in range(8)])
 
-    def crash(*args: object) -> None:
-        raise RuntimeError("power cut")
-
-    monkeypatch.setattr(ingest_module, "move_tree", crash)
+    monkeypatch.setattr(ingest_module, "move_tree", power_cut)
     with pytest.raises(RuntimeError):
         ingest_paths([path], layout)
     monkeypatch.undo()
