@@ -104,7 +104,7 @@ def test_every_written_row_is_a_valid_canonical_record(tmp_path: Path) -> None:
         for r in game:
             assert r.legal_actions[r.action.index]
             if r.action.macro == "attack_opponent":
-                assert r.phase == "combat" and r.action.target_seat not in (None, r.seat)
+                assert r.phase == "main_1" and r.action.target_seat not in (None, r.seat)
             if r.action.macro.startswith("cast_"):
                 assert r.action.card
             assert r.players[r.seat].hand is not None  # only the acting seat's hand is written

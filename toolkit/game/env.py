@@ -1,7 +1,7 @@
 """A Gymnasium single-agent view of the game: one learning seat, the others played by opponents.
 
 ``CommanderEnv`` steps one game with the same rules as the batched core
-(a batch of one). Observations follow ``observation`` (float32, seat-relative),
+(a batch of one). Observations are the feature vectors of ``toolkit.features`` (float32, seat-relative),
 actions are the 8 macro actions (attacks use the target rule), and
 ``action_masks()`` serves sb3-contrib's ``MaskablePPO``. An illegal action
 (e.g. from ``check_env``'s random sampling) is replaced by ``pass`` and
@@ -27,7 +27,7 @@ import numpy as np
 
 from toolkit.errors import ConfigError
 from toolkit.game import rules
-from toolkit.game.observation import observation_size, observe
+from toolkit.game.observation import FEATURE_SIZE, observe
 from toolkit.game.players import DecisionBatch, Player, make_player
 
 _G = np.zeros(1, np.intp)  # the env's one game slot
@@ -58,7 +58,7 @@ class CommanderEnv(gym.Env):
         self.opponents = [make_player(o) if isinstance(o, str) else o for o in opponents]
         self.fixed_seat = learner_seat
         self.learner = learner_seat or 0
-        self.observation_space = gym.spaces.Box(-OBS_BOUND, OBS_BOUND, (observation_size(n),), np.float32)
+        self.observation_space = gym.spaces.Box(-OBS_BOUND, OBS_BOUND, (FEATURE_SIZE,), np.float32)
         self.action_space = gym.spaces.Discrete(rules.PASS + 1)
         self.state = rules.new_state(1, self.config)
         self._mask = np.zeros((1, rules.PASS + 1), bool)

@@ -4,19 +4,10 @@
 record's ``players[i]`` carries (life, commander damage taken, mana
 available, commander tax, hand size, graveyard size, creatures, lands,
 permanents, total power, eliminated). The logger writes them; the
-observation scales them. So a feature encoder reading canonical records can
-rebuild the observation from a row, with no train/serve skew.
-
-Observation layout (float32, length ``11 * n_seats + 17``), seat-relative:
-
-- ``11`` features for each seat, the acting seat first, then the opponents
-  in turn order: life/40, commander damage taken/21, mana available/10,
-  commander tax/10, hand size/10, graveyard size/20, creatures/10, lands/20,
-  permanents/30, total power/30, eliminated (0/1);
-- the acting seat's hand by role, /5: lands, creatures, removal, draw, ramp;
-- commander in the command zone (0/1);
-- turn / turn limit, phase one-hot (main_1, main_2);
-- the 8-long legal-action mask.
+observation hands them, with the rest of the live state, to the one feature
+encoder (:mod:`toolkit.features`) that also encodes logged records for
+training, so play and training see identical vectors (a test holds them
+equal).
 """
 
 from __future__ import annotations
@@ -25,22 +16,19 @@ from typing import Final
 
 import numpy as np
 
+from toolkit import features
+from toolkit.features import FEATURE_SIZE, SEAT_FIELDS
 from toolkit.game import cards as C
 from toolkit.game import rules
+from toolkit.schema.vocab import PHASES
 
-SEAT_FIELDS: Final = (
-    "life", "commander_damage_taken", "mana_available", "commander_tax", "hand_size", "graveyard_size",
-    "creatures", "lands", "permanents", "total_power", "eliminated",
-)
-SEAT_SCALE: Final = np.array([40, 21, 10, 10, 10, 20, 10, 20, 30, 30, 1], np.float32)
+__all__ = ["FEATURE_SIZE", "SEAT_FIELDS", "observe", "seat_features"]
+
+# The encoder's hand roles, in order, as card kinds (commanders never sit in a hand).
 HAND_KINDS: Final = (C.LAND, C.CREATURE, C.REMOVAL, C.DRAW, C.RAMP)
 _KIND_ONEHOT = np.stack([(C.KIND[:-1] == k) for k in HAND_KINDS], axis=1).astype(np.int16)  # [C,5]
 _IS_LAND = (C.KIND[:-1] == C.LAND).astype(np.int16)
-
-
-def observation_size(n_seats: int) -> int:
-    """Length of the observation vector for a pod of ``n_seats``."""
-    return len(SEAT_FIELDS) * n_seats + len(HAND_KINDS) + 1 + 3 + 8
+_PHASE_CODE = np.array([PHASES.index("main_1"), PHASES.index("main_2")])  # indexed by rules.MAIN_1 / MAIN_2
 
 
 def seat_features(state: rules.GameState, g: np.ndarray) -> np.ndarray:
@@ -68,19 +56,18 @@ def seat_features(state: rules.GameState, g: np.ndarray) -> np.ndarray:
 
 
 def observe(state: rules.GameState, g: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The observation of the acting seat of each game in ``g``, [M, observation_size] float32."""
-    m, n = len(g), state.n_seats
-    s = state.seat[g].astype(np.intp)
-    order = (s[:, None] + np.arange(n)[None, :]) % n  # me first, then opponents in turn order
-    seats = seat_features(state, g)[np.arange(m)[:, None], order] / SEAT_SCALE
-    hand = (state.hand[g, s].astype(np.int16) @ _KIND_ONEHOT) / 5.0
-    extra = np.stack(
-        [
-            state.in_command_zone[g, s],
-            state.turn[g] / state.max_turn,
-            state.phase[g] == rules.MAIN_1,
-            state.phase[g] == rules.MAIN_2,
-        ],
-        axis=1,
+    """The feature vector of the acting seat of each game in ``g``, [M, FEATURE_SIZE] float32."""
+    m, s = len(g), state.seat[g].astype(np.intp)
+    return features.encode(
+        features.StateArrays(
+            seats=seat_features(state, g),
+            seat=s,
+            pod_size=np.full(m, state.n_seats),
+            hand_roles=state.hand[g, s].astype(np.int16) @ _KIND_ONEHOT,
+            in_command_zone=state.in_command_zone[g, s],
+            turn=state.turn[g],
+            phase=_PHASE_CODE[state.phase[g]],
+            mask=mask,
+            mask_known=np.ones(m, bool),
+        )
     )
-    return np.concatenate([seats.reshape(m, -1), hand, extra, mask], axis=1).astype(np.float32)

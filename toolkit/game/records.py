@@ -14,8 +14,9 @@ made only where it changed and reused by the rows after.
 Field conventions (see ``docs`` of the contract): ``source`` is the role of
 the acting seat's player (``forge`` for the heuristic, ``random``, ``ppo``...),
 ``dialect`` ``canonical``, ``engine`` ``distill-game``, ``game_id``
-``sim-<seed>-<game>``. ``phase`` is ``combat`` for attacks, ``end`` for hold
-and pass, otherwise the main phase the decision was taken in. ``reward`` is
+``sim-<seed>-<game>``. ``phase`` is the main phase the decision was taken in
+(never the phase the action leads to: that would leak the label into the
+features). ``reward`` is
 the shaped reward plus, on each seat's last decision of a game with a result,
 +1 (winner) or -1; ``episode_return`` sums the acting seat's rewards over the
 game. A truncated game has ``timed_out`` true, no winner, ``seat_won`` false,
@@ -61,7 +62,7 @@ _NAME_NEXT = _table([b"," + orjson.dumps(name) for name in C.NAMES])
 # By the legal-action mask packed into a byte (np.packbits: action 0 is the high bit).
 _MASKS = _table([b',"legal_actions":' + orjson.dumps([bool(b >> (7 - i) & 1) for i in range(8)]) for b in range(256)])
 _JOIN_BATCH = 4096
-_PHASES = ("main_1", "main_2", "combat", "end")  # the codes of _phase_codes
+_PHASES = ("main_1", "main_2")  # indexed by rules.MAIN_1 / MAIN_2
 
 
 @dataclass
@@ -125,14 +126,6 @@ def _join(slots: list[Slot], n_rows: int) -> list[bytes]:
     pieces = out.tolist()
     # bytes.join keeps a buffer record per piece: joining a few thousand at a time keeps them in the CPU cache.
     return [b"".join(pieces[i : i + _JOIN_BATCH]) for i in range(0, len(pieces), _JOIN_BATCH)]
-
-
-def _phase_codes(phase: np.ndarray, action: np.ndarray) -> np.ndarray:
-    """[R] index into _PHASES: combat for attacks, end for hold and pass, else the main phase."""
-    codes = np.where(phase == rules.MAIN_1, 0, 1)
-    codes[action == rules.ATTACK] = 2
-    codes[(action == rules.HOLD) | (action == rules.PASS)] = 3
-    return codes
 
 
 def _fragments(slots: list[Slot], n: int) -> np.ndarray:
@@ -239,7 +232,7 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
     new_game = np.zeros(r, bool)
     new_game[starts] = True
     slots: list[Slot] = [heads[key], _ints(b"", decision), _ints(b',"turn":', log["turn"]),
-                         phase_seat[_phase_codes(log["phase"], log["action"]) * n + seat]]
+                         phase_seat[log["phase"].astype(np.intp) * n + seat]]
     for p in range(n):
         slots += _player_pieces(p, log["seats"], log["cards"], commander, seat, new_game)
     slots += [_actions(log["action"], log["card"], log["target"]), _MASKS[np.packbits(log["mask"], axis=1)[:, 0]],

@@ -1,0 +1,249 @@
+"""The state encoder: one fixed-length, seat-relative float vector per decision.
+
+One encoder serves the dataset builder (from lake rows), the game's policy
+observation (from a live game state) and any later serving path, so a model
+sees exactly the numbers at play time that it was trained on. Both callers
+reduce their input to :class:`StateArrays` and call :func:`encode`; a test
+encodes logged records and live observations of the same decisions and
+requires them to be identical.
+
+Layout, version 1 (float32, :data:`FEATURE_SIZE` = 116):
+
+- :data:`MAX_SEATS` (8) seat slots of 12 features each. Slot 0 is the acting
+  seat, slot ``k`` the seat ``k`` places after it in turn order
+  (``(seat + k) % pod_size``), so a learner sees the same slots whatever its
+  seat and whatever the pod size. Each slot holds ``present`` (1 for a seat
+  of the pod, 0 for padding) and the record's :data:`SEAT_FIELDS` scaled by
+  :data:`SEAT_SCALE`. Nullable counts a writer did not know are 0.
+- The acting seat's hand by role (:data:`HAND_ROLES`), counts / 5, from its
+  card names: lands by name, removal / draw / ramp by the card-role table
+  shipped with the dialects, anything else ``creature_or_other``. A record
+  without hand names has zeros here (``hand_size`` still counts the cards).
+- The acting seat's commander in the command zone (0/1).
+- turn / 100, pod size / 8.
+- The phase, one-hot over the contract's phases.
+- The legal-action mask (8), and ``mask_known`` (0 when the record has no
+  mask; the mask slots are then 0).
+
+Changing any of this is a new :data:`FEATURE_VERSION`: datasets record the
+version and the full spec (:func:`feature_spec`) in their manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Final
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toolkit.dialects.labels import load_card_roles
+from toolkit.schema import columns as col
+from toolkit.schema.vocab import MACRO_ACTIONS, MAX_POD_SIZE, N_ACTIONS, PHASES
+
+FEATURE_VERSION: Final = 1
+MAX_SEATS: Final = MAX_POD_SIZE
+
+SEAT_FIELDS: Final = (
+    "life", "commander_damage_taken", "mana_available", "commander_tax", "hand_size", "graveyard_size",
+    "creatures", "lands", "permanents", "total_power", "eliminated",
+)
+SEAT_SCALE: Final = np.array([40, 21, 10, 10, 10, 20, 10, 20, 30, 30, 1], np.float32)
+HAND_ROLES: Final = ("land", "creature_or_other", "removal", "draw", "ramp")
+HAND_SCALE: Final = 5.0
+TURN_SCALE: Final = 100.0
+HAND: Final = "hand"
+COMMAND_ZONE: Final = "command_zone"
+
+# Lands are not in the card-role table (it lists spells); these names cover
+# the basics and the land every Commander deck plays.
+LAND_NAMES: Final = frozenset(
+    name.casefold()
+    for name in (
+        "Plains", "Island", "Swamp", "Mountain", "Forest", "Wastes", "Command Tower",
+        "Snow-Covered Plains", "Snow-Covered Island", "Snow-Covered Swamp", "Snow-Covered Mountain",
+        "Snow-Covered Forest",
+    )
+)
+_LAND, _OTHER = 0, 1
+_ROLE_INDEX: Final = {"removal": 2, "draw": 3, "ramp": 4}
+
+SLOT_SIZE: Final = 1 + len(SEAT_FIELDS)
+FEATURE_SIZE: Final = MAX_SEATS * SLOT_SIZE + len(HAND_ROLES) + 1 + 2 + len(PHASES) + N_ACTIONS + 1
+
+
+@dataclass(frozen=True)
+class StateArrays:
+    """The numbers the encoder reads for M decisions, in absolute seat order.
+
+    Attributes:
+        seats: [M, P, 11] the record's SEAT_FIELDS per seat (P >= every pod size; padding ignored).
+        seat: [M] the acting seat.
+        pod_size: [M] seats in the pod.
+        hand_roles: [M, 5] the acting seat's hand counted by HAND_ROLES.
+        in_command_zone: [M] the acting seat's commander is in the command zone.
+        turn: [M] the game's turn counter.
+        phase: [M] index into the contract's PHASES.
+        mask: [M, 8] legal actions (False where unknown).
+        mask_known: [M] whether the record carried a mask.
+    """
+
+    seats: np.ndarray
+    seat: np.ndarray
+    pod_size: np.ndarray
+    hand_roles: np.ndarray
+    in_command_zone: np.ndarray
+    turn: np.ndarray
+    phase: np.ndarray
+    mask: np.ndarray
+    mask_known: np.ndarray
+
+
+def encode(state: StateArrays) -> np.ndarray:
+    """The feature vectors of M decisions, [M, FEATURE_SIZE] float32 (layout: module docstring)."""
+    m = len(state.seat)
+    seat = state.seat.astype(np.intp)
+    pod = state.pod_size.astype(np.intp)
+    k = np.arange(MAX_SEATS)
+    order = (seat[:, None] + k[None, :]) % pod[:, None]  # me first, then the opponents in turn order
+    present = k[None, :] < pod[:, None]
+    slots = np.zeros((m, MAX_SEATS, SLOT_SIZE), np.float32)
+    slots[:, :, 0] = present
+    slots[:, :, 1:] = state.seats[np.arange(m)[:, None], order] / SEAT_SCALE
+    slots[~present] = 0.0
+    phase = np.zeros((m, len(PHASES)), np.float32)
+    phase[np.arange(m), state.phase.astype(np.intp)] = 1.0
+    known = state.mask_known.astype(bool)
+    return np.concatenate(
+        [
+            slots.reshape(m, -1),
+            state.hand_roles / HAND_SCALE,
+            state.in_command_zone[:, None],
+            state.turn[:, None] / TURN_SCALE,
+            pod[:, None] / MAX_SEATS,
+            phase,
+            state.mask & known[:, None],
+            known[:, None],
+        ],
+        axis=1,
+        dtype=np.float32,
+    )
+
+
+def encode_arrow(batch: pa.RecordBatch | pa.Table) -> np.ndarray:
+    """Encode canonical decision rows (lake or record columns), [M, FEATURE_SIZE] float32.
+
+    Reads ``seat``, ``pod_size``, ``turn``, ``phase``, ``legal_actions`` and
+    ``players`` (a list of structs with at least SEAT_FIELDS, ``hand`` and
+    ``command_zone``; other fields are ignored).
+    """
+    return encode(state_arrays_from_arrow(batch))
+
+
+def state_arrays_from_arrow(batch: pa.RecordBatch | pa.Table) -> StateArrays:
+    """The encoder's input from canonical decision rows (see :func:`encode_arrow`)."""
+    if isinstance(batch, pa.Table):
+        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], batch.schema)
+    m = batch.num_rows
+    seat = _ints(batch.column(col.SEAT))
+    pod = _ints(batch.column(col.POD_SIZE))
+    players = batch.column(col.PLAYERS)
+    starts = players.offsets.to_numpy()[:-1].astype(np.intp)
+    entries = players.values  # the offsets index this child array
+    fields = dict(zip([f.name for f in entries.type], entries.flatten(), strict=True))
+    rows = np.repeat(np.arange(m), pod)
+    within = np.arange(len(rows)) - np.repeat(np.cumsum(pod) - pod, pod)
+    seats = np.zeros((m, MAX_SEATS, len(SEAT_FIELDS)), np.float32)
+    flat_index = np.repeat(starts, pod) + within
+    for j, name in enumerate(SEAT_FIELDS):
+        values = fields[name].take(pa.array(flat_index))
+        seats[rows, within, j] = _ints(values)
+    acting = pa.array(starts + seat)
+    mask, known = _mask(batch.column(col.LEGAL_ACTIONS), m)
+    return StateArrays(
+        seats=seats,
+        seat=seat,
+        pod_size=pod,
+        hand_roles=_hand_roles(fields[HAND].take(acting), m),
+        in_command_zone=_ints(pc.list_value_length(fields[COMMAND_ZONE].take(acting))) > 0,
+        turn=_ints(batch.column(col.TURN)),
+        phase=_phase_codes(batch.column(col.PHASE)),
+        mask=mask,
+        mask_known=known,
+    )
+
+
+def hand_role(card: str) -> int:
+    """The HAND_ROLES index of a card name (case-insensitive)."""
+    name = card.strip().casefold()
+    if name in LAND_NAMES:
+        return _LAND
+    return _ROLE_INDEX.get(load_card_roles().get(name, ""), _OTHER)
+
+
+def feature_names() -> list[str]:
+    """The name of every position of the vector, in order."""
+    names = [f"slot{k}.{f}" for k in range(MAX_SEATS) for f in ("present", *SEAT_FIELDS)]
+    names += [f"hand.{r}" for r in HAND_ROLES]
+    names += ["commander_in_command_zone", "turn", "pod_size"]
+    names += [f"phase.{p}" for p in PHASES]
+    names += [f"legal.{a}" for a in MACRO_ACTIONS]
+    return [*names, "mask_known"]
+
+
+@cache
+def feature_spec() -> dict[str, Any]:
+    """The versioned feature spec a dataset manifest carries: names, order and normalisation."""
+    scales = dict(zip(SEAT_FIELDS, SEAT_SCALE.tolist(), strict=True))
+    return {
+        "version": FEATURE_VERSION,
+        "size": FEATURE_SIZE,
+        "dtype": "float32",
+        "names": feature_names(),
+        "max_seats": MAX_SEATS,
+        "slot_order": "slot k is the seat k places after the acting seat in turn order: (seat + k) % pod_size",
+        "normalisation": {
+            "seat_fields": {name: f"x / {scale:g}" for name, scale in scales.items()},
+            "hand": f"count by role / {HAND_SCALE:g}; roles: lands by name, removal/draw/ramp by the card-role "
+            "table, else creature_or_other",
+            "turn": f"turn / {TURN_SCALE:g}",
+            "pod_size": f"pod_size / {MAX_SEATS}",
+        },
+        "nulls": "unknown counts are 0; no hand names: hand roles 0; no legal_actions: mask 0, mask_known 0",
+    }
+
+
+def _ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An integer or boolean column as numpy, nulls as 0."""
+    if values.null_count:
+        values = pc.fill_null(values, False if pa.types.is_boolean(values.type) else 0)
+    return values.to_numpy(zero_copy_only=False)
+
+
+def _hand_roles(hands: pa.Array, m: int) -> np.ndarray:
+    """[m, 5] counts of the acting seat's hand by role."""
+    counts = np.zeros((m, len(HAND_ROLES)), np.float32)
+    names = pc.dictionary_encode(pc.list_flatten(hands))  # null hands contribute nothing
+    if len(names) == 0:
+        return counts
+    role_of = np.array([hand_role(name) for name in names.dictionary.to_pylist()], np.intp)
+    row = np.repeat(np.arange(m), _ints(pc.list_value_length(hands)))
+    np.add.at(counts, (row, role_of[names.indices.to_numpy()]), 1.0)
+    return counts
+
+
+def _mask(legal: pa.Array, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """[m, 8] legal mask (False where unknown) and [m] whether each row has one."""
+    known = ~_ints(legal.is_null()).astype(bool)
+    mask = np.zeros((m, N_ACTIONS), bool)
+    if known.any():
+        flat = pc.list_flatten(legal.filter(pa.array(known)))
+        mask[known] = _ints(flat).astype(bool).reshape(-1, N_ACTIONS)
+    return mask, known
+
+
+def _phase_codes(phase: pa.Array) -> np.ndarray:
+    """Index of each row's phase in PHASES."""
+    return _ints(pc.index_in(phase, value_set=pa.array(PHASES)))
