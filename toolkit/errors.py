@@ -55,5 +55,13 @@ class QueryError(UsageError):
     """A SQL statement was refused or failed."""
 
 
+class BuildError(DistillError):
+    """A dataset could not be built, or a built dataset is missing, unknown or inconsistent."""
+
+
+class LeakageError(BuildError):
+    """A built dataset's holdout and train splits share a game, or a game sits on the wrong side of the rule."""
+
+
 class GameError(DistillError):
     """The game was asked to do something its rules do not allow."""

@@ -11,7 +11,9 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
         batch=<id>/rejects.parquet
       staging/                       work in progress; never read by queries
         <batch-id>/...               a batch being written (removed or published)
-      builds/<name>/<fingerprint>/   built datasets (train/, holdout/, manifest.json)
+      builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
+        train/part-<n>.parquet       one row per decision (see toolkit.build.dataset)
+      builds/<name>/LATEST           the fingerprint of the name's latest build
       reports/                       gate reports (JSON + HTML)
       runs/<loop>/gen-NNN/           checkpoints, exports, per-step state
 
@@ -93,3 +95,11 @@ class Layout:
 
     def staging_for(self, batch_id: str) -> Path:
         return self.staging / batch_id
+
+    def build_dir(self, name: str, fingerprint: str) -> Path:
+        """Folder of one published build."""
+        return self.builds / name / fingerprint
+
+    def latest_pointer(self, name: str) -> Path:
+        """File holding the fingerprint of the latest build of ``name``."""
+        return self.builds / name / "LATEST"

@@ -1,0 +1,1 @@
+"""Datasets: build weighted, filtered Parquet datasets with a fixed holdout; read them back."""

@@ -1,0 +1,1 @@
+"""Quality gates: expectation suites (data in checks/), data-quality metrics, reports."""

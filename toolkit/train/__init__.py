@@ -1,0 +1,1 @@
+"""Training commands: behaviour cloning, PPO (flat and recurrent), evaluation, the decision exporter."""
