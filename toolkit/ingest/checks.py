@@ -5,6 +5,11 @@ table: null/required, numeric ranges, allowed values, string lengths and
 patterns (all read off the models by ``toolkit.schema.arrow``), plus the
 vectorised twin of :func:`toolkit.schema.models.cross_field_errors`.
 
+Each rule is first judged on whole-column summaries (null count, min and
+max, count of failed matches): on clean data that is one reduction per
+check. Only a column whose summary fails is checked row by row, to flag
+the rows that may break the rule.
+
 This is a filter, not the judge: a row it passes is accepted; a row it flags
 goes to per-row Pydantic validation, which words the errors (and would accept
 a row flagged by mistake). So it must never pass a row Pydantic rejects; a
@@ -81,6 +86,50 @@ def _check(array: pa.Array, rule: FieldRule, rows: np.ndarray, present: np.ndarr
             _check(array.field(index), child, rows, valid, bad)
     else:
         _check_scalar(array, rule, rows, bad)
+
+
+def _within(values: pa.Array, low: float | None, high: float | None) -> bool:
+    """Whether every non-null value lies in [low, high] (None: unbounded), from one min/max."""
+    if low is None and high is None:
+        return True
+    bounds = pc.min_max(values).as_py()
+    if bounds["min"] is None:  # all null: nothing to judge
+        return True
+    return (low is None or bounds["min"] >= low) and (high is None or bounds["max"] <= high)
+
+
+def _scalar_passes(array: pa.Array, rule: FieldRule) -> bool:
+    if not _within(array, rule.ge, rule.le):
+        return False
+    # min_max skips NaN: finiteness needs its own count.
+    if rule.kind is float and pc.is_finite(array).false_count:
+        return False
+    if rule.allowed is not None and pc.is_in(array, value_set=pa.array(rule.allowed, type=array.type)).false_count:
+        return False
+    if rule.kind is str:
+        if (rule.min_length is not None or rule.max_length is not None) and not _within(
+            pc.utf8_length(array), rule.min_length, rule.max_length
+        ):
+            return False
+        if rule.pattern is not None and pc.match_substring_regex(array, rule.pattern).false_count:
+            return False
+    return True
+
+
+def _passes(array: pa.Array, rule: FieldRule) -> bool:
+    """Whether every element of ``array`` certainly meets ``rule``, judged from
+    column summaries. False means "check row by row", not "bad": any null where
+    the rule wants a value, for one, is left to :func:`_check`, which knows
+    whether its parent is there."""
+    if array.null_count and not rule.nullable:
+        return False
+    if rule.kind is list:
+        return _within(pc.list_value_length(array), rule.list_min, rule.list_max) and _passes(
+            array.flatten(), rule.children[0]
+        )
+    if rule.kind is dict:
+        return all(_passes(array.field(index), child) for index, child in enumerate(rule.children))
+    return _scalar_passes(array, rule)
 
 
 def _model_generation(model_version: pa.Array) -> np.ndarray:
@@ -162,7 +211,9 @@ def find_bad_rows(table: pa.Table) -> np.ndarray:
     rows = np.arange(table.num_rows)
     everywhere = np.ones(table.num_rows, dtype=bool)
     for rule in snapshot_rules():
-        _check(table[rule.path].chunk(0), rule, rows, everywhere, bad)
+        array = table[rule.path].chunk(0)
+        if not _passes(array, rule):
+            _check(array, rule, rows, everywhere, bad)
     _cross_field({name: table[name].chunk(0) for name in table.column_names}, bad)
     return bad
 
