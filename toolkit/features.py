@@ -7,7 +7,7 @@ reduce their input to :class:`StateArrays` and call :func:`encode`; a test
 encodes logged records and live observations of the same decisions and
 requires them to be identical.
 
-Layout, version 1 (float32, :data:`FEATURE_SIZE` = 116):
+Layout, version 1 (float32, :data:`FEATURE_SIZE` = 117):
 
 - :data:`MAX_SEATS` (8) seat slots of 12 features each. Slot 0 is the acting
   seat, slot ``k`` the seat ``k`` places after it in turn order
@@ -118,7 +118,7 @@ def encode(state: StateArrays) -> np.ndarray:
     known = state.mask_known.astype(bool)
     return np.concatenate(
         [
-            slots.reshape(m, -1),
+            slots.reshape(m, MAX_SEATS * SLOT_SIZE),
             state.hand_roles / HAND_SCALE,
             state.in_command_zone[:, None],
             state.turn[:, None] / TURN_SCALE,

@@ -14,6 +14,7 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
         train/part-<n>.parquet       one row per decision (see toolkit.build.dataset)
       builds/<name>/LATEST           the fingerprint of the name's latest build
+      builds/.staging/<id>/          a build being written (published by one rename)
       reports/                       gate reports (JSON + HTML)
       runs/<loop>/gen-NNN/           checkpoints, exports, per-step state
 
@@ -99,6 +100,11 @@ class Layout:
     def build_dir(self, name: str, fingerprint: str) -> Path:
         """Folder of one published build."""
         return self.builds / name / fingerprint
+
+    @property
+    def build_staging(self) -> Path:
+        """Work folder of builds in progress (beside builds, so publishing is one rename)."""
+        return self.builds / ".staging"
 
     def latest_pointer(self, name: str) -> Path:
         """File holding the fingerprint of the latest build of ``name``."""

@@ -104,7 +104,7 @@ class Manifest(BaseModel):
     config: dict[str, Any]
     inputs: list[dict[str, Any]] = Field(description="Input batches: id, source, generation, file sha256, rows.")
     filters: dict[str, list[dict[str, Any]]] = Field(description="Per source: rows and games after each step.")
-    shares: dict[str, dict[str, float]] = Field(description="Per source: target and achieved share of train.")
+    shares: dict[str, dict[str, float | None]] = Field(description="Per source: target and achieved share of train.")
     duplicates: int = Field(description="Decisions dropped as duplicates of (game, seat, decision index).")
     holdout: dict[str, Any] = Field(description="The rule, salt, fraction, reference sources, games, rows.")
     features: dict[str, Any] = Field(description="The feature spec (toolkit.features.feature_spec).")

@@ -1,0 +1,188 @@
+"""The build stage: config -> DuckDB over the lake -> train/holdout Parquet + manifest, published atomically.
+
+Steps: select the input batches, register their rows without duplicates,
+summarise episodes, plan (filters, holdout, sampling), write both splits in
+one pass, write the manifest and its fingerprint, check for leakage, then
+publish the staged folder with one rename and point ``LATEST`` at it.
+
+A build is a pure function of its inputs: the same lake batches and the same
+config give the same fingerprint and byte-identical files. ``input_key``
+names (config, input batches, code and format versions), so a second build
+of the same inputs finds the first and reuses it instead of redoing it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import duckdb
+import pyarrow.parquet as pq
+
+from toolkit import __version__
+from toolkit.build import dataset as D
+from toolkit.build.config import BuildConfig
+from toolkit.build.leakage import check_leakage
+from toolkit.build.plan import Plan, make_plan
+from toolkit.build.select import InputBatch, episode_summary, register_rows, select_inputs
+from toolkit.build.write import write_splits
+from toolkit.features import feature_spec
+from toolkit.holdout import RULE
+from toolkit.layout import Layout
+
+MEMORY_LIMIT: Final = "1GB"
+FINGERPRINT_CHARS: Final = 16
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    """What a build produced: the published dataset, and whether an identical earlier build was reused."""
+
+    dataset: D.Dataset
+    reused: bool
+    seconds: float
+
+    @property
+    def manifest(self) -> D.Manifest:
+        return self.dataset.manifest
+
+
+def build_dataset(
+    layout: Layout, config: BuildConfig, *, progress: Callable[[int], None] | None = None
+) -> BuildInfo:
+    """Build (or reuse) the dataset ``config`` describes and publish it under ``layout.builds``.
+
+    Args:
+        layout: the data root.
+        config: what to build.
+        progress: called with the number of lake rows scanned so far, as the final pass goes.
+
+    Raises:
+        ConfigError: for a selection the lake cannot satisfy (unknown source, batch...).
+        BuildError: for an empty selection or training set, or a weighted source left empty.
+        LeakageError: if the written splits share a game (a bug: nothing is published).
+    """
+    started = time.perf_counter()
+    inputs = select_inputs(layout, config)
+    input_rows = {b.batch_id: sum(pq.ParquetFile(p).metadata.num_rows for p in b.files) for b in inputs}
+    key = input_key(config, inputs)
+    reused = _find_build(layout, config.name, key)
+    if reused is not None:
+        _point_latest(layout, reused)
+        return BuildInfo(reused, True, time.perf_counter() - started)
+    clear_stale_staging(layout)
+    staging = layout.build_staging / f"{config.name}-{uuid.uuid4().hex[:12]}"
+    staging.mkdir(parents=True)
+    try:
+        with _connect(staging) as con:
+            duplicates = register_rows(con, inputs)
+            plan = make_plan(episode_summary(con, config), config)
+            splits = write_splits(con, inputs, plan, config, staging, progress)
+        manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits)
+        (staging / D.MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
+        shutil.rmtree(staging / "spill", ignore_errors=True)
+        check_leakage(D.Dataset(staging, manifest))
+        published = _publish(layout, staging, manifest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _point_latest(layout, published)
+    return BuildInfo(published, False, time.perf_counter() - started)
+
+
+def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
+    """The identity of a build's inputs: config, batches (with content hashes), code and format versions."""
+    body = {
+        "format_version": D.FORMAT_VERSION,
+        "code_version": __version__,
+        "features": feature_spec()["version"],
+        "config": config.model_dump(mode="json"),
+        "inputs": [[b.batch_id, b.file_sha256, [str(p.relative_to(p.parents[3])) for p in b.files]] for b in inputs],
+    }
+    return hashlib.sha256(_dumps(body).encode()).hexdigest()
+
+
+def clear_stale_staging(layout: Layout) -> None:
+    """Remove builds left half-written by a crash (one writer per data root, as for ingest)."""
+    if layout.build_staging.is_dir():
+        for folder in layout.build_staging.iterdir():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _connect(staging: Path) -> duckdb.DuckDBPyConnection:
+    spill = staging / "spill"
+    spill.mkdir()
+    return duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill), "preserve_insertion_order": True})
+
+
+def _manifest(
+    config: BuildConfig,
+    key: str,
+    inputs: list[InputBatch],
+    input_rows: dict[str, int],
+    plan: Plan,
+    duplicates: int,
+    splits: dict[str, D.SplitSummary],
+) -> D.Manifest:
+    holdout = splits[D.HOLDOUT]
+    body = {
+        "format_version": D.FORMAT_VERSION,
+        "name": config.name,
+        "fingerprint": "",
+        "input_key": key,
+        "code_version": __version__,
+        "config": config.model_dump(mode="json"),
+        "inputs": [b.describe(input_rows[b.batch_id]) for b in inputs],
+        "filters": plan.filters,
+        "shares": plan.shares,
+        "duplicates": duplicates,
+        "holdout": {
+            **config.holdout.model_dump(mode="json"),
+            "rule": RULE,
+            "games": holdout.games,
+            "rows": holdout.rows,
+            "content": _content_hash(holdout),
+        },
+        "features": feature_spec(),
+        "splits": {name: split.model_dump(mode="json") for name, split in splits.items()},
+    }
+    body["fingerprint"] = hashlib.sha256(_dumps(body).encode()).hexdigest()[:FINGERPRINT_CHARS]
+    return D.Manifest.model_validate(body)
+
+
+def _content_hash(split: D.SplitSummary) -> str:
+    """Hash of a split's files: two builds hold out the same decisions exactly when these match."""
+    return hashlib.sha256("".join(part.sha256 for part in split.files).encode()).hexdigest()
+
+
+def _publish(layout: Layout, staging: Path, manifest: D.Manifest) -> D.Dataset:
+    target = layout.build_dir(manifest.name, manifest.fingerprint)
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(target)  # the one step that makes the build visible
+    return D.Dataset(target, D.read_manifest(target))
+
+
+def _point_latest(layout: Layout, dataset: D.Dataset) -> None:
+    pointer = layout.latest_pointer(dataset.name)
+    temporary = pointer.with_name(f".LATEST.{os.getpid()}")
+    temporary.write_text(dataset.fingerprint + "\n", encoding="utf-8")
+    os.replace(temporary, pointer)
+
+
+def _find_build(layout: Layout, name: str, key: str) -> D.Dataset | None:
+    for dataset in reversed(D.list_builds(layout, name)):
+        if dataset.manifest.input_key == key:
+            return dataset
+    return None
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n"

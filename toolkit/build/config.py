@@ -1,0 +1,157 @@
+"""What a build does: :class:`BuildConfig`, loadable from YAML, every field documented.
+
+Two units matter. An *episode* is one seat's decisions in one game: the
+filters (``min_reward``, ``wins_only``, ``min_episode_length``) keep or drop
+whole episodes. A *game* is the unit of sampling and of the holdout: weights
+draw whole games, so a game is never split, and duplicates of a decision stay
+on one side of the holdout.
+
+Weights, in two modes (``weight_mode``):
+
+- ``ratio`` (the origin's semantics): per source, a weight below 1 keeps that
+  fraction of its games, drawn without replacement; above 1 draws
+  ``weight x games`` games with replacement (a game drawn k times is stored
+  once with ``sample_weight`` k); 0 drops the source. Sources not listed
+  have weight 1.
+- ``share``: the target fraction of the final training set (in weighted
+  rows) per source. Shares are normalised to sum to 1; sources not listed
+  are dropped. The largest dataset that meets the targets without
+  oversampling is drawn, and the achieved shares are reported.
+
+The holdout is not shaped by filters or weights: it is every decision of the
+reference sources' games that the salted hash puts in it, so every build over
+the same data holds out the same decisions, and a model's holdout accuracy
+compares across builds.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from toolkit.errors import ConfigError
+from toolkit.holdout import HoldoutRule
+from toolkit.schema.vocab import LABEL_SOURCES, MAX_POD_SIZE, MIN_POD_SIZE, SOURCE_PATTERN
+
+DEFAULT_NAME = "default"
+DEFAULT_SALT = "distill-holdout-v1"
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+
+
+class HoldoutConfig(BaseModel):
+    """The fixed holdout: never change ``salt`` or ``fraction`` for a lineage of models you compare."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    salt: str = Field(DEFAULT_SALT, min_length=1, max_length=128, description="Salt of the game-id hash.")
+    fraction: float = Field(0.12, ge=0.10, le=0.15, description="Share of reference games held out (0.10-0.15).")
+    sources: list[str] = Field(
+        default_factory=lambda: ["forge"],
+        min_length=1,
+        description="Reference sources whose games are split (by default the heuristic engine's role).",
+    )
+
+    def rule(self) -> HoldoutRule:
+        return HoldoutRule(salt=self.salt, fraction=self.fraction)
+
+
+class BuildConfig(BaseModel):
+    """A dataset build; every field is also a ``distill build`` flag or a key of ``--config build.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(DEFAULT_NAME, pattern=NAME_PATTERN, description="Dataset name (folder under builds/).")
+    sources: list[str] | None = Field(None, description="Sources to read; null: every source in the lake.")
+    generations: list[int] | None = Field(None, description="Generations to read; null: all (incl. none).")
+    batches: list[str] | None = Field(None, description="Batch ids to read; null: every non-rejected batch.")
+    weight_mode: Literal["ratio", "share"] = Field("ratio", description="How `weights` are read (see module doc).")
+    weights: dict[str, float] = Field(default_factory=dict, description="Per-source weight or target share.")
+    min_reward: float | None = Field(None, description="Minimum episode return, for `reward_sources` only.")
+    reward_sources: list[str] = Field(
+        default_factory=lambda: ["ppo"], description="Policy-written sources `min_reward` applies to."
+    )
+    wins_only: list[str] = Field(default_factory=list, description="Sources of which only won episodes are kept.")
+    min_episode_length: int = Field(1, ge=1, description="Minimum decisions in a kept episode.")
+    exclude_label_sources: list[str] = Field(
+        default_factory=list, description="Drop rows whose label was obtained this way (e.g. card_role, default)."
+    )
+    pod_sizes: list[int] | None = Field(None, description="Pod sizes to keep; null: all.")
+    holdout: HoldoutConfig = Field(default_factory=HoldoutConfig)
+    seed: int = Field(0, ge=0, description="Seed of the game sampling.")
+    rows_per_file: int = Field(262_144, ge=100, description="Rows per Parquet part.")
+
+    @field_validator("sources", "wins_only", "reward_sources")
+    @classmethod
+    def _known_shape(cls, value: list[str] | None) -> list[str] | None:
+        for source in value or []:
+            if not re.match(SOURCE_PATTERN, source):
+                raise ValueError(f"{source!r} is not a source name (lowercase letters, digits, _ or -)")
+        return sorted(set(value)) if value is not None else None
+
+    @field_validator("weights")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for source, weight in value.items():
+            if not weight >= 0 or weight != weight or weight == float("inf"):
+                raise ValueError(f"weight of {source!r} must be a finite number >= 0, got {weight}")
+        return dict(sorted(value.items()))
+
+    @field_validator("exclude_label_sources")
+    @classmethod
+    def _label_sources(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(LABEL_SOURCES))
+        if unknown:
+            raise ValueError(f"unknown label sources {unknown}; known: {', '.join(LABEL_SOURCES)}")
+        return sorted(set(value))
+
+    @field_validator("pod_sizes")
+    @classmethod
+    def _pods(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and any(not MIN_POD_SIZE <= n <= MAX_POD_SIZE for n in value):
+            raise ValueError(f"pod sizes must be within {MIN_POD_SIZE}..{MAX_POD_SIZE}")
+        return sorted(set(value)) if value is not None else None
+
+    @model_validator(mode="after")
+    def _weights_say_something(self) -> BuildConfig:
+        if self.weights and not any(self.weights.values()) and (self.weight_mode == "share" or self.sources):
+            raise ValueError("every weight is 0: nothing would be built; give at least one source a weight > 0")
+        if self.weight_mode == "share" and not self.weights:
+            raise ValueError("share mode needs `weights`: the target share of each source, e.g. forge=0.7 ppo=0.3")
+        return self
+
+
+def load_config(path: str | Path | None = None, **overrides: object) -> BuildConfig:
+    """A :class:`BuildConfig` from a YAML file (optional) with ``overrides`` (flags) on top.
+
+    Raises:
+        ConfigError: naming the field and the fix when the file or a value is invalid.
+    """
+    data: dict[str, object] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"build config {path} does not exist", hint="check the --config path") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"build config {path} is not valid YAML: {exc}", hint="fix the file") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"build config {path} must be a mapping of fields", hint="see `distill build --help`")
+        data.update(loaded or {})
+    data.update({key: value for key, value in overrides.items() if value is not None})
+    try:
+        return BuildConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path), hint="see `distill build --help` for every field") from None
+
+
+def _describe(exc: ValidationError, path: str | Path | None) -> str:
+    where = f" in {path}" if path else ""
+    lines = [f"invalid build config{where}:"]
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "(config)"
+        lines.append(f"  {field}: {error['msg']}")
+    return "\n".join(lines)

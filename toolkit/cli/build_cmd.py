@@ -1,0 +1,154 @@
+"""``distill build`` and ``distill datasets list | show``: build training datasets and look at them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolkit.cli.app import app, console, layout, print_json
+from toolkit.errors import ConfigError
+
+datasets_app = typer.Typer(help="List built datasets and show their manifests.", no_args_is_help=True)
+app.add_typer(datasets_app, name="datasets")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+def _pairs(values: list[str] | None, flag: str) -> dict[str, float] | None:
+    """``["forge=1.0", "ppo=0.5"]`` -> ``{"forge": 1.0, "ppo": 0.5}``."""
+    if not values:
+        return None
+    out: dict[str, float] = {}
+    for value in values:
+        source, sep, number = value.partition("=")
+        try:
+            out[source.strip()] = float(number)
+        except ValueError:
+            raise ConfigError(f"{flag} {value!r} is not SOURCE=NUMBER", hint=f"e.g. {flag} forge=1.0") from None
+        if not sep:
+            raise ConfigError(f"{flag} {value!r} is not SOURCE=NUMBER", hint=f"e.g. {flag} forge=1.0")
+    return out
+
+
+@app.command()
+def build(
+    config_file: Annotated[Path | None, typer.Option("--config", help="A build.yaml; flags override its fields.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Dataset name (default: default).")] = None,
+    source: Annotated[list[str] | None, typer.Option("--source", help="Read only this source (repeat).")] = None,
+    generation: Annotated[list[int] | None, typer.Option("--generation", help="Read only this generation (repeat).")] = None,
+    batch: Annotated[list[str] | None, typer.Option("--batch", help="Read only this batch id (repeat).")] = None,
+    weight: Annotated[list[str] | None, typer.Option("--weight", help="SOURCE=W: ratio weight or target share (repeat).")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="How weights read: ratio (default) or share.")] = None,
+    min_reward: Annotated[float | None, typer.Option("--min-reward", help="Minimum episode return (policy sources).")] = None,
+    wins_only: Annotated[list[str] | None, typer.Option("--wins-only", help="Keep only won episodes of SOURCE (repeat).")] = None,
+    min_length: Annotated[int | None, typer.Option("--min-length", help="Minimum decisions per episode.")] = None,
+    exclude_labels: Annotated[
+        list[str] | None, typer.Option("--exclude-labels", help="Drop rows labelled this way, e.g. card_role (repeat).")
+    ] = None,
+    pod_size: Annotated[list[int] | None, typer.Option("--pod-size", help="Keep only pods of this size (repeat).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the game sampling.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Build a training dataset from the lake: weighted, filtered, deduplicated, with a fixed holdout."""
+    from toolkit.build.build import build_dataset
+    from toolkit.build.config import load_config
+
+    config = load_config(
+        config_file,
+        name=name, sources=source or None, generations=generation or None, batches=batch or None,
+        weights=_pairs(weight, "--weight"), weight_mode=mode, min_reward=min_reward, wins_only=wins_only or None,
+        min_episode_length=min_length, exclude_label_sources=exclude_labels or None, pod_sizes=pod_size or None,
+        seed=seed,
+    )
+    if as_json:
+        info = build_dataset(layout(), config)
+    else:
+        columns = (TextColumn("build: scanning the lake"), BarColumn(), TextColumn("{task.completed:,} rows"), TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("rows", total=None)
+            info = build_dataset(layout(), config, progress=lambda rows: bar.advance(task, rows))
+    if as_json:
+        print_json({"reused": info.reused, "path": str(info.dataset.root), **_summary(info.manifest)})
+        return
+    verb = "reused identical build" if info.reused else f"built in {info.seconds:.1f}s"
+    console.print(f"[bold]{config.name}[/bold] {info.manifest.fingerprint}: {verb} -> {info.dataset.root}")
+    _show(info.manifest)
+
+
+@datasets_app.command("list")
+def list_datasets(as_json: JsonOpt = False) -> None:
+    """Every dataset name with its latest build."""
+    from toolkit.build.dataset import list_names, open_dataset
+
+    rows = [_summary(open_dataset(layout(), name).manifest) for name in list_names(layout())]
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        console.print("no datasets yet: run `distill build`")
+        return
+    table = Table(title=f"datasets under {layout().builds}")
+    for column in ("name", "fingerprint", "train rows", "train games", "holdout rows", "holdout games", "sources"):
+        table.add_column(column, justify="right" if "rows" in column or "games" in column else "left")
+    for row in rows:
+        table.add_row(
+            row["name"], row["fingerprint"], f"{row['train']['rows']:,}", f"{row['train']['games']:,}",
+            f"{row['holdout']['rows']:,}", f"{row['holdout']['games']:,}", ", ".join(row["shares"]),
+        )
+    console.print(table)
+
+
+@datasets_app.command("show")
+def show_dataset(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A build other than the latest.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Summarise a dataset's manifest (``--json`` prints the whole manifest)."""
+    from toolkit.build.dataset import open_dataset
+
+    dataset = open_dataset(layout(), name, fingerprint)
+    if as_json:
+        print_json(dataset.manifest.model_dump(mode="json"))
+        return
+    console.print(f"[bold]{name}[/bold] {dataset.fingerprint} at {dataset.root}")
+    _show(dataset.manifest)
+
+
+def _summary(manifest: Any) -> dict[str, Any]:
+    return {
+        "name": manifest.name,
+        "fingerprint": manifest.fingerprint,
+        "train": {"rows": manifest.splits["train"].rows, "games": manifest.splits["train"].games},
+        "holdout": {"rows": manifest.splits["holdout"].rows, "games": manifest.splits["holdout"].games},
+        "shares": manifest.shares,
+        "duplicates": manifest.duplicates,
+    }
+
+
+def _show(manifest: Any) -> None:
+    table = Table(title="rows (games) per source after each step")
+    steps = list(dict.fromkeys(step["step"] for trail in manifest.filters.values() for step in trail))
+    table.add_column("source")
+    for step in steps:
+        table.add_column(step, justify="right")
+    table.add_column("share", justify="right")
+    for source, trail in manifest.filters.items():
+        by_step = {s["step"]: f"{s['rows']:,} ({s['games']:,})" for s in trail}
+        share = manifest.shares[source]
+        target = f" / {share['target']:.1%}" if share["target"] is not None else ""
+        table.add_row(source, *(by_step.get(step, "") for step in steps), f"{share['achieved']:.1%}{target}")
+    console.print(table)
+    train, holdout = manifest.splits["train"], manifest.splits["holdout"]
+    console.print(
+        f"train {train.rows:,} rows / {train.games:,} games (weighted {train.weighted_rows:,.0f}); "
+        f"holdout {holdout.rows:,} rows / {holdout.games:,} games "
+        f"({manifest.holdout['fraction']:.0%} of {', '.join(manifest.holdout['sources'])} games, salt "
+        f"{manifest.holdout['salt']!r}); duplicates dropped {manifest.duplicates:,}"
+    )
+    labels = ", ".join(f"{k} {v:,}" for k, v in train.label_sources.items())
+    console.print(f"labels (train): {labels}; features v{manifest.features['version']} ({manifest.features['size']} floats)")
