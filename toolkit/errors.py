@@ -65,3 +65,23 @@ class LeakageError(BuildError):
 
 class GameError(DistillError):
     """The game was asked to do something its rules do not allow."""
+
+
+class CheckError(DistillError):
+    """A quality-gate suite or check request is invalid, so the gate could not run (exit code 2)."""
+
+    exit_code = 2
+
+
+class GateFailedError(CheckError):
+    """A blocking expectation failed: what the gate guards must not go on (``report`` says why; exit code 1)."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, report: object = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.report = report
+
+
+class TrainError(DistillError):
+    """Training or evaluation could not run: a missing or incompatible checkpoint, dataset or configuration."""

@@ -11,6 +11,13 @@ Rewards are the learner's: the shaped terms of its own decisions (see
 ``rules``), +1 when it wins, -1 when it is eliminated (the episode then
 terminates), nothing at the turn limit (the episode is truncated).
 
+With ``record=True`` the env also logs every decision of the learner in the
+batched core's columnar form and hands the finished episode over in the
+last step's ``info["episode_record"]`` (an :class:`EpisodeRecord`), so the
+decision logger (``records.build_jsonl``) can write it. An episode that ends
+with the learner's elimination stops there: the rest of the game is not
+played, so its winner is unknown (-1) unless the game was over.
+
 Example::
 
     env = CommanderEnv(opponents=("heuristic", "tuned", "random"), learner_seat=None)
@@ -20,18 +27,32 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from toolkit.errors import ConfigError
-from toolkit.game import rules
+from toolkit.game import core, rules
 from toolkit.game.observation import FEATURE_SIZE, observe
 from toolkit.game.players import DecisionBatch, Player, make_player
 
 _G = np.zeros(1, np.intp)  # the env's one game slot
 OBS_BOUND = 10.0
+
+
+@dataclass
+class EpisodeRecord:
+    """One finished episode of the learner: its decisions as a one-game :class:`core.Finished` (game 0).
+
+    ``requested`` [R] holds, per decision, the action the learner asked for
+    when it was illegal and replaced by ``pass``, else -1.
+    """
+
+    finished: core.Finished
+    requested: np.ndarray
+    learner_seat: int
 
 
 class CommanderEnv(gym.Env):
@@ -45,12 +66,16 @@ class CommanderEnv(gym.Env):
         *,
         learner_seat: int | None = 0,
         max_rounds: int = 30,
+        record: bool = False,
     ) -> None:
         """Args:
             opponents: one player (or player name) per other seat, in seat order after the learner's removal.
             learner_seat: the learner's seat, or None to draw it per episode.
             max_rounds: rounds before the game is truncated.
+            record: log the learner's decisions and return each finished episode in ``info["episode_record"]``.
         """
+        self.record = record
+        self._rows: list[dict[str, np.ndarray]] = []
         n = len(opponents) + 1
         self.config = rules.RulesConfig(n_seats=n, max_rounds=max_rounds)
         if learner_seat is not None and not 0 <= learner_seat < n:
@@ -77,6 +102,7 @@ class CommanderEnv(gym.Env):
             rules.deal(self.state, _G, [game_rng], self.config)
             self._advance()
             if not self.state.done[0]:  # the learner has a decision to take
+                self._rows = []
                 return self._observe(), {"learner_seat": self.learner}
 
     def action_masks(self) -> np.ndarray:
@@ -85,11 +111,16 @@ class CommanderEnv(gym.Env):
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
         info: dict[str, Any] = {}
-        action = int(action)
+        action = requested = int(action)
         if not self._mask[0, action]:
             info["illegal_action"] = True
             action = rules.PASS
-        reward = float(rules.apply(self.state, _G, np.array([action])).reward[0])
+        row = self._log_row(action, requested) if self.record else None
+        result = rules.apply(self.state, _G, np.array([action]))
+        reward = float(result.reward[0])
+        if row is not None:
+            row.update(target=result.target.copy(), card=result.card.copy(), reward=result.reward.copy())
+            self._rows.append(row)
         self._advance()
         st = self.state
         terminated = bool(st.eliminated[0, self.learner] or (st.done[0] and not st.truncated[0]))
@@ -97,7 +128,29 @@ class CommanderEnv(gym.Env):
             reward += rules.WIN_REWARD if st.winner[0] == self.learner else rules.LOSS_REWARD
         truncated = bool(st.truncated[0]) and not terminated
         info["placement"] = int(st.placement[0, self.learner])
+        if self.record and (terminated or truncated):
+            info["episode_record"] = self._episode_record()
         return self._observe(), reward, terminated, truncated, info
+
+    def _log_row(self, action: int, requested: int) -> dict[str, np.ndarray]:
+        """The learner's decision about to be applied, in the core's log columns (see ``core.LOG_FIELDS``)."""
+        st = self.state
+        return {"game": np.zeros(1, np.int64), "seat": st.seat[_G].copy(), "turn": st.turn[_G].copy(),
+                "phase": st.phase[_G].copy(), "action": np.array([action], np.int8), "mask": self._mask.copy(),
+                "requested": np.array([-1 if requested == action else requested], np.int64),
+                **core._snapshot(st, _G)}
+
+    def _episode_record(self) -> EpisodeRecord:
+        st = self.state
+        log = {k: np.concatenate([row[k] for row in self._rows]) for k in self._rows[0]}
+        requested = log.pop("requested")
+        finished = core.Finished(
+            game=np.zeros(1, np.int64), winner=np.where(st.done[_G], st.winner[_G], -1).astype(st.winner.dtype),
+            truncated=st.truncated[_G].copy(), placement=st.placement[_G].copy(), archetype=st.archetype[_G].copy(),
+            commander=st.commander[_G].copy(), decisions=np.array([len(self._rows)], np.int64), log=log,
+        )
+        self._rows = []
+        return EpisodeRecord(finished, requested, self.learner)
 
     def _advance(self) -> None:
         """Let the opponents play until the learner decides, is eliminated, or the game ends."""

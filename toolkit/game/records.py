@@ -77,9 +77,9 @@ class _Names:
 Slot = bytes | np.ndarray | _Names  # a fixed slot is one piece for every row or an object array [R] of pieces
 
 
-def game_id(seed: int, game: int) -> str:
-    """The deterministic id of game ``game`` of the run seeded ``seed``."""
-    return f"sim-{seed}-{game}"
+def game_id(seed: int, game: int, prefix: str = "sim") -> str:
+    """The deterministic id of game ``game`` of the run seeded ``seed`` (``prefix`` names the kind of run)."""
+    return f"{prefix}-{seed}-{game}"
 
 
 def _ints(prefix: bytes, values: np.ndarray) -> np.ndarray:
@@ -184,14 +184,17 @@ def _player_pieces(p: int, counts: np.ndarray, cards: np.ndarray, commander: np.
 
 
 def build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
-               generation: int | None = None) -> list[bytes]:
+               generation: int | None = None, keep: np.ndarray | None = None, requested: np.ndarray | None = None,
+               game_prefix: str = "sim") -> list[bytes]:
     """The canonical JSON lines (without newlines) of every decision of the finished games (see ``build_jsonl``)."""
-    blocks = build_jsonl(finished, seed=seed, sources=sources, model_version=model_version, generation=generation)
+    blocks = build_jsonl(finished, seed=seed, sources=sources, model_version=model_version, generation=generation,
+                         keep=keep, requested=requested, game_prefix=game_prefix)
     return b"".join(blocks).split(b"\n")[:-1]
 
 
 def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
-                generation: int | None = None) -> list[bytes]:
+                generation: int | None = None, keep: np.ndarray | None = None, requested: np.ndarray | None = None,
+                game_prefix: str = "sim") -> list[bytes]:
     """The canonical JSON lines of every decision of the finished games, as consecutive blocks of bytes.
 
     The blocks concatenated are the JSONL text, each line ending in a
@@ -206,6 +209,11 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
         seed: the run's seed (it names the games).
         sources: the role of each seat's player.
         model_version, generation: stamped on rows of policy seats (sources other than forge/random).
+        keep: [R] bool over the log's rows: write only these (e.g. one learner's decisions). Decision
+            indices, rewards and episode returns are still those of the whole log.
+        requested: [R] int over the log's rows: the action a policy asked for when it was replaced by a
+            legal fallback (``action.requested_index``), -1 where it was not.
+        game_prefix: game ids are ``<game_prefix>-<seed>-<game>`` (see :func:`game_id`).
     """
     log = finished.log
     if log is None or not len(log["game"]):
@@ -225,7 +233,7 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
     reward[last & ~truncated] += np.where(won, rules.WIN_REWARD, rules.LOSS_REWARD)[last & ~truncated]
     reward = np.round(reward, 6)
     episode = np.round(np.bincount(key, weights=reward, minlength=len(finished.game) * n)[key], 6)
-    heads, tails = _game_seat_pieces(finished, seed, sources, model_version, generation)
+    heads, tails = _game_seat_pieces(finished, seed, sources, model_version, generation, game_prefix)
     phase_seat = _table([b',"phase":"%s","seat":%d,"pod_size":%d,"players":[' % (ph.encode(), s, n)
                          for ph in _PHASES for s in range(n)])
     commander = finished.commander[at]
@@ -235,36 +243,58 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
                          phase_seat[log["phase"].astype(np.intp) * n + seat]]
     for p in range(n):
         slots += _player_pieces(p, log["seats"], log["cards"], commander, seat, new_game)
-    slots += [_actions(log["action"], log["card"], log["target"]), _MASKS[np.packbits(log["mask"], axis=1)[:, 0]],
+    slots += [_actions(log["action"], log["card"], log["target"], requested),
+              _MASKS[np.packbits(log["mask"], axis=1)[:, 0]],
               _floats(b',"reward":', reward), _floats(b',"episode_return":', episode), tails[2 * key + last]]
+    if keep is not None:
+        rows = np.flatnonzero(keep)
+        if not len(rows):
+            return []
+        slots = [_kept(slot, rows) for slot in slots]
+        r = len(rows)
     return _join(slots, r)
 
 
-def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray) -> np.ndarray:
+def _kept(slot: Slot, rows: np.ndarray) -> Slot:
+    """The pieces of ``rows`` only."""
+    if isinstance(slot, bytes):
+        return slot
+    if isinstance(slot, np.ndarray):
+        return slot[rows]
+    starts = np.cumsum(slot.lengths) - slot.lengths
+    lengths = slot.lengths[rows]
+    kept_starts = np.cumsum(lengths) - lengths
+    pieces = np.repeat(starts[rows] - kept_starts, lengths) + np.arange(int(lengths.sum()))
+    return _Names(slot.pieces[pieces], lengths, slot.rank[pieces])
+
+
+def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray, requested: np.ndarray | None = None) -> np.ndarray:
     """[R] pieces closing ``players`` and holding the ``action`` record."""
     card, target = card.astype(np.int64) + 1, target.astype(np.int64) + 1  # -1 (none) -> 0
-    key = (action.astype(np.int64) * (C.N_CARDS + 1) + card) * (MAX_POD_SIZE + 1) + target
+    asked = np.zeros(len(action), np.int64) if requested is None else requested.astype(np.int64) + 1
+    key = ((asked * (rules.PASS + 1) + action.astype(np.int64)) * (C.N_CARDS + 1) + card) * (MAX_POD_SIZE + 1) + target
     keys, inverse = np.unique(key, return_inverse=True)
     pieces = []
     for code in keys.tolist():
         rest, tg = divmod(code, MAX_POD_SIZE + 1)
-        a, cd = divmod(rest, C.N_CARDS + 1)
+        rest, cd = divmod(rest, C.N_CARDS + 1)
+        rq, a = divmod(rest, rules.PASS + 1)
         pieces.append(b'],"action":' + orjson.dumps(
             {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
              "card": C.NAMES[cd - 1] if cd else None, "target": None, "target_seat": tg - 1 if tg else None,
-             "raw": None, "requested_index": None}))
+             "raw": None, "requested_index": rq - 1 if rq else None}))
     return _table(pieces)[inverse.ravel()]
 
 
 def _game_seat_pieces(finished: Finished, seed: int, sources: Sequence[str], model_version: str | None,
-                      generation: int | None) -> tuple[np.ndarray, np.ndarray]:
+                      generation: int | None, game_prefix: str = "sim") -> tuple[np.ndarray, np.ndarray]:
     """A row's start up to ``decision_index`` by (game, seat); its end from ``winner_seat`` by (game, seat, last)."""
     heads, tails = [], []
     for g, k in enumerate(finished.game.tolist()):
         winner, truncated = int(finished.winner[g]), bool(finished.truncated[g])
         for s, source in enumerate(sources):
             head = orjson.dumps({"schema_version": SCHEMA_VERSION, "source": source, "dialect": "canonical",
-                                 "engine": ENGINE, "game_id": game_id(seed, k)})
+                                 "engine": ENGINE, "game_id": game_id(seed, k, game_prefix)})
             heads.append(head[:-1] + b',"decision_index":')
             policy = source not in ("forge", "random")
             commander = C.NAMES[finished.commander[g, s]]

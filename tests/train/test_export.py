@@ -1,0 +1,96 @@
+"""The decision exporter: filters episodes, counts what it skips, and writes rows the lake accepts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from toolkit.catalog.ingest import ingest_paths
+from toolkit.game import rules
+from toolkit.game.env import CommanderEnv, EpisodeRecord
+from toolkit.game.players import make_player
+from toolkit.layout import Layout
+from toolkit.schema.models import DecisionSnapshot
+from toolkit.train.evaluate import EvaluateConfig, evaluate
+from toolkit.train.export import DecisionExporter, ExportConfig
+
+
+def _episodes(n: int, seed: int = 0, illegal_every: int = 0) -> list[EpisodeRecord]:
+    """Episodes of a heuristic learner in the recording env (every k-th action deliberately illegal)."""
+    env = CommanderEnv(("random", "random", "heuristic"), learner_seat=None, record=True)
+    learner = make_player("heuristic")
+    out, step = [], 0
+    obs, _ = env.reset(seed=seed)
+    from toolkit.game.players import DecisionBatch
+    while len(out) < n:
+        batch = DecisionBatch(env.state, np.zeros(1, np.intp), env.state.seat[:1], env.action_masks()[None], env.np_random)
+        action = int(learner.act(batch)[0][0])
+        step += 1
+        if illegal_every and step % illegal_every == 0:
+            illegal = np.flatnonzero(~env.action_masks())
+            action = int(illegal[0]) if len(illegal) else action
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            out.append(info["episode_record"])
+            env.reset()
+    return out
+
+
+def _lines(paths: list[Path]) -> list[dict]:
+    return [orjson.loads(line) for p in paths for line in p.read_bytes().splitlines()]
+
+
+def test_default_filters_keep_only_won_episodes_of_three_decisions(tmp_path: Path) -> None:
+    episodes = _episodes(30)
+    exporter = DecisionExporter(tmp_path, batch="b1", generation=4, seed=9, config=ExportConfig(min_decisions=3))
+    kept = [exporter.add_episode(e) for e in episodes]
+    counts = exporter.close()
+    won = [e.finished.winner[0] == e.learner_seat and not e.finished.truncated[0] for e in episodes]
+    long = [len(e.finished.log["game"]) >= 3 for e in episodes]
+    assert kept == [w and lg for w, lg in zip(won, long)]
+    assert 0 < counts.exported_episodes < len(episodes)
+    assert counts.exported_episodes + counts.skipped_loss + counts.skipped_short == len(episodes)
+    rows = _lines(counts.files)
+    assert len(rows) == counts.exported_decisions
+    assert counts.files[0].name == "ml-decisions-ppo-b1-part-0000.jsonl"
+    for row in rows:
+        DecisionSnapshot.model_validate(row)
+        assert row["source"] == "ppo" and row["model_version"] == "gen-004" and row["generation"] == 4
+        assert row["seat_won"] and row["legal_actions"][row["action"]["index"]]
+    by_game: dict[str, list[dict]] = {}
+    for row in rows:
+        by_game.setdefault(row["game_id"], []).append(row)
+    for game in by_game.values():
+        assert len(game) >= 3 and len({r["seat"] for r in game}) == 1  # the learner's decisions only
+        assert game[-1]["is_terminal"] and game[-1]["placement"] == 1
+        assert np.isclose(sum(r["reward"] for r in game), game[0]["episode_return"])
+
+
+def test_exports_ingest_with_zero_rejects_losses_included(tmp_path: Path) -> None:
+    exporter = DecisionExporter(tmp_path / "out", batch="b2", generation=0, seed=1,
+                                config=ExportConfig(only_wins=False, min_decisions=1))
+    for e in _episodes(20, seed=5, illegal_every=7):
+        exporter.add_episode(e)
+    counts = exporter.close()
+    rows = _lines(counts.files)
+    asked = [r for r in rows if r["action"]["requested_index"] is not None]
+    assert asked and all(r["action"]["macro"] == "pass" and not r["legal_actions"][r["action"]["requested_index"]]
+                         for r in asked)  # requested and executed actions both kept
+    assert any(not r["seat_won"] for r in rows)
+    result = ingest_paths(counts.files, Layout.at(tmp_path / "home"))
+    assert result.rows_rejected == 0 and result.rows_valid == len(rows) == counts.exported_decisions
+
+
+def test_evaluation_games_are_exported_under_their_own_source(tmp_path: Path) -> None:
+    exporter = DecisionExporter(tmp_path, batch="b3", generation=2, seed=3, source="ppo-eval",
+                                config=ExportConfig(only_wins=False))
+    config = EvaluateConfig(opponents=("random",) * 3, games=8, seed=2)
+    result = evaluate(lambda: make_player("heuristic"), config, exporter=exporter)
+    counts = exporter.close()
+    rows = _lines(counts.files)
+    assert counts.files[0].name.startswith("ml-decisions-ppo-eval-b3")
+    assert {r["source"] for r in rows} == {"ppo-eval"}
+    assert counts.exported_episodes + counts.skipped_short == result.games
+    assert ingest_paths(counts.files, Layout.at(tmp_path / "home")).rows_rejected == 0

@@ -1,0 +1,136 @@
+"""Checkpoints as players: load any of our checkpoint kinds and seat it at a table.
+
+:func:`load_agent` reads a checkpoint's card and builds the matching
+network: an :class:`~toolkit.train.policy.ActorNet` for ``bc`` and ``ppo``
+(a PPO checkpoint's actor; its critic is not needed to play), an sb3-contrib
+recurrent policy for ``ppo-recurrent``. :meth:`Agent.player` gives a fresh
+player (a recurrent one keeps per-game LSTM state, so never share one
+between tables).
+
+Illegal actions: the flat policies mask their logits and never ask for one.
+The recurrent policy has no masking in sb3-contrib; its illegal requests are
+replaced by ``pass`` (always legal; the same fallback the env applies) and
+counted in ``illegal``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from toolkit.errors import TrainError
+from toolkit.game import rules
+from toolkit.game.players import DecisionBatch, Player, PolicyPlayer
+from toolkit.train.checkpoints import Card, load_tensors
+from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, check_spec, greedy_policy
+
+FALLBACK_ACTION = rules.PASS  # what an illegal request becomes: always legal
+
+
+@dataclass
+class Agent:
+    """A loaded checkpoint: its card and its network."""
+
+    card: Card
+    path: Path
+    actor: ActorNet | None = None
+    recurrent: Any = None  # sb3-contrib RecurrentActorCriticPolicy
+
+    @property
+    def name(self) -> str:
+        return self.path.name.removesuffix(".json")
+
+    def player(self, source: str = "ppo") -> Player:
+        """A fresh player of this agent."""
+        if self.actor is not None:
+            return PolicyPlayer(greedy_policy(self.actor), source=source)
+        return RecurrentPlayer(self.recurrent, source=source)
+
+
+def load_agent(path: Path) -> Agent:
+    """The checkpoint at ``path`` (card, weights or stem), ready to play.
+
+    Raises:
+        TrainError: the checkpoint is missing, corrupt, or for other features.
+    """
+    card, tensors = load_tensors(Path(path))
+    spec = PolicySpec(**{k: v for k, v in card.arch.items() if k in PolicySpec.model_fields})
+    if card.kind == "ppo-recurrent":
+        policy = make_recurrent_policy(spec, int(card.arch.get("lstm_hidden", 128)))
+        try:
+            policy.load_state_dict(tensors, strict=True)
+        except RuntimeError as error:
+            raise TrainError(f"{path}: weights do not fit a recurrent policy of {card.arch}: {error}",
+                             hint="re-train the checkpoint") from None
+        policy.set_training_mode(False)
+        return Agent(card, Path(path), recurrent=policy)
+    state = tensors if card.kind == "bc" else actor_state_from_sb3(tensors)
+    check_spec(state, spec)
+    actor = ActorNet(spec)
+    actor.load_state_dict(state, strict=True)
+    actor.eval()
+    return Agent(card, Path(path), actor=actor)
+
+
+def make_recurrent_policy(spec: PolicySpec, lstm_hidden: int) -> Any:
+    """An untrained sb3-contrib LSTM actor-critic of our spaces and ``spec`` (to load weights into)."""
+    from sb3_contrib.common.recurrent.policies import RecurrentActorCriticPolicy
+
+    from toolkit.game.env import CommanderEnv
+
+    env = CommanderEnv()
+    return RecurrentActorCriticPolicy(env.observation_space, env.action_space, lambda _: 0.0,
+                                      lstm_hidden_size=lstm_hidden, **spec.sb3_kwargs())
+
+
+@dataclass
+class _Memory:
+    deck: bytes  # the seat's library order: identifies the game in a slot
+    hidden: np.ndarray  # [layers, hidden]
+    cell: np.ndarray
+
+
+@dataclass
+class RecurrentPlayer:
+    """A recurrent policy at a table: LSTM state per game slot, reset when the slot holds a new game.
+
+    A game is recognised by the acting seat's library order (dealt anew per
+    game, fixed within it), so the player works in the batched core (many
+    slots) and in the env (one slot) alike.
+    """
+
+    policy: Any
+    source: str = "ppo"
+    illegal: int = 0
+    decisions: int = 0
+    episode_starts: int = 0
+    memory: dict[int, _Memory] = field(default_factory=dict)
+
+    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        obs = batch.observations()
+        m = len(batch.games)
+        layers, size = self.policy.lstm_actor.num_layers, self.policy.lstm_actor.hidden_size
+        hidden, cell = np.zeros((layers, m, size), np.float32), np.zeros((layers, m, size), np.float32)
+        starts = np.zeros(m, np.float32)
+        for i, (g, s) in enumerate(zip(batch.games.tolist(), batch.seats.tolist(), strict=True)):
+            deck = batch.state.library[g, s].tobytes()
+            mem = self.memory.get(g)
+            if mem is None or mem.deck != deck:
+                starts[i] = 1.0
+            else:
+                hidden[:, i], cell[:, i] = mem.hidden, mem.cell
+        with torch.no_grad():
+            actions, (hidden, cell) = self.policy.predict(obs, state=(hidden, cell), episode_start=starts,
+                                                          deterministic=True)
+        for i, (g, s) in enumerate(zip(batch.games.tolist(), batch.seats.tolist(), strict=True)):
+            self.memory[g] = _Memory(batch.state.library[g, s].tobytes(), hidden[:, i].copy(), cell[:, i].copy())
+        actions = np.asarray(actions, np.intp).reshape(m)
+        illegal = ~batch.mask[np.arange(m), actions]
+        self.illegal += int(illegal.sum())
+        self.decisions += m
+        self.episode_starts += int(starts.sum())
+        return np.where(illegal, FALLBACK_ACTION, actions), None

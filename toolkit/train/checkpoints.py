@@ -1,0 +1,181 @@
+"""Checkpoints: weights as safetensors plus a JSON card that says what made them.
+
+A checkpoint is two files in one folder, named ``<kind>-<run_id>-<tag>``::
+
+    bc-20250101T120000Z-3f2a9c-best.safetensors    the tensors (safetensors: no pickle on load)
+    bc-20250101T120000Z-3f2a9c-best.json           the card (:class:`Card`)
+
+``kind`` is ``bc``, ``ppo`` or ``ppo-recurrent``; ``run_id`` is unique per
+run (UTC time + random suffix, or given by the caller, e.g. the loop's
+``gen-003-try1``); ``tag`` names the checkpoint within its run (``best``,
+``final``, ``epoch-4``). Names therefore never collide across runs or
+model kinds; within a run a tag may be replaced (``best`` is). Weights are
+published before the card, each by an atomic rename, so a card always
+points at complete weights, and the card carries their sha256.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from safetensors.torch import load_file, save_file
+
+from toolkit import __version__
+from toolkit.errors import TrainError
+from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
+from toolkit.schema.vocab import N_ACTIONS
+
+CARD_FORMAT_VERSION: Final = 1
+Kind = Literal["bc", "ppo", "ppo-recurrent"]
+KINDS: Final = ("bc", "ppo", "ppo-recurrent")
+WEIGHTS_SUFFIX: Final = ".safetensors"
+CARD_SUFFIX: Final = ".json"
+
+
+class DatasetRef(BaseModel):
+    """The built dataset a model learned from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    fingerprint: str
+
+
+class Card(BaseModel):
+    """Everything needed to trust, reload and compare a checkpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = CARD_FORMAT_VERSION
+    kind: Kind
+    run_id: str
+    tag: str
+    created: str = Field(description="UTC time the checkpoint was written, ISO 8601.")
+    code_version: str = Field(__version__, description="toolkit.__version__ of the code that wrote it.")
+    feature_version: int = FEATURE_VERSION
+    feature_size: int = FEATURE_SIZE
+    n_actions: int = N_ACTIONS
+    arch: dict[str, Any] = Field(description="Network shape: PolicySpec fields, plus lstm_hidden for recurrent.")
+    dataset: DatasetRef | None = Field(None, description="The dataset trained on (BC), or the BC model's (PPO).")
+    generation: int | None = Field(None, ge=0, description="Loop generation the model belongs to.")
+    parent: str | None = Field(None, description="Checkpoint this one was warm-started from (file name).")
+    config: dict[str, Any] = Field(default_factory=dict, description="The training config, as run.")
+    metrics: dict[str, Any] = Field(default_factory=dict, description="Holdout / evaluation figures at this point.")
+    weights: str = Field(description="File name of the safetensors weights, next to the card.")
+    weights_sha256: str
+
+
+def new_run_id() -> str:
+    """A run id that no other run shares: UTC second plus 24 random bits."""
+    return f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def checkpoint_stem(kind: str, run_id: str, tag: str) -> str:
+    """``<kind>-<run_id>-<tag>``: the file name of a checkpoint without suffix."""
+    return f"{kind}-{run_id}-{tag}"
+
+
+def save_checkpoint(folder: Path, tensors: dict[str, torch.Tensor], *, kind: Kind, run_id: str, tag: str,
+                    arch: dict[str, Any], replace: bool = False, **card_fields: Any) -> Path:
+    """Write weights then card atomically; returns the card's path.
+
+    Args:
+        folder: where to write (created if needed).
+        tensors: the state dict to store (shared tensors are cloned apart).
+        kind, run_id, tag: name the checkpoint (see the module docstring).
+        arch: the network shape for the card.
+        replace: allow replacing this run's checkpoint of the same tag (e.g. ``best``).
+        card_fields: further :class:`Card` fields (dataset, generation, parent, config, metrics).
+
+    Raises:
+        TrainError: if the checkpoint exists and ``replace`` is false.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = checkpoint_stem(kind, run_id, tag)
+    weights, card_path = folder / (stem + WEIGHTS_SUFFIX), folder / (stem + CARD_SUFFIX)
+    if not replace and (weights.exists() or card_path.exists()):
+        raise TrainError(f"checkpoint {card_path} already exists", hint="use a new run id (omit --run-id)")
+    seen: set[int] = set()
+    plain = {}
+    for key, tensor in tensors.items():  # safetensors refuses shared storage; a copy is exact
+        t = tensor.detach().contiguous()
+        plain[key] = t.clone() if t.data_ptr() in seen else t
+        seen.add(t.data_ptr())
+    tmp = weights.with_name(weights.name + ".tmp")
+    save_file(plain, str(tmp))
+    digest = _sha256(tmp)
+    os.replace(tmp, weights)
+    card = Card(kind=kind, run_id=run_id, tag=tag, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                arch=arch, weights=weights.name, weights_sha256=digest, **card_fields)
+    tmp = card_path.with_name(card_path.name + ".tmp")
+    tmp.write_text(card.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, card_path)
+    return card_path
+
+
+def card_path(path: Path) -> Path:
+    """The card of a checkpoint given by its card, its weights, or its stem."""
+    path = Path(path)
+    if path.name.endswith(WEIGHTS_SUFFIX):
+        return path.with_name(path.name[: -len(WEIGHTS_SUFFIX)] + CARD_SUFFIX)
+    if path.suffix == CARD_SUFFIX:
+        return path
+    return path.with_name(path.name + CARD_SUFFIX)
+
+
+def read_card(path: Path) -> Card:
+    """The card of the checkpoint at ``path`` (card, weights or stem).
+
+    Raises:
+        TrainError: missing, unreadable, of an unknown format, or for other features than this code's.
+    """
+    card_file = card_path(path)
+    try:
+        raw = json.loads(card_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TrainError(f"no checkpoint card at {card_file}", hint="pass the .json or .safetensors of a checkpoint") from None
+    except (OSError, json.JSONDecodeError) as error:
+        raise TrainError(f"{card_file} is unreadable: {error}", hint="re-train or restore the checkpoint") from None
+    if not isinstance(raw, dict) or raw.get("format_version") != CARD_FORMAT_VERSION:
+        raise TrainError(f"{card_file} has card format {raw.get('format_version') if isinstance(raw, dict) else None!r}; "
+                         f"this Distill reads {CARD_FORMAT_VERSION}", hint="use the Distill version that wrote it")
+    try:
+        card = Card.model_validate(raw)
+    except ValidationError as error:
+        raise TrainError(f"{card_file} is not a valid card: {error}", hint="re-train or restore the checkpoint") from None
+    if (card.feature_version, card.feature_size) != (FEATURE_VERSION, FEATURE_SIZE):
+        raise TrainError(f"{card_file} was trained on features v{card.feature_version} ({card.feature_size} floats); "
+                         f"this code encodes v{FEATURE_VERSION} ({FEATURE_SIZE})",
+                         hint="retrain on a dataset built by this version (distill build, then distill train)")
+    return card
+
+
+def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
+    """The card and tensors of a checkpoint, after checking the weights' sha256 against the card.
+
+    Raises:
+        TrainError: see :func:`read_card`; or the weights are missing or do not match the card.
+    """
+    card = read_card(path)
+    weights = card_path(path).parent / card.weights
+    if not weights.is_file():
+        raise TrainError(f"weights {weights} of card {card_path(path)} are missing", hint="restore or re-train the checkpoint")
+    if _sha256(weights) != card.weights_sha256:
+        raise TrainError(f"weights {weights} do not match their card's sha256", hint="the file changed: re-train it")
+    return card, load_file(str(weights))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,51 @@
+"""Typed training configs from YAML with command-line overrides, validated once, up front."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from toolkit.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_config(model: type[M], path: Path | None = None, overrides: dict[str, Any] | None = None) -> M:
+    """``model`` from the YAML mapping at ``path`` (if any), then ``overrides`` (flags; None values are ignored).
+
+    Nested fields are overridden with dotted keys (``{"export.only_wins": False}``).
+
+    Raises:
+        ConfigError: the file is unreadable or a field is invalid; every problem is listed, each naming its field.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as error:
+            raise ConfigError(f"cannot read config {path}: {error}", hint="pass a YAML mapping with --config") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config {path} is not a mapping", hint="write one `field: value` per line")
+        data = loaded or {}
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        *parents, leaf = key.split(".")
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(config)'}: {e['msg']}" for e in error.errors())
+        raise ConfigError(f"invalid {model.__name__}: {problems}",
+                          hint="fix the field in the YAML file or the matching --flag") from None
+
+
+def describe(model: type[BaseModel]) -> dict[str, str]:
+    """Field name -> its documentation (for help texts and the default YAML)."""
+    return {name: field.description or "" for name, field in model.model_fields.items()}

@@ -1,0 +1,195 @@
+"""Evaluation in 4-player pods: a policy rotated through every seat against fixed opponents.
+
+``evaluate(make_player, opponents, games, seed)`` plays ``games / n`` games
+with the policy at each seat ``0..n-1`` in turn, with the SAME seed every
+rotation, so the same deals are replayed once per seat (the 4-player
+analogue of colour-swapped pairs). Games run in the batched core
+(``core.play``), many at once.
+
+Results: win rate with a Wilson 95% interval, the placement score (1st 1,
+2nd 2/3, 3rd 1/3, 4th 0; for a pod of n, ``(n - place) / (n - 1)``), the mean
+placement, per-seat figures, truncations, illegal actions (recurrent policies
+only; flat ones are masked) and decisions per second. A truncated game has
+no places for the seats still alive: such a seat scores the mean of the
+places they share. ``outcomes`` lists every game in (deal, seat) order, for a
+sequential test (the loop's SPRT) to consume rotation group by rotation group.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.errors import ConfigError
+from toolkit.game import core, rules
+from toolkit.game.players import Player, make_player
+from toolkit.stats import Z95, wilson_interval
+from toolkit.train.export import DecisionExporter
+
+
+class EvaluateConfig(BaseModel):
+    """How to evaluate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    opponents: tuple[str, ...] = Field(("heuristic",) * 3, min_length=1, max_length=5,
+                                       description="Players in the other seats: random, heuristic, tuned (--vs).")
+    games: int = Field(200, ge=1, description="Games in all, rounded up to a multiple of the pod size (--games).")
+    seed: int = Field(0, ge=0, description="Seed of the deals; the same deals are replayed for every seat (--seed).")
+    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game is truncated (--max-rounds).")
+    batch_size: int = Field(256, ge=1, description="Games stepped at once.")
+
+
+class Outcome(BaseModel):
+    """One game of the policy."""
+
+    deal: int
+    seat: int
+    won: bool
+    score: float = Field(description="Placement score in [0, 1].")
+    placement: float = Field(description="Final place (mean of the shared places at a truncation).")
+    truncated: bool
+
+
+class SeatResult(BaseModel):
+    seat: int
+    games: int
+    wins: int
+    win_rate: float
+    placement_score: float
+
+
+class EvaluationResult(BaseModel):
+    """What an evaluation measured; the loop's gates read it."""
+
+    opponents: list[str]
+    games: int
+    wins: int
+    win_rate: float
+    win_low: float = Field(description="Wilson 95% interval of the win rate.")
+    win_high: float
+    placement_score: float
+    placement_low: float = Field(description="Normal 95% interval of the mean placement score.")
+    placement_high: float
+    mean_placement: float
+    truncations: int
+    illegal_actions: int
+    decisions: int
+    seconds: float
+    decisions_per_second: float
+    games_per_second: float
+    per_seat: list[SeatResult]
+    outcomes: list[Outcome]
+
+
+def evaluate(make: Callable[[], Player], config: EvaluateConfig, exporter: DecisionExporter | None = None,
+             opponents: Sequence[Player] | None = None) -> EvaluationResult:
+    """Play the policy in every seat against ``config.opponents`` and measure it.
+
+    Args:
+        make: a fresh player of the policy (called once per rotation).
+        config: opponents, games, seed.
+        exporter: if given, the policy's decisions are offered to it (its filters apply).
+        opponents: players to use instead of the names in ``config.opponents``.
+
+    Raises:
+        ConfigError: an unknown opponent name.
+    """
+    others = list(opponents) if opponents is not None else [make_player(name) for name in config.opponents]
+    n = len(others) + 1
+    if n > 6:
+        raise ConfigError(f"a pod of {n} seats is too big", hint="give at most 5 opponents (--vs)")
+    per_seat = math.ceil(config.games / n)
+    rules_config = rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds)
+    outcomes: list[Outcome] = []
+    decisions = illegal = 0
+    start = time.perf_counter()
+    for seat in range(n):
+        player = make()
+        seats = others[:seat] + [player] + others[seat:]
+        for finished in core.play(seats, per_seat, seed=config.seed, config=rules_config,
+                                  batch_size=config.batch_size, record=exporter is not None):
+            outcomes += _outcomes(finished, seat, n)
+            decisions += int(finished.decisions.sum())
+            if exporter is not None:
+                exporter.add_games(finished, seat)
+        illegal += int(getattr(player, "illegal", 0))
+    seconds = time.perf_counter() - start
+    outcomes.sort(key=lambda o: (o.deal, o.seat))
+    return _summarise(outcomes, list(config.opponents) if opponents is None else [p.source for p in others],
+                      decisions, illegal, seconds)
+
+
+def _outcomes(finished: core.Finished, seat: int, n: int) -> list[Outcome]:
+    out = []
+    for g in range(len(finished.game)):
+        place = int(finished.placement[g, seat])
+        if place:
+            placement, score = float(place), (n - place) / (n - 1)
+        else:  # alive at a truncation: the places 1..k still to share
+            k = int((finished.placement[g] == 0).sum())
+            placement, score = (k + 1) / 2, sum((n - p) / (n - 1) for p in range(1, k + 1)) / k
+        won = bool(finished.winner[g] == seat and not finished.truncated[g])
+        out.append(Outcome(deal=int(finished.game[g]), seat=seat, won=won, score=round(score, 6),
+                           placement=placement, truncated=bool(finished.truncated[g])))
+    return out
+
+
+def _summarise(outcomes: list[Outcome], opponents: list[str], decisions: int, illegal: int,
+               seconds: float) -> EvaluationResult:
+    games = len(outcomes)
+    wins = sum(o.won for o in outcomes)
+    low, high = wilson_interval(wins, games)
+    scores = np.array([o.score for o in outcomes])
+    half = Z95 * float(scores.std(ddof=1)) / math.sqrt(games) if games > 1 else 1.0
+    seats = sorted({o.seat for o in outcomes})
+    per_seat = []
+    for s in seats:
+        mine = [o for o in outcomes if o.seat == s]
+        won = sum(o.won for o in mine)
+        per_seat.append(SeatResult(seat=s, games=len(mine), wins=won, win_rate=round(won / len(mine), 4),
+                                   placement_score=round(float(np.mean([o.score for o in mine])), 4)))
+    return EvaluationResult(
+        opponents=opponents, games=games, wins=wins, win_rate=round(wins / games, 4), win_low=round(low, 4),
+        win_high=round(high, 4), placement_score=round(float(scores.mean()), 4),
+        placement_low=round(max(0.0, float(scores.mean()) - half), 4),
+        placement_high=round(min(1.0, float(scores.mean()) + half), 4),
+        mean_placement=round(float(np.mean([o.placement for o in outcomes])), 4),
+        truncations=sum(o.truncated for o in outcomes), illegal_actions=illegal, decisions=decisions,
+        seconds=round(seconds, 3), decisions_per_second=round(decisions / max(seconds, 1e-9), 1),
+        games_per_second=round(games / max(seconds, 1e-9), 1), per_seat=per_seat, outcomes=outcomes,
+    )
+
+
+class Comparison(BaseModel):
+    """Two policies on the same deals: the difference of win rates and placement scores, with 95% intervals."""
+
+    a: EvaluationResult
+    b: EvaluationResult
+    win_rate_diff: float
+    win_rate_diff_low: float
+    win_rate_diff_high: float
+    score_diff: float
+    score_diff_low: float
+    score_diff_high: float
+
+
+def compare(a: EvaluationResult, b: EvaluationResult) -> Comparison:
+    """``a - b`` on paired games (same deal, same seat): normal intervals of the mean paired difference."""
+    pairs = {(o.deal, o.seat): o for o in b.outcomes}
+    common = [(o, pairs[(o.deal, o.seat)]) for o in a.outcomes if (o.deal, o.seat) in pairs]
+    wins = np.array([float(x.won) - float(y.won) for x, y in common])
+    scores = np.array([x.score - y.score for x, y in common])
+
+    def interval(d: np.ndarray) -> tuple[float, float, float]:
+        mean = float(d.mean()) if len(d) else 0.0
+        half = Z95 * float(d.std(ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else 1.0
+        return round(mean, 4), round(mean - half, 4), round(mean + half, 4)
+
+    w, s = interval(wins), interval(scores)
+    return Comparison(a=a, b=b, win_rate_diff=w[0], win_rate_diff_low=w[1], win_rate_diff_high=w[2],
+                      score_diff=s[0], score_diff_low=s[1], score_diff_high=s[2])

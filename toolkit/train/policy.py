@@ -1,0 +1,127 @@
+"""The policy network shared by behaviour cloning and PPO, by construction.
+
+:class:`ActorNet` is exactly the actor of an sb3 ``ActorCriticPolicy`` built
+with ``net_arch=dict(pi=spec.pi, vf=spec.vf)`` and ``activation_fn`` of
+``spec.activation``: ``policy_net`` is ``mlp_extractor.policy_net`` (Linear,
+activation, ...) and ``action_net`` is ``action_net``. So BC weights copy
+into a MaskablePPO policy with a strict ``load_state_dict`` (see
+:func:`warm_start`): identical logits, identical play, and a PPO
+checkpoint's actor loads back into an :class:`ActorNet` for evaluation.
+
+Logits of illegal actions are replaced by :data:`MASKED_LOGIT` (sb3-contrib's
+masking value), so a masked policy never prefers an illegal action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final, Literal
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+
+from toolkit.errors import TrainError
+from toolkit.features import FEATURE_SIZE
+from toolkit.schema.vocab import N_ACTIONS
+
+MASKED_LOGIT: Final = -1e8  # what sb3-contrib's MaskableCategorical writes for illegal actions
+ACTIVATIONS: Final[dict[str, type[nn.Module]]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
+_SB3_ACTOR = {"mlp_extractor.policy_net.": "policy_net.", "action_net.": "action_net."}
+
+
+class PolicySpec(BaseModel):
+    """The network's shape; the same spec builds the BC net and the PPO policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pi: tuple[int, ...] = Field((128, 128), min_length=1, description="Hidden sizes of the actor (policy) MLP.")
+    vf: tuple[int, ...] = Field((128, 128), min_length=1, description="Hidden sizes of the critic (value) MLP (PPO only).")
+    activation: Literal["tanh", "relu"] = Field("tanh", description="Activation between layers, actor and critic.")
+
+    def sb3_kwargs(self) -> dict:
+        """``policy_kwargs`` that make an sb3 policy of this shape."""
+        return {"net_arch": {"pi": list(self.pi), "vf": list(self.vf)}, "activation_fn": ACTIVATIONS[self.activation]}
+
+
+class ActorNet(nn.Module):
+    """The actor MLP over the feature vector: ``policy_net`` then ``action_net`` (logits over the 8 actions)."""
+
+    def __init__(self, spec: PolicySpec, obs_size: int = FEATURE_SIZE, n_actions: int = N_ACTIONS) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        last = obs_size
+        for size in spec.pi:
+            layers += [nn.Linear(last, size), ACTIVATIONS[spec.activation]()]
+            last = size
+        self.spec = spec
+        self.policy_net = nn.Sequential(*layers)
+        self.action_net = nn.Linear(last, n_actions)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.action_net(self.policy_net(obs))
+
+    def masked_logits(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Logits with every illegal action at :data:`MASKED_LOGIT`."""
+        return torch.where(mask, self(obs), torch.full((), MASKED_LOGIT, dtype=obs.dtype))
+
+
+def actor_state_from_sb3(policy_state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The :class:`ActorNet` tensors of an sb3 actor-critic policy's ``state_dict`` (the critic is left out)."""
+    out = {}
+    for key, tensor in policy_state.items():
+        for prefix, ours in _SB3_ACTOR.items():
+            if key.startswith(prefix):
+                out[ours + key[len(prefix):]] = tensor
+    return out
+
+
+def warm_start(sb3_policy: nn.Module, actor: ActorNet) -> None:
+    """Copy ``actor``'s weights into an sb3 policy's actor, strictly and in place.
+
+    In place (``load_state_dict`` copies into the existing parameters), so the
+    policy's optimizer keeps updating the very tensors that were loaded.
+
+    Raises:
+        TrainError: when the shapes differ (the BC and PPO specs must match).
+    """
+    try:
+        sb3_policy.mlp_extractor.policy_net.load_state_dict(actor.policy_net.state_dict(), strict=True)
+        sb3_policy.action_net.load_state_dict(actor.action_net.state_dict(), strict=True)
+    except (RuntimeError, AttributeError) as error:
+        raise TrainError(f"the BC network does not fit the PPO policy: {error}",
+                         hint="train PPO with the BC checkpoint's network shape (--net-arch / policy.pi)") from None
+
+
+def greedy_policy(actor: ActorNet) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``(observations [M,116], masks [M,8]) -> actions [M]``: the most likely legal action."""
+
+    def act(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            logits = actor.masked_logits(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask, dtype=torch.bool))
+        return logits.argmax(1).numpy()
+
+    return act
+
+
+def sb3_greedy_policy(sb3_policy: nn.Module) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The same for a live sb3 (Maskable) actor-critic policy, without copying it."""
+
+    def act(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            x = torch.as_tensor(obs, dtype=torch.float32)
+            logits = sb3_policy.action_net(sb3_policy.mlp_extractor.forward_actor(sb3_policy.extract_features(x)))
+            logits = torch.where(torch.as_tensor(mask, dtype=torch.bool), logits, torch.full((), MASKED_LOGIT))
+        return logits.argmax(1).numpy()
+
+    return act
+
+
+def check_spec(state: Mapping[str, torch.Tensor], spec: PolicySpec) -> None:
+    """Raise :class:`TrainError` unless ``state`` holds exactly an :class:`ActorNet` of ``spec``."""
+    try:
+        ActorNet(spec).load_state_dict(dict(state), strict=True)
+    except RuntimeError as error:
+        raise TrainError(f"weights do not match the network spec {spec.model_dump()}: {error}",
+                         hint="the checkpoint's card and weights disagree: re-export the checkpoint") from None

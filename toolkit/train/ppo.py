@@ -1,0 +1,513 @@
+"""The PPO stage: MaskablePPO (or RecurrentPPO) self-play on our game, evaluated, exported, checkpointed.
+
+``train_ppo(PPOConfig(...), out)`` trains one learner seat (drawn per
+episode, so it rotates) against opponents drawn per episode and seat from a
+pool (``heuristic``, ``tuned``, ``random``, ``self`` — the learner's current
+greedy policy — or a checkpoint path), optionally in curriculum stages with
+promotion rules. Throughput settings follow the field notes for 2 cores:
+``DummyVecEnv`` over several envs, ``n_steps=512``, ``batch_size=512``,
+``torch.set_num_threads(1)``.
+
+Every update logs policy loss, value loss, entropy, approximate KL, clip
+fraction, learning rate and the true (pre-clip) gradient norm: sb3's own
+clipping is disabled (``max_grad_norm=inf``) and an optimizer step pre-hook
+clips with ``config.max_grad_norm`` and records the norm it measured. The
+learning rate follows a schedule (sb3 reads it every update; the model is
+never rebuilt). ``critic_warmup_updates`` freezes the actor for the first
+updates (a warm-started actor's critic starts untrained).
+
+An evaluation callback plays ``eval_games`` games in pods (policy rotated
+through the seats) every ``eval_every`` steps and once before training,
+keeping the best checkpoint by win rate. The decision exporter receives
+every finished learner episode of the rollouts (and, tagged ``ppo-eval``,
+the evaluation games).
+
+Artefacts in ``out`` (kind ``ppo`` or ``ppo-recurrent``, see checkpoints)::
+
+    <kind>-<run_id>-best.{safetensors,json}   best evaluation win rate
+    <kind>-<run_id>-final.{safetensors,json}  end of training
+    <kind>-<run_id>-metrics.jsonl             one line per update and per evaluation
+    exports/ml-decisions-ppo-<run_id>-part-0000.jsonl   (and ppo-eval)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolkit.errors import ConfigError, TrainError
+from toolkit.game.env import CommanderEnv
+from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
+from toolkit.train import checkpoints
+from toolkit.train.agents import RecurrentPlayer, load_agent
+from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
+from toolkit.train.export import DecisionExporter, ExportConfig, ExportCounts
+from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, sb3_greedy_policy, warm_start
+
+Progress = Callable[[int, int], None]  # (steps done, steps in total)
+SELF = "self"
+_RECURRENT_DEFAULTS = {"n_steps": 256, "batch_size": 2048, "n_epochs": 4}
+_FLAT_DEFAULTS = {"n_steps": 512, "batch_size": 512, "n_epochs": 10}
+
+
+class CurriculumStage(BaseModel):
+    """One stage of the opponent curriculum."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="Shown in the metrics (e.g. easy, medium, hard).")
+    opponents: tuple[str, ...] = Field(min_length=1, description="The pool of this stage (names or checkpoints).")
+    promote_win_rate: float = Field(0.5, gt=0, le=1, description="Move on when an evaluation against this stage's "
+                                    "pool reaches this win rate...")
+    min_steps: int = Field(0, ge=0, description="...and at least this many steps were spent in the stage.")
+
+
+class PPOConfig(BaseModel):
+    """Everything `distill train ppo` does; each field is a YAML key and most are flags."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy_kind: Literal["flat", "recurrent"] = Field("flat", description="MaskablePPO (flat) or RecurrentPPO with "
+                                                      "an LSTM (--policy).")
+    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+                               description="Names this run's files; default: UTC time + random suffix (--run-id).")
+    seed: int = Field(0, ge=0, description="Seeds the model, the envs and the opponent draws (--seed).")
+    total_steps: int = Field(100_000, ge=1, description="Learner decisions to train on (--steps).")
+    n_envs: int = Field(8, ge=1, le=256, description="Envs stepped together in a DummyVecEnv (--envs).")
+    n_steps: int | None = Field(None, ge=2, description="Steps per env per rollout; default 512 (flat), 256 (recurrent).")
+    batch_size: int | None = Field(None, ge=2, description="Minibatch size; default 512 (flat), 2048 (recurrent).")
+    n_epochs: int | None = Field(None, ge=1, description="Passes over each rollout; default 10 (flat), 4 (recurrent).")
+    learning_rate: float = Field(3e-4, gt=0, le=1, description="Initial learning rate (--lr).")
+    lr_schedule: Literal["constant", "linear"] = Field("linear", description="constant, or linear down to "
+                                                       "lr_final_fraction x the initial rate at the end.")
+    lr_final_fraction: float = Field(0.1, ge=0, le=1, description="Final rate of the linear schedule, as a fraction.")
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
+    clip_range: float = Field(0.2, gt=0, le=1, description="PPO ratio clip.")
+    ent_coef: float = Field(0.01, ge=0, le=1, description="Entropy bonus (keeps a sharp BC start exploring) (--ent-coef).")
+    vf_coef: float = Field(0.5, ge=0, description="Value loss weight.")
+    max_grad_norm: float = Field(0.5, gt=0, description="Gradient clipping norm (the norm is logged before clipping).")
+    target_kl: float | None = Field(None, gt=0, description="Stop an update's epochs early beyond this KL.")
+    critic_warmup_updates: int = Field(0, ge=0, description="Updates with the actor frozen, training only the critic.")
+    policy: PolicySpec = Field(default_factory=PolicySpec, description="Network shape; taken from the BC "
+                               "checkpoint when warm-starting.")
+    lstm_hidden: int = Field(128, ge=1, le=4096, description="LSTM hidden size (recurrent) (--lstm-hidden).")
+    warm_start: Path | None = Field(None, description="BC (or flat PPO) checkpoint whose actor the policy starts "
+                                    "from (--warm-start).")
+    opponents: tuple[str, ...] = Field(("heuristic", "tuned", "random"), min_length=1,
+                                       description="Pool each opponent seat is drawn from per episode: heuristic, "
+                                       "tuned, random, self, or a checkpoint path (--opponents).")
+    curriculum: tuple[CurriculumStage, ...] = Field((), description="Stages of opponent pools with promotion rules; "
+                                                    "replaces `opponents` when given.")
+    pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
+    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game is truncated.")
+    eval_every: int = Field(20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every).")
+    eval_games: int = Field(100, ge=1, description="Games per evaluation, seats rotated (--eval-games).")
+    eval_opponents: tuple[str, ...] = Field(("heuristic",) * 3, min_length=1, description="Opponents of the "
+                                            "evaluation pods (--eval-vs).")
+    generation: int = Field(0, ge=0, le=999, description="Loop generation: model_version gen-NNN on exports and "
+                            "cards (--generation).")
+    export: ExportConfig = Field(default_factory=ExportConfig, description="The decision exporter.")
+    torch_threads: int = Field(1, ge=1, le=64, description="torch threads; 1 is fastest for small nets on a busy box.")
+
+    @model_validator(mode="after")
+    def _check(self) -> PPOConfig:
+        for name in (*self.opponents, *(o for s in self.curriculum for o in s.opponents)):
+            if name not in (*PLAYER_TYPES, SELF) and not name.endswith((".json", ".safetensors")):
+                raise ValueError(f"opponent {name!r}: use {', '.join(PLAYER_TYPES)}, {SELF} or a checkpoint .json")
+        if self.policy_kind == "recurrent" and SELF in self.opponents:
+            raise ValueError("opponent 'self' is for the flat policy; use a checkpoint of the recurrent one")
+        for name in self.eval_opponents:
+            if name not in PLAYER_TYPES:
+                raise ValueError(f"eval opponent {name!r}: use {', '.join(PLAYER_TYPES)}")
+        return self
+
+    def resolved(self, key: str) -> int:
+        """n_steps / batch_size / n_epochs, defaulted by policy kind."""
+        value = getattr(self, key)
+        return value if value is not None else (_RECURRENT_DEFAULTS if self.policy_kind == "recurrent" else _FLAT_DEFAULTS)[key]
+
+    @property
+    def kind(self) -> checkpoints.Kind:
+        return "ppo-recurrent" if self.policy_kind == "recurrent" else "ppo"
+
+
+class UpdateStats(BaseModel):
+    """One PPO update, as logged."""
+
+    update: int
+    steps: int
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    approx_kl: float
+    clip_fraction: float
+    learning_rate: float
+    grad_norm: float = Field(description="Mean over the update's minibatches of the total gradient norm, pre-clip.")
+    grad_norm_max: float
+    explained_variance: float
+
+
+class EvalPoint(BaseModel):
+    steps: int
+    stage: str | None
+    result: EvaluationResult
+
+
+class PPOResult(BaseModel):
+    """What a PPO run did and wrote."""
+
+    run_id: str
+    kind: str
+    steps: int
+    seconds: float
+    steps_per_second: float
+    best: Path | None = Field(description="Card of the best checkpoint by evaluation win rate.")
+    final: Path
+    metrics: Path
+    best_win_rate: float | None
+    updates: list[UpdateStats]
+    evaluations: list[EvalPoint]
+    export: dict[str, Any] | None
+    eval_export: dict[str, Any] | None
+    stages_reached: list[str]
+
+
+class LinearSchedule:
+    """sb3 learning-rate schedule: ``start`` at progress 1 down to ``start * final_fraction`` at progress 0."""
+
+    def __init__(self, start: float, final_fraction: float) -> None:
+        self.start, self.final_fraction = start, final_fraction
+
+    def __call__(self, progress_remaining: float) -> float:
+        return self.start * (self.final_fraction + (1 - self.final_fraction) * progress_remaining)
+
+
+class _Pool:
+    """The opponent pool shared by the envs; a curriculum swaps its names between rollouts."""
+
+    def __init__(self, names: tuple[str, ...], resolve: Callable[[str], Player]) -> None:
+        self.names, self.resolve = names, resolve
+
+
+class PoolEnv(CommanderEnv):
+    """``CommanderEnv`` whose opponents are drawn from a pool at every reset (own generator, seeded)."""
+
+    def __init__(self, pool: _Pool, *, seed: int, rank: int, pod_size: int, max_rounds: int, record: bool) -> None:
+        self.pool, self._draw = pool, np.random.default_rng([seed, rank, 7])
+        self._players: dict[str, Player] = {}  # one player per name per env: recurrent ones keep per-table state
+        super().__init__(opponents=["random"] * (pod_size - 1), learner_seat=None, max_rounds=max_rounds, record=record)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        names = self._draw.choice(len(self.pool.names), size=len(self.opponents))
+        self.opponents = [self._player(self.pool.names[i]) for i in names]
+        return super().reset(seed=seed, options=options)
+
+    def _player(self, name: str) -> Player:
+        if name not in self._players:
+            self._players[name] = self.pool.resolve(name)
+        return self._players[name]
+
+
+class _GradMeter:
+    """Optimizer step pre-hook: clips the gradient itself and records the true norm; can freeze the actor."""
+
+    def __init__(self, params: list[torch.nn.Parameter], actor: list[torch.nn.Parameter], max_norm: float,
+                 freeze_updates: int) -> None:
+        self.params, self.actor, self.max_norm, self.freeze_updates = params, actor, max_norm, freeze_updates
+        self.norms: list[float] = []
+        self.update = 0
+
+    def __call__(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.norms.append(float(torch.nn.utils.clip_grad_norm_(self.params, self.max_norm)))
+        if self.update < self.freeze_updates:
+            for p in self.actor:
+                p.grad = None  # Adam skips parameters without a gradient: no step, no moment update
+
+    def take(self) -> tuple[float, float]:
+        norms, self.norms = self.norms, []
+        self.update += 1
+        return (float(np.mean(norms)), float(np.max(norms))) if norms else (math.nan, math.nan)
+
+
+@dataclass
+class _Run:
+    """State shared by the callbacks of one run."""
+
+    config: PPOConfig
+    run_id: str
+    out: Path
+    model: Any
+    meter: _GradMeter
+    metrics: Any  # open file
+    exporter: DecisionExporter | None
+    eval_exporter: DecisionExporter | None
+    pool: _Pool
+    stage: int
+    stage_start: int
+    updates: list[UpdateStats]
+    evaluations: list[EvalPoint]
+    best: Path | None = None
+    best_win_rate: float | None = None
+    parent: str | None = None
+    dataset: checkpoints.DatasetRef | None = None
+    progress: Progress | None = None
+
+
+def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) -> PPOResult:
+    """Train PPO per ``config``; checkpoints, metrics and exports go to ``out``.
+
+    Raises:
+        TrainError: the warm-start checkpoint is missing or does not fit.
+        ConfigError: an invalid combination of options.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    torch.set_num_threads(config.torch_threads)
+    run_id = config.run_id or checkpoints.new_run_id()
+    out.mkdir(parents=True, exist_ok=True)
+    metrics_path = out / f"{checkpoints.checkpoint_stem(config.kind, run_id, 'metrics')}.jsonl"
+    if metrics_path.exists():
+        raise ConfigError(f"{metrics_path} exists: run {run_id} already ran here", hint="choose another --run-id")
+    stages = config.curriculum
+    live: dict[str, Any] = {}
+    pool = _Pool(stages[0].opponents if stages else config.opponents, lambda name: _resolve(name, live, config))
+    record = config.export.enabled
+    env = DummyVecEnv([_env_factory(pool, config, rank, record) for rank in range(config.n_envs)])
+    model = _make_model(config, env)
+    live["model"] = model
+    parent, dataset = _warm_start(config, model) if config.warm_start is not None else (None, None)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    meter = _install_meter(model, config)
+    exports = out / "exports"
+    exporter = eval_exporter = None
+    if record:
+        exporter = DecisionExporter(exports, batch=run_id, generation=config.generation, seed=config.seed,
+                                    config=config.export)
+        if config.export.export_eval:
+            eval_exporter = DecisionExporter(exports, batch=run_id, generation=config.generation, seed=config.seed,
+                                             source="ppo-eval", config=config.export)
+    start = time.perf_counter()
+    with open(metrics_path, "w", encoding="utf-8") as metrics:
+        run = _Run(config, run_id, out, model, meter, metrics, exporter, eval_exporter, pool, 0, 0, [], [],
+                   parent=parent, dataset=dataset, progress=progress)
+        callback = _make_callback(BaseCallback, run)
+        model.learn(total_timesteps=config.total_steps, callback=callback, log_interval=None)
+        seconds = time.perf_counter() - start
+        if not run.evaluations or run.evaluations[-1].steps != model.num_timesteps:
+            _evaluate(run, final=True)
+    final = _save(run, "final", {"steps": model.num_timesteps})
+    counts = exporter.close() if exporter is not None else None
+    eval_counts = eval_exporter.close() if eval_exporter is not None else None
+    steps = int(model.num_timesteps)
+    return PPOResult(
+        run_id=run_id, kind=config.kind, steps=steps, seconds=round(seconds, 3),
+        steps_per_second=round(steps / max(seconds, 1e-9), 1), best=run.best, final=final, metrics=metrics_path,
+        best_win_rate=run.best_win_rate, updates=run.updates, evaluations=run.evaluations,
+        export=counts.as_dict() if counts else None, eval_export=eval_counts.as_dict() if eval_counts else None,
+        stages_reached=[s.name for s in stages[: run.stage + 1]],
+    )
+
+
+def _env_factory(pool: _Pool, config: PPOConfig, rank: int, record: bool) -> Callable[[], PoolEnv]:
+    return lambda: PoolEnv(pool, seed=config.seed, rank=rank, pod_size=config.pod_size,
+                           max_rounds=config.max_rounds, record=record)
+
+
+def _resolve(name: str, live: dict[str, Any], config: PPOConfig) -> Player:
+    """A player for a pool entry; ``self`` follows the live model, checkpoints are loaded once per env."""
+    if name in PLAYER_TYPES:
+        return make_player(name)
+    if name == SELF:
+        return PolicyPlayer(lambda obs, mask: sb3_greedy_policy(live["model"].policy)(obs, mask), source="ppo")
+    return load_agent(Path(name)).player()
+
+
+def _make_model(config: PPOConfig, env: Any) -> Any:
+    lr: Any = config.learning_rate
+    if config.lr_schedule == "linear":
+        lr = LinearSchedule(config.learning_rate, config.lr_final_fraction)
+    common = dict(learning_rate=lr, n_steps=config.resolved("n_steps"), batch_size=config.resolved("batch_size"),
+                  n_epochs=config.resolved("n_epochs"), gamma=config.gamma, gae_lambda=config.gae_lambda,
+                  clip_range=config.clip_range, ent_coef=config.ent_coef, vf_coef=config.vf_coef,
+                  max_grad_norm=math.inf, target_kl=config.target_kl, seed=config.seed, device="cpu", verbose=0)
+    if config.policy_kind == "recurrent":
+        from sb3_contrib import RecurrentPPO
+
+        kwargs = {**config.policy.sb3_kwargs(), "lstm_hidden_size": config.lstm_hidden}
+        return RecurrentPPO("MlpLstmPolicy", env, policy_kwargs=kwargs, **common)
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO("MlpPolicy", env, policy_kwargs=config.policy.sb3_kwargs(), **common)
+
+
+def _warm_start(config: PPOConfig, model: Any) -> tuple[str, checkpoints.DatasetRef | None]:
+    """Load the warm-start checkpoint's actor into the model; returns its name and its dataset."""
+    agent = load_agent(config.warm_start)  # type: ignore[arg-type]
+    if agent.actor is None:
+        raise TrainError(f"{config.warm_start} is a recurrent checkpoint", hint="warm-start from a bc or ppo checkpoint")
+    if config.policy_kind == "recurrent":
+        transfer_compatible(model.policy, agent.actor)
+    else:
+        if agent.actor.spec.pi != config.policy.pi or agent.actor.spec.activation != config.policy.activation:
+            raise TrainError(f"the warm-start network {agent.card.arch} differs from policy {config.policy.model_dump()}",
+                             hint="set policy.pi / policy.activation to the BC checkpoint's (see its card)")
+        warm_start(model.policy, agent.actor)
+    return agent.name, agent.card.dataset
+
+
+def transfer_compatible(sb3_policy: torch.nn.Module, actor: ActorNet) -> list[str]:
+    """Copy every actor tensor whose sb3 name and shape match (e.g. into a recurrent policy); returns their names.
+
+    The recurrent actor's first layer reads the LSTM output, not the features, so it usually does not match.
+    """
+    target = sb3_policy.state_dict()
+    copied = {}
+    for key, tensor in actor.state_dict().items():
+        name = ("mlp_extractor." + key) if key.startswith("policy_net.") else key
+        if name in target and target[name].shape == tensor.shape:
+            copied[name] = tensor
+    sb3_policy.load_state_dict({**target, **copied}, strict=True)
+    return sorted(copied)
+
+
+def _install_meter(model: Any, config: PPOConfig) -> _GradMeter:
+    policy = model.policy
+    actor = [p for name, p in policy.named_parameters() if name.startswith(("mlp_extractor.policy_net.", "action_net.",
+                                                                            "lstm_actor."))]
+    meter = _GradMeter(list(policy.parameters()), actor, config.max_grad_norm, config.critic_warmup_updates)
+    policy.optimizer.register_step_pre_hook(meter)
+    return meter
+
+
+def _make_callback(base: type, run: _Run) -> Any:
+    class _Callback(base):  # type: ignore[misc, valid-type]
+        """Feeds the exporter, logs every update, evaluates on schedule."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_eval = run.config.eval_every or math.inf
+
+        def _on_training_start(self) -> None:
+            _evaluate(run)
+
+        def _on_step(self) -> bool:
+            if run.exporter is not None:
+                for info in self.locals["infos"]:
+                    record = info.get("episode_record")
+                    if record is not None:
+                        run.exporter.add_episode(record)
+            if self.num_timesteps >= self.next_eval:
+                self.next_eval += run.config.eval_every
+                _evaluate(run)
+            if run.progress is not None:
+                run.progress(self.num_timesteps, run.config.total_steps)
+            return True
+
+        def _on_rollout_start(self) -> None:
+            _log_update(run)
+
+        def _on_training_end(self) -> None:
+            _log_update(run)
+
+    return _Callback()
+
+
+def _log_update(run: _Run) -> None:
+    """Record the update that just ran (sb3 put its figures in the logger; the meter has the norms)."""
+    values = run.model.logger.name_to_value
+    if "train/value_loss" not in values or run.meter.norms == []:
+        return
+    mean, high = run.meter.take()
+    stats = UpdateStats(
+        update=len(run.updates) + 1, steps=int(run.model.num_timesteps),
+        policy_loss=float(values["train/policy_gradient_loss"]), value_loss=float(values["train/value_loss"]),
+        entropy=-float(values["train/entropy_loss"]), approx_kl=float(values["train/approx_kl"]),
+        clip_fraction=float(values["train/clip_fraction"]), learning_rate=float(values["train/learning_rate"]),
+        grad_norm=mean, grad_norm_max=high, explained_variance=float(values["train/explained_variance"]),
+    )
+    values.clear()
+    run.updates.append(stats)
+    run.metrics.write(json.dumps({"type": "update", **stats.model_dump()}) + "\n")
+    run.metrics.flush()
+
+
+def _evaluate(run: _Run, final: bool = False) -> EvaluationResult:
+    """Play the evaluation pods, keep the best checkpoint, and apply the curriculum's promotion rule."""
+    config, model = run.config, run.model
+    if config.policy_kind == "recurrent":
+        def make() -> Player:
+            return RecurrentPlayer(model.policy)
+    else:
+        def make() -> Player:
+            return PolicyPlayer(sb3_greedy_policy(model.policy))
+    model.policy.set_training_mode(False)
+    eval_config = EvaluateConfig(opponents=config.eval_opponents, games=config.eval_games, seed=config.seed + 1,
+                                 max_rounds=config.max_rounds)
+    result = evaluate(make, eval_config, exporter=run.eval_exporter if not final else None)
+    steps = int(model.num_timesteps)
+    stage = config.curriculum[run.stage].name if config.curriculum else None
+    run.evaluations.append(EvalPoint(steps=steps, stage=stage, result=result))
+    summary = {k: v for k, v in result.model_dump().items() if k not in ("outcomes", "per_seat")}
+    run.metrics.write(json.dumps({"type": "evaluation", "steps": steps, "stage": stage, **summary}) + "\n")
+    run.metrics.flush()
+    if run.best_win_rate is None or result.win_rate > run.best_win_rate:
+        run.best_win_rate = result.win_rate
+        run.best = _save(run, "best", {"steps": steps, "evaluation": summary}, replace=True)
+    if config.curriculum and not final:
+        _maybe_promote(run, make, steps)
+    return result
+
+
+def _maybe_promote(run: _Run, make: Callable[[], Player], steps: int) -> None:
+    stages = run.config.curriculum
+    if run.stage + 1 >= len(stages) or steps - run.stage_start < stages[run.stage].min_steps:
+        return
+    stage = stages[run.stage]
+    pool_players = [make_player(n) if n in PLAYER_TYPES else load_agent(Path(n)).player() for n in stage.opponents]
+    others = [pool_players[i % len(pool_players)] for i in range(run.config.pod_size - 1)]
+    check = evaluate(make, EvaluateConfig(games=run.config.eval_games, seed=run.config.seed + 2,
+                                          max_rounds=run.config.max_rounds, opponents=stage.opponents[:1]),
+                     opponents=others)
+    if check.win_rate >= stage.promote_win_rate:
+        run.stage += 1
+        run.stage_start = steps
+        run.pool.names = stages[run.stage].opponents
+        run.metrics.write(json.dumps({"type": "promotion", "steps": steps, "from": stage.name,
+                                      "to": stages[run.stage].name, "win_rate": check.win_rate}) + "\n")
+
+
+def _save(run: _Run, tag: str, metrics: dict[str, Any], replace: bool = False) -> Path:
+    config = run.config
+    arch = {**config.policy.model_dump(mode="json")}
+    if config.policy_kind == "recurrent":
+        arch["lstm_hidden"] = config.lstm_hidden
+    return checkpoints.save_checkpoint(
+        run.out, run.model.policy.state_dict(), kind=config.kind, run_id=run.run_id, tag=tag, arch=arch,
+        replace=replace, generation=config.generation, parent=run.parent, dataset=run.dataset,
+        config=config.model_dump(mode="json"),
+        metrics=metrics,
+    )
+
+
+def actor_of(card_path: Path) -> ActorNet:
+    """The actor of a flat PPO checkpoint (for tests and tools)."""
+    agent = load_agent(card_path)
+    if agent.actor is None:
+        raise TrainError(f"{card_path} has no flat actor", hint="pass a bc or ppo checkpoint")
+    return agent.actor
+
+
+__all__ = ["PPOConfig", "PPOResult", "CurriculumStage", "train_ppo", "transfer_compatible", "actor_of",
+           "actor_state_from_sb3", "ExportCounts"]
