@@ -71,7 +71,16 @@ _LAND, _OTHER = 0, 1
 _ROLE_INDEX: Final = {"removal": 2, "draw": 3, "ramp": 4}
 
 SLOT_SIZE: Final = 1 + len(SEAT_FIELDS)
-FEATURE_SIZE: Final = MAX_SEATS * SLOT_SIZE + len(HAND_ROLES) + 1 + 2 + len(PHASES) + N_ACTIONS + 1
+# Offsets of the blocks after the seat slots.
+_HAND: Final = MAX_SEATS * SLOT_SIZE
+_ZONE: Final = _HAND + len(HAND_ROLES)
+_TURN: Final = _ZONE + 1
+_POD: Final = _TURN + 1
+_PHASE: Final = _POD + 1
+_LEGAL: Final = _PHASE + len(PHASES)
+_KNOWN: Final = _LEGAL + N_ACTIONS
+FEATURE_SIZE: Final = _KNOWN + 1
+_INV_SEAT_SCALE: Final = (1.0 / SEAT_SCALE).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -104,32 +113,26 @@ class StateArrays:
 def encode(state: StateArrays) -> np.ndarray:
     """The feature vectors of M decisions, [M, FEATURE_SIZE] float32 (layout: module docstring)."""
     m = len(state.seat)
+    out = np.zeros((m, FEATURE_SIZE), np.float32)
     seat = state.seat.astype(np.intp)
     pod = state.pod_size.astype(np.intp)
-    k = np.arange(MAX_SEATS)
-    order = (seat[:, None] + k[None, :]) % pod[:, None]  # me first, then the opponents in turn order
-    present = k[None, :] < pod[:, None]
-    slots = np.zeros((m, MAX_SEATS, SLOT_SIZE), np.float32)
-    slots[:, :, 0] = present
-    slots[:, :, 1:] = state.seats[np.arange(m)[:, None], order] / SEAT_SCALE
-    slots[~present] = 0.0
-    phase = np.zeros((m, len(PHASES)), np.float32)
-    phase[np.arange(m), state.phase.astype(np.intp)] = 1.0
+    slots = out[:, : MAX_SEATS * SLOT_SIZE].reshape(m, MAX_SEATS, SLOT_SIZE)
+    seats = state.seats.astype(np.float32, copy=False)  # float32 math whatever the caller's dtype: equal bits
+    for k in range(MAX_SEATS):  # slot k: the seat k places after the acting seat, if the pod has one
+        rows = np.flatnonzero(k < pod)
+        if not len(rows):
+            break
+        slots[rows, k, 0] = 1.0
+        slots[rows, k, 1:] = seats[rows, (seat[rows] + k) % pod[rows]] * _INV_SEAT_SCALE
     known = state.mask_known.astype(bool)
-    return np.concatenate(
-        [
-            slots.reshape(m, MAX_SEATS * SLOT_SIZE),
-            state.hand_roles / HAND_SCALE,
-            state.in_command_zone[:, None],
-            state.turn[:, None] / TURN_SCALE,
-            pod[:, None] / MAX_SEATS,
-            phase,
-            state.mask & known[:, None],
-            known[:, None],
-        ],
-        axis=1,
-        dtype=np.float32,
-    )
+    out[:, _HAND : _HAND + len(HAND_ROLES)] = state.hand_roles.astype(np.float32) * np.float32(1.0 / HAND_SCALE)
+    out[:, _ZONE] = state.in_command_zone
+    out[:, _TURN] = state.turn.astype(np.float32) * np.float32(1.0 / TURN_SCALE)
+    out[:, _POD] = pod.astype(np.float32) * np.float32(1.0 / MAX_SEATS)
+    out[np.arange(m), _PHASE + state.phase.astype(np.intp)] = 1.0
+    out[:, _LEGAL : _LEGAL + N_ACTIONS] = state.mask & known[:, None]
+    out[:, _KNOWN] = known
+    return out
 
 
 def encode_arrow(batch: pa.RecordBatch | pa.Table) -> np.ndarray:
@@ -153,13 +156,13 @@ def state_arrays_from_arrow(batch: pa.RecordBatch | pa.Table) -> StateArrays:
     starts = players.offsets.to_numpy()[:-1].astype(np.intp)
     entries = players.values  # the offsets index this child array
     fields = dict(zip([f.name for f in entries.type], entries.flatten(), strict=True))
-    rows = np.repeat(np.arange(m), pod)
-    within = np.arange(len(rows)) - np.repeat(np.cumsum(pod) - pod, pod)
     seats = np.zeros((m, MAX_SEATS, len(SEAT_FIELDS)), np.float32)
-    flat_index = np.repeat(starts, pod) + within
-    for j, name in enumerate(SEAT_FIELDS):
-        values = fields[name].take(pa.array(flat_index))
-        seats[rows, within, j] = _ints(values)
+    entry = np.column_stack([_ints(_entries(fields[name], starts, pod)) for name in SEAT_FIELDS])
+    if m and (pod == pod[0]).all():  # one pod size: a reshape, no scatter
+        seats[:, : pod[0]] = entry.reshape(m, pod[0], len(SEAT_FIELDS))
+    elif m:
+        rows = np.repeat(np.arange(m), pod)
+        seats[rows, np.arange(len(rows)) - np.repeat(np.cumsum(pod) - pod, pod)] = entry
     acting = pa.array(starts + seat)
     mask, known = _mask(batch.column(col.LEGAL_ACTIONS), m)
     return StateArrays(
@@ -173,6 +176,15 @@ def state_arrays_from_arrow(batch: pa.RecordBatch | pa.Table) -> StateArrays:
         mask=mask,
         mask_known=known,
     )
+
+
+def _entries(values: pa.Array, starts: np.ndarray, pod: np.ndarray) -> pa.Array:
+    """Every row's player entries in order: a slice when they are contiguous (they are in the lake)."""
+    total = int(pod.sum())
+    if not len(starts) or int(starts[-1]) + int(pod[-1]) - int(starts[0]) == total:
+        return values.slice(int(starts[0]) if len(starts) else 0, total)
+    within = np.arange(total) - np.repeat(np.cumsum(pod) - pod, pod)
+    return values.take(pa.array(np.repeat(starts, pod) + within))
 
 
 def hand_role(card: str) -> int:
@@ -230,7 +242,8 @@ def _hand_roles(hands: pa.Array, m: int) -> np.ndarray:
         return counts
     role_of = np.array([hand_role(name) for name in names.dictionary.to_pylist()], np.intp)
     row = np.repeat(np.arange(m), _ints(pc.list_value_length(hands)))
-    np.add.at(counts, (row, role_of[names.indices.to_numpy()]), 1.0)
+    cells = row * len(HAND_ROLES) + role_of[names.indices.to_numpy()]
+    counts[:] = np.bincount(cells, minlength=m * len(HAND_ROLES)).reshape(m, len(HAND_ROLES))
     return counts
 
 

@@ -28,24 +28,30 @@ import pyarrow as pa
 from toolkit.build.config import BuildConfig
 from toolkit.errors import BuildError
 
-KEY_SEP = "\x1f"
 _UNIFORM_DIGITS = 15
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What the final pass keeps: episode keys with their sample weights, per split, and the accounting."""
+class Episodes:
+    """Episodes (source, game, seat) of one split, with each one's sample weight."""
 
-    train: dict[str, float]  # episode key -> sample weight
-    holdout: dict[str, float]  # episode key -> 1.0
+    source: np.ndarray
+    game_id: np.ndarray
+    seat: np.ndarray
+    weight: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.seat)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the final pass keeps: the episodes of each split with their weights, and the accounting."""
+
+    train: Episodes
+    holdout: Episodes
     filters: dict[str, list[dict[str, Any]]]
     shares: dict[str, dict[str, float | None]]
-    holdout_games: int
-
-
-def episode_key(source: str, game_id: str, seat: int) -> str:
-    """The key the final pass matches rows on."""
-    return f"{source}{KEY_SEP}{game_id}{KEY_SEP}{seat}"
 
 
 def uniform(seed: int, source: str, game_id: str) -> float:
@@ -73,11 +79,8 @@ def make_plan(episodes: pa.Table, config: BuildConfig) -> Plan:
     """
     ep = {name: episodes.column(name).to_numpy(zero_copy_only=False) for name in episodes.column_names}
     sources = sorted(set(ep["source"].tolist()))
-    holdout_keys = {
-        episode_key(s, g, int(seat)): 1.0
-        for s, g, seat, held in zip(ep["source"], ep["game_id"], ep["seat"], ep["holdout"], strict=True)
-        if held and s in config.holdout.sources
-    }
+    held = ep["holdout"].astype(bool) & np.isin(ep["source"], config.holdout.sources)
+    holdout = _episodes(ep, held, np.ones(len(held), np.float32))
     keep = ~ep["holdout"].astype(bool)
     steps: dict[str, list[tuple[str, np.ndarray]]] = {}
     for source in sources:
@@ -95,12 +98,8 @@ def make_plan(episodes: pa.Table, config: BuildConfig) -> Plan:
     game_weight = _sample(ep, kept, rows, sources, config)
     weights = np.array([game_weight.get((s, g), 0.0) for s, g in zip(ep["source"], ep["game_id"], strict=True)])
     weights[~kept] = 0.0
-    train = {
-        episode_key(s, g, int(seat)): float(w)
-        for s, g, seat, w, n in zip(ep["source"], ep["game_id"], ep["seat"], weights, rows, strict=True)
-        if w > 0 and n > 0
-    }
-    if not train:
+    train = _episodes(ep, (weights > 0) & (rows > 0), weights)
+    if not len(train):
         raise BuildError(
             "the training set is empty after filters and weights",
             hint="loosen --min-reward / --wins-only / --min-length, or check the weights",
@@ -109,9 +108,11 @@ def make_plan(episodes: pa.Table, config: BuildConfig) -> Plan:
     for source in sources:
         mine = (ep["source"] == source) & (weights > 0) & (rows > 0)
         filters[source].append(_count(ep, "sampled", mine, weights * rows))
-    shares = _shares(filters, config)
-    held_games = len({k.split(KEY_SEP)[1] for k in holdout_keys})
-    return Plan(train, holdout_keys, filters, shares, held_games)
+    return Plan(train, holdout, filters, _shares(filters, config))
+
+
+def _episodes(ep: dict[str, np.ndarray], mask: np.ndarray, weights: np.ndarray) -> Episodes:
+    return Episodes(ep["source"][mask], ep["game_id"][mask], ep["seat"][mask], weights[mask].astype(np.float32))
 
 
 def _filters(ep: dict[str, np.ndarray], source: str, config: BuildConfig) -> list[tuple[str, np.ndarray]]:

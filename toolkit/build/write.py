@@ -5,13 +5,18 @@ DuckDB guarantees to return in file order; matching rows to the plan happens
 here, per Arrow batch, so the output order (and so its bytes) depends only
 on the lake's files and the plan. Parts are cut at fixed row counts and row
 groups at fixed sizes, whatever batches the scan hands over.
+
+Three things overlap on a 2-core machine: DuckDB scans on its own threads,
+this thread matches and encodes, and one writer thread encodes and compresses
+Parquet (in submission order, so the bytes do not depend on timing).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -25,13 +30,16 @@ import pyarrow.parquet as pq
 from toolkit import features as F
 from toolkit.build import dataset as D
 from toolkit.build.config import BuildConfig
-from toolkit.build.plan import KEY_SEP, Plan
+from toolkit.build.plan import Episodes, Plan
 from toolkit.build.select import DROPPED, InputBatch, lake_relation
 from toolkit.schema import columns as col
 
 ROW_GROUP: Final = 65_536
 SCAN_BATCH: Final = 65_536
+MAX_QUEUED_WRITES: Final = 2  # row groups waiting for the writer thread (bounds memory)
 _PLAYER_FIELDS: Final = (*F.SEAT_FIELDS, F.HAND, F.COMMAND_ZONE)
+_DICTIONARY: Final = [col.GAME_ID, col.SOURCE, D.LABEL_SOURCE, col.BATCH_ID]
+_STATISTICS: Final = [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION]
 
 
 def scan_sql(inputs: list[InputBatch]) -> str:
@@ -49,46 +57,65 @@ def scan_sql(inputs: list[InputBatch]) -> str:
 
 
 @dataclass
+class Matched:
+    """Rows of one split from one scanned batch, with their source and game codes for the accounting."""
+
+    rows: pa.RecordBatch
+    source: np.ndarray
+    game: np.ndarray
+
+
+@dataclass
 class SplitWriter:
-    """Writes one split as fixed-size Parquet parts and keeps its accounting."""
+    """Writes one split as fixed-size Parquet parts (on the shared writer thread) and keeps its accounting."""
 
     folder: Path
     split: str
     rows_per_file: int
+    io: ThreadPoolExecutor
+    sources: list[str]
+    n_games: int
     parts: list[D.PartFile] = field(default_factory=list)
-    rows_by_source: Counter[str] = field(default_factory=Counter)
-    weighted_by_source: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
-    games_by_source: defaultdict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     label_sources: Counter[str] = field(default_factory=Counter)
+    _rows: np.ndarray = field(init=False)
+    _weighted: np.ndarray = field(init=False)
+    _seen: np.ndarray = field(init=False)
     _pending: list[pa.RecordBatch] = field(default_factory=list)
     _pending_rows: int = 0
     _writer: pq.ParquetWriter | None = None
     _path: Path | None = None
     _file_rows: int = 0
+    _queued: list[Future[None]] = field(default_factory=list)
 
-    def add(self, batch: pa.RecordBatch) -> None:
+    def __post_init__(self) -> None:
+        self._rows = np.zeros(len(self.sources), np.int64)
+        self._weighted = np.zeros(len(self.sources), np.float64)
+        self._seen = np.zeros((len(self.sources), self.n_games), bool)
+
+    def add(self, matched: Matched) -> None:
         """Queue rows (already in dataset columns) and write every full row group."""
-        if not batch.num_rows:
+        if not matched.rows.num_rows:
             return
-        self._account(batch)
-        self._pending.append(batch)
-        self._pending_rows += batch.num_rows
+        self._account(matched)
+        self._pending.append(matched.rows)
+        self._pending_rows += matched.rows.num_rows
         while self._pending_rows >= self._room():
             self._flush(self._room())
 
     def close(self) -> D.SplitSummary:
-        """Write what is left and return the split's summary."""
+        """Write what is left, wait for the writer, and return the split's summary."""
         while self._pending_rows:
             self._flush(min(self._pending_rows, self._room()))
         self._close_part()
-        games = {s: len(g) for s, g in sorted(self.games_by_source.items())}
+        self._drain(0)
+        present = [i for i, s in enumerate(self.sources) if self._rows[i]]
         return D.SplitSummary(
-            rows=sum(self.rows_by_source.values()),
-            games=len(set().union(*self.games_by_source.values())) if self.games_by_source else 0,
-            weighted_rows=round(sum(self.weighted_by_source.values()), 6),
-            rows_by_source=dict(sorted(self.rows_by_source.items())),
-            games_by_source=games,
-            weighted_rows_by_source={s: round(w, 6) for s, w in sorted(self.weighted_by_source.items())},
+            rows=int(self._rows.sum()),
+            games=int(self._seen.any(0).sum()),
+            weighted_rows=round(float(self._weighted.sum()), 6),
+            rows_by_source={self.sources[i]: int(self._rows[i]) for i in present},
+            games_by_source={self.sources[i]: int(self._seen[i].sum()) for i in present},
+            weighted_rows_by_source={self.sources[i]: round(float(self._weighted[i]), 6) for i in present},
             label_sources=dict(sorted(self.label_sources.items())),
             files=self.parts,
         )
@@ -97,15 +124,12 @@ class SplitWriter:
         """Rows the next row group takes: a full group, or what the current part still holds."""
         return min(ROW_GROUP, self.rows_per_file - self._file_rows)
 
-    def _account(self, batch: pa.RecordBatch) -> None:
-        source = batch.column(col.SOURCE)
-        weight = batch.column(D.SAMPLE_WEIGHT)
-        for s in pc.unique(source).to_pylist():
-            mine = pc.equal(source, s)
-            self.rows_by_source[s] += int(pc.sum(mine).as_py())
-            self.weighted_by_source[s] += float(pc.sum(pc.filter(weight, mine)).as_py() or 0.0)
-            self.games_by_source[s].update(pc.unique(pc.filter(batch.column(col.GAME_ID), mine)).to_pylist())
-        for value in pc.value_counts(batch.column(D.LABEL_SOURCE)).to_pylist():
+    def _account(self, matched: Matched) -> None:
+        weights = matched.rows.column(D.SAMPLE_WEIGHT).to_numpy()
+        self._rows += np.bincount(matched.source, minlength=len(self.sources))
+        self._weighted += np.bincount(matched.source, weights=weights, minlength=len(self.sources))
+        self._seen[matched.source, matched.game] = True
+        for value in pc.value_counts(matched.rows.column(D.LABEL_SOURCE)).to_pylist():
             self.label_sources[value["values"]] += value["counts"]
 
     def _flush(self, n: int) -> None:
@@ -115,7 +139,8 @@ class SplitWriter:
         self._pending_rows = rest.num_rows
         if self._writer is None:
             self._open_part()
-        self._writer.write_table(head, row_group_size=ROW_GROUP)  # type: ignore[union-attr]
+        self._drain(MAX_QUEUED_WRITES)
+        self._queued.append(self.io.submit(self._writer.write_table, head, row_group_size=ROW_GROUP))  # type: ignore[union-attr]
         self._file_rows += head.num_rows
         if self._file_rows >= self.rows_per_file:
             self._close_part()
@@ -123,17 +148,25 @@ class SplitWriter:
     def _open_part(self) -> None:
         path = self.folder / self.split / f"part-{len(self.parts):05d}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(path, D.SCHEMA, compression="zstd", compression_level=1)
+        self._writer = pq.ParquetWriter(
+            path, D.SCHEMA, compression="zstd", compression_level=1, use_dictionary=_DICTIONARY,
+            write_statistics=_STATISTICS,
+        )
         self._path, self._file_rows = path, 0
 
     def _close_part(self) -> None:
         if self._writer is None or self._path is None:
             return
+        self._drain(0)
         self._writer.close()
-        path = self._path
-        relative = path.relative_to(self.folder).as_posix()
-        self.parts.append(D.PartFile(path=relative, rows=self._file_rows, sha256=sha256_file(path)))
+        relative = self._path.relative_to(self.folder).as_posix()
+        self.parts.append(D.PartFile(path=relative, rows=self._file_rows, sha256=sha256_file(self._path)))
         self._writer, self._path, self._file_rows = None, None, 0
+
+    def _drain(self, keep: int) -> None:
+        """Wait until at most ``keep`` writes are queued (re-raising a writer error)."""
+        while len(self._queued) > keep:
+            self._queued.pop(0).result()
 
 
 def write_splits(
@@ -146,45 +179,63 @@ def write_splits(
 ) -> dict[str, D.SplitSummary]:
     """Scan the selected rows once and write the train and holdout splits under ``folder``."""
     matcher = _Matcher(con, plan, config)
-    writers = {split: SplitWriter(folder, split, config.rows_per_file) for split in D.SPLITS}
-    reader = con.sql(scan_sql(inputs)).to_arrow_reader(SCAN_BATCH)
-    for batch in reader:
-        for split, rows in matcher.split(batch).items():
-            writers[split].add(rows)
-        if progress is not None:
-            progress(batch.num_rows)
-    return {split: writer.close() for split, writer in writers.items()}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet") as io:
+        writers = {
+            split: SplitWriter(folder, split, config.rows_per_file, io, matcher.sources, matcher.n_games)
+            for split in D.SPLITS
+        }
+        reader = con.sql(scan_sql(inputs)).to_arrow_reader(SCAN_BATCH)
+        for batch in reader:
+            for split, matched in matcher.split(batch).items():
+                writers[split].add(matched)
+            if progress is not None:
+                progress(batch.num_rows)
+        return {split: writer.close() for split, writer in writers.items()}
 
 
 class _Matcher:
-    """Matches scanned rows to the plan: which split, which weight, dataset columns."""
+    """Matches scanned rows to the plan's episodes by integer codes: which split, which weight."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, plan: Plan, config: BuildConfig) -> None:
-        self.train_keys = pa.array(list(plan.train), pa.string())
-        self.train_weights = np.array(list(plan.train.values()), np.float32)
-        self.holdout_keys = pa.array(list(plan.holdout), pa.string())
+        self.sources = sorted({*plan.train.source.tolist(), *plan.holdout.source.tolist()})
+        games = sorted({*plan.train.game_id.tolist(), *plan.holdout.game_id.tolist()})
+        self.n_games = len(games)
+        self._games = pa.array(games, pa.string())
+        self._sources = pa.array(self.sources, pa.string())
+        size = max(1, self.n_games * len(self.sources) * F.MAX_SEATS)
+        self._weight = {D.TRAIN: self._table(plan.train, size), D.HOLDOUT: self._table(plan.holdout, size)}
         self.excluded = pa.array(config.exclude_label_sources, pa.string())
         dropped = con.sql(f"SELECT {col.BATCH_ID}, {col.SOURCE_LINE} FROM {DROPPED}").to_arrow_table()
         self.dropped = _line_keys(dropped) if dropped.num_rows else None
 
-    def split(self, batch: pa.RecordBatch) -> dict[str, pa.RecordBatch]:
+    def _codes(self, source: np.ndarray, game: np.ndarray, seat: np.ndarray) -> np.ndarray:
+        return (game * len(self.sources) + source) * F.MAX_SEATS + seat
+
+    def _table(self, episodes: Episodes, size: int) -> np.ndarray:
+        """Dense weight per episode code (0: not in the split)."""
+        weight = np.zeros(size, np.float32)
+        if len(episodes):
+            source = np.searchsorted(self.sources, episodes.source)
+            game = pc.index_in(pa.array(episodes.game_id, pa.string()), value_set=self._games).to_numpy()
+            weight[self._codes(source, game, episodes.seat.astype(np.int64))] = episodes.weight
+        return weight
+
+    def split(self, batch: pa.RecordBatch) -> dict[str, Matched]:
         if self.dropped is not None:
             batch = batch.filter(pc.invert(pc.is_in(_line_keys(batch), self.dropped)))
-        keys = pc.binary_join_element_wise(
-            batch.column(col.SOURCE), batch.column(col.GAME_ID), pc.cast(batch.column(col.SEAT), pa.string()), KEY_SEP
-        )
-        position = pc.index_in(keys, value_set=self.train_keys)
-        in_train = pc.is_valid(position)
-        if len(self.excluded):
-            in_train = pc.and_(in_train, pc.invert(pc.is_in(batch.column(D.LABEL_SOURCE), self.excluded)))
-        in_holdout = pc.is_in(keys, value_set=self.holdout_keys)
-        train = batch.filter(in_train)
-        weights = self.train_weights[pc.filter(position, in_train).to_numpy(zero_copy_only=False)]
-        holdout = batch.filter(in_holdout)
-        return {
-            D.TRAIN: to_dataset_rows(train, weights),
-            D.HOLDOUT: to_dataset_rows(holdout, np.ones(holdout.num_rows, np.float32)),
-        }
+        game = pc.fill_null(pc.index_in(batch.column(col.GAME_ID), value_set=self._games), -1).to_numpy()
+        source = pc.fill_null(pc.index_in(batch.column(col.SOURCE), value_set=self._sources), -1).to_numpy()
+        known = (game >= 0) & (source >= 0)
+        codes = np.where(known, self._codes(source, game, batch.column(col.SEAT).to_numpy().astype(np.int64)), 0)
+        out = {}
+        for split, table in self._weight.items():
+            weight = np.where(known, table[codes], 0.0)
+            keep = weight > 0
+            if split == D.TRAIN and len(self.excluded):
+                keep &= ~pc.is_in(batch.column(D.LABEL_SOURCE), value_set=self.excluded).to_numpy(zero_copy_only=False)
+            rows = batch.filter(pa.array(keep))
+            out[split] = Matched(to_dataset_rows(rows, weight[keep]), source[keep], game[keep])
+        return out
 
 
 def to_dataset_rows(batch: pa.RecordBatch, weights: np.ndarray) -> pa.RecordBatch:
@@ -205,7 +256,8 @@ def to_dataset_rows(batch: pa.RecordBatch, weights: np.ndarray) -> pa.RecordBatc
 
 def _line_keys(rows: pa.RecordBatch | pa.Table) -> pa.Array:
     """(batch id, line) of each row as one string: the identity of a lake row."""
-    keys = pc.binary_join_element_wise(rows.column(col.BATCH_ID), pc.cast(rows.column(col.SOURCE_LINE), pa.string()), KEY_SEP)
+    line = pc.cast(rows.column(col.SOURCE_LINE), pa.string())
+    keys = pc.binary_join_element_wise(rows.column(col.BATCH_ID), line, "\x1f")
     return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
