@@ -41,3 +41,21 @@ def tiny_ppo(**overrides) -> PPOConfig:
                 policy=SMALL, run_id="test", export=ExportConfig(only_wins=False))
     base.update(overrides)
     return PPOConfig(**base)
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory: pytest.TempPathFactory):
+    """A real built dataset: 60 simulated heuristic/random games, ingested, built (train + fixed holdout)."""
+    from toolkit.build.build import build_dataset
+    from toolkit.build.config import BuildConfig
+    from toolkit.catalog.ingest import ingest_paths
+    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.layout import Layout
+
+    root = tmp_path_factory.mktemp("bcdata")
+    layout = Layout.at(root / "home")
+    logs = simulate(SimulateConfig(games=60, seed=21, players=("heuristic", "heuristic", "tuned", "random"),
+                                   out=root / "logs"))
+    ingest_paths(logs.files, layout)
+    info = build_dataset(layout, BuildConfig(name="tiny", sources=["forge"]))
+    return layout, info.dataset

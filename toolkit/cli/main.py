@@ -7,6 +7,7 @@ from toolkit.cli.app import app
 # Each import registers its commands on `app`.
 from toolkit.cli import data_cmd, schemas_cmd  # noqa: E402,F401
 from toolkit.cli import simulate_cmd  # noqa: E402,F401
+from toolkit.cli import train_cmd  # noqa: E402,F401
 from toolkit.cli import build_cmd  # noqa: E402,F401
 
 

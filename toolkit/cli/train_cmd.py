@@ -1,0 +1,167 @@
+"""``distill train bc``, ``distill train ppo`` and ``distill evaluate``: thin wrappers over toolkit.train."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolkit.cli.app import app, console, err_console, layout, print_json
+
+train_app = typer.Typer(help="Train policies: behaviour cloning and PPO self-play.", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override its fields.")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for checkpoints (default: <home>/runs/train).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed (same seed, same weights).")]
+RunOpt = Annotated[str | None, typer.Option("--run-id", help="Names this run's files (default: time + random).")]
+GenOpt = Annotated[int | None, typer.Option("--generation", help="Loop generation stamped on cards and exports.")]
+
+
+def _names(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _bar(label: str, total: int) -> Progress:
+    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                    transient=True)
+
+
+@train_app.command("bc")
+def train_bc_command(
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Name of the built dataset.")] = None,
+    config: ConfigOpt = None,
+    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build (default: latest).")] = None,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="Most epochs.")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Rows per step.")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
+    class_weighting: Annotated[str | None, typer.Option("--class-weighting", help="none or balanced.")] = None,
+    patience: Annotated[int | None, typer.Option("--patience", help="Early-stopping patience, epochs.")] = None,
+    seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Behaviour cloning on a built dataset; holdout accuracy, recall and loss after every epoch."""
+    from toolkit.train.bc import BCConfig, train_bc
+    from toolkit.train.config import load_config
+
+    cfg = load_config(BCConfig, config, {"dataset": dataset, "fingerprint": fingerprint, "epochs": epochs,
+                                         "batch_size": batch_size, "learning_rate": lr, "class_weighting": class_weighting,
+                                         "patience": patience, "seed": seed, "run_id": run_id, "generation": generation})
+    if as_json:
+        print_json(train_bc(layout(), cfg, out).model_dump(mode="json"))
+        return
+    with _bar("train bc", cfg.epochs) as bar:
+        task = bar.add_task("epochs", total=cfg.epochs)
+        result = train_bc(layout(), cfg, out, progress=lambda done, total: bar.update(task, completed=done))
+    table = Table(title=f"bc on {result.dataset} ({result.train_rows:,} train / {result.holdout_rows:,} holdout rows)")
+    for name in ("epoch", "train loss", "holdout loss", "holdout accuracy"):
+        table.add_column(name, justify="right")
+    for m in result.epochs:
+        table.add_row(str(m.epoch), f"{m.train_loss:.4f}", _num(m.holdout_loss), _num(m.holdout_accuracy))
+    console.print(table)
+    console.print(f"best epoch {result.best_epoch}; {result.samples_per_second:,.0f} samples/s; wrote {result.checkpoint}")
+
+
+@train_app.command("ppo")
+def train_ppo_command(
+    config: ConfigOpt = None,
+    policy: Annotated[str | None, typer.Option("--policy", help="flat (MaskablePPO) or recurrent (RecurrentPPO).")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Learner decisions to train on.")] = None,
+    envs: Annotated[int | None, typer.Option("--envs", help="Envs stepped together.")] = None,
+    warm_start: Annotated[Path | None, typer.Option("--warm-start", help="BC checkpoint to start from.")] = None,
+    opponents: Annotated[str | None, typer.Option("--opponents", help="Pool: heuristic,tuned,random,self,CKPT.json")] = None,
+    eval_every: Annotated[int | None, typer.Option("--eval-every", help="Steps between evaluations.")] = None,
+    eval_games: Annotated[int | None, typer.Option("--eval-games", help="Games per evaluation.")] = None,
+    eval_vs: Annotated[str | None, typer.Option("--eval-vs", help="Evaluation opponents, comma-separated.")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Initial learning rate.")] = None,
+    ent_coef: Annotated[float | None, typer.Option("--ent-coef", help="Entropy bonus.")] = None,
+    lstm_hidden: Annotated[int | None, typer.Option("--lstm-hidden", help="LSTM size (recurrent).")] = None,
+    no_export: Annotated[bool, typer.Option("--no-export", help="Do not write the learner's decisions.")] = False,
+    export_losses: Annotated[bool, typer.Option("--export-losses", help="Export lost games too.")] = False,
+    seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """PPO self-play on the Distill game: evaluation in pods, best checkpoint, decision export."""
+    from toolkit.train.config import load_config
+    from toolkit.train.ppo import PPOConfig, train_ppo
+
+    cfg = load_config(PPOConfig, config, {
+        "policy_kind": policy, "total_steps": steps, "n_envs": envs, "warm_start": warm_start,
+        "opponents": _names(opponents), "eval_every": eval_every, "eval_games": eval_games, "eval_opponents": _names(eval_vs),
+        "learning_rate": lr, "ent_coef": ent_coef, "lstm_hidden": lstm_hidden, "seed": seed, "run_id": run_id,
+        "generation": generation, "export.enabled": False if no_export else None,
+        "export.only_wins": False if export_losses else None,
+    })
+    folder = out or layout().runs / "train"
+    if as_json:
+        print_json(train_ppo(cfg, folder).model_dump(mode="json"))
+        return
+    with _bar(f"train {cfg.kind}", cfg.total_steps) as bar:
+        task = bar.add_task("steps", total=cfg.total_steps)
+        result = train_ppo(cfg, folder, progress=lambda done, total: bar.update(task, completed=min(done, total)))
+    table = Table(title=f"{result.kind} {result.run_id}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s")
+    for name in ("steps", "win rate", "95% interval", "placement score"):
+        table.add_column(name, justify="right")
+    for point in result.evaluations:
+        r = point.result
+        table.add_row(f"{point.steps:,}", f"{r.win_rate:.1%}", f"{r.win_low:.1%}-{r.win_high:.1%}", f"{r.placement_score:.3f}")
+    console.print(table)
+    if result.export:
+        e = result.export
+        console.print(f"exported {e['exported_episodes']} episodes ({e['exported_decisions']} decisions); skipped "
+                      f"{e['skipped_loss']} not won, {e['skipped_short']} short")
+    console.print(f"best {result.best} (win rate {result.best_win_rate:.1%})\nfinal {result.final}")
+
+
+@app.command("evaluate")
+def evaluate_command(
+    policy: Annotated[Path, typer.Option("--policy", help="Checkpoint (.json or .safetensors) of any kind.")],
+    vs: Annotated[str, typer.Option("--vs", help="Opponents, comma-separated.")] = "heuristic,heuristic,heuristic",
+    games: Annotated[int, typer.Option("--games", help="Games (rounded up to a multiple of the pod size).")] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the deals.")] = 0,
+    compare: Annotated[Path | None, typer.Option("--compare", help="A second checkpoint, on the same deals.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%), placement score, per seat."""
+    from toolkit.train.agents import load_agent
+    from toolkit.train.config import load_config
+    from toolkit.train.evaluate import EvaluateConfig
+    from toolkit.train.evaluate import compare as compare_results
+    from toolkit.train.evaluate import evaluate
+
+    cfg = load_config(EvaluateConfig, None, {"opponents": _names(vs), "games": games, "seed": seed})
+    results = [evaluate(load_agent(p).player, cfg) for p in [policy] + ([compare] if compare else [])]
+    if compare is not None and len(results) == 2:
+        diff = compare_results(*results)
+        if as_json:
+            print_json(diff.model_dump(mode="json", exclude={"a": {"outcomes"}, "b": {"outcomes"}}))
+            return
+    elif as_json:
+        print_json(results[0].model_dump(mode="json", exclude={"outcomes"}))
+        return
+    for path, r in zip([policy, compare], results):
+        _print_evaluation(path, r)
+    if compare is not None:
+        console.print(f"difference {policy.name} - {compare.name}: win rate {diff.win_rate_diff:+.3f} "
+                      f"[{diff.win_rate_diff_low:+.3f}, {diff.win_rate_diff_high:+.3f}], placement score "
+                      f"{diff.score_diff:+.3f} [{diff.score_diff_low:+.3f}, {diff.score_diff_high:+.3f}]")
+
+
+def _print_evaluation(path: Path | None, r: Any) -> None:
+    table = Table(title=f"{path} vs {', '.join(r.opponents)}: {r.games} games, {r.games_per_second:,.0f} games/s")
+    for name in ("seat", "games", "wins", "win rate", "placement score"):
+        table.add_column(name, justify="right")
+    for s in r.per_seat:
+        table.add_row(str(s.seat), str(s.games), str(s.wins), f"{s.win_rate:.1%}", f"{s.placement_score:.3f}")
+    console.print(table)
+    console.print(f"win rate {r.win_rate:.1%} [{r.win_low:.1%}, {r.win_high:.1%}], placement score "
+                  f"{r.placement_score:.3f}, mean placement {r.mean_placement:.2f}, truncations {r.truncations}, "
+                  f"illegal actions {r.illegal_actions}")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+

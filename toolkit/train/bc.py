@@ -1,0 +1,254 @@
+"""Behaviour cloning: the shared actor network trained on a built dataset's train split.
+
+``train_bc(layout, BCConfig(dataset=NAME))`` streams the train split from
+Parquet in record batches (file order and rows within a batch shuffled by a
+generator seeded with ``(seed, epoch)``), minimises the cross-entropy of
+MASKED logits (illegal actions never compete), weighted per row by
+``sample_weight`` and, with ``class_weighting: balanced``, by the inverse
+frequency of the label. After every epoch it measures the FIXED holdout:
+loss, accuracy and per-action recall. Early stopping keeps the weights of
+the lowest holdout loss and stops after ``patience`` epochs without an
+improvement of ``min_delta``.
+
+It writes ``bc-<run_id>-best.{safetensors,json}`` (the card names the
+dataset and its fingerprint, the feature spec version, the config, every
+epoch's metrics and the code version) and ``bc-<run_id>-metrics.jsonl``.
+Same seed, same dataset -> same weights (one torch thread, seeded init and
+shuffles).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, SAMPLE_WEIGHT, TRAIN, Dataset, open_dataset
+from toolkit.errors import TrainError
+from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
+from toolkit.layout import Layout
+from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
+from toolkit.train import checkpoints
+from toolkit.train.policy import ActorNet, PolicySpec
+
+Progress = Callable[[int, int], None]  # (epoch done, epochs in total)
+_COLUMNS = [FEATURES, LABEL, LEGAL_MASK, SAMPLE_WEIGHT]
+
+
+class BCConfig(BaseModel):
+    """Everything `distill train bc` does; each field is a YAML key and most are flags."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str = Field(description="Name of the built dataset (--dataset).")
+    fingerprint: str | None = Field(None, description="A specific build of it; default: its latest (--fingerprint).")
+    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+                               description="Names this run's files; default: UTC time + random suffix (--run-id).")
+    seed: int = Field(0, ge=0, description="Seeds the initial weights and the shuffles (--seed).")
+    epochs: int = Field(20, ge=1, le=10_000, description="Most passes over the train split (--epochs).")
+    batch_size: int = Field(1024, ge=1, description="Rows per gradient step (--batch-size).")
+    read_batch_rows: int = Field(65_536, ge=1, description="Rows read from Parquet at a time (and shuffled together).")
+    learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate (--lr).")
+    weight_decay: float = Field(0.0, ge=0, description="Adam weight decay.")
+    use_sample_weights: bool = Field(True, description="Weight each row's loss by its sample_weight.")
+    class_weighting: Literal["none", "balanced"] = Field("none", description="balanced: also weight rows by the "
+                                                          "inverse frequency of their label (--class-weighting).")
+    patience: int = Field(3, ge=1, description="Epochs without holdout-loss improvement before stopping (--patience).")
+    min_delta: float = Field(1e-4, ge=0, description="Smallest holdout-loss decrease that counts as improvement.")
+    policy: PolicySpec = Field(default_factory=PolicySpec, description="Network shape (must match PPO's to warm-start).")
+    generation: int | None = Field(None, ge=0, le=999, description="Loop generation stamped on the card (--generation).")
+    torch_threads: int = Field(1, ge=1, le=64, description="torch threads (1 is fastest for small nets on 2 cores).")
+
+
+class EpochMetrics(BaseModel):
+    epoch: int
+    train_loss: float
+    holdout_loss: float | None
+    holdout_accuracy: float | None
+    recall: dict[str, float | None] = Field(description="Holdout recall per action (None: no such label).")
+    samples: int
+    seconds: float
+
+
+class BCResult(BaseModel):
+    """What a BC run did and wrote."""
+
+    run_id: str
+    checkpoint: Path
+    metrics: Path
+    dataset: str
+    fingerprint: str
+    best_epoch: int
+    holdout_accuracy: float | None
+    holdout_loss: float | None
+    epochs: list[EpochMetrics]
+    stopped_early: bool
+    train_rows: int
+    holdout_rows: int
+    samples_per_second: float
+
+
+def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress: Progress | None = None) -> BCResult:
+    """Train the actor on ``config.dataset``; writes the checkpoint to ``out`` (default ``<home>/runs/train``).
+
+    Raises:
+        BuildError: the dataset does not exist.
+        TrainError: it was built with other features, or its train split is empty.
+    """
+    torch.set_num_threads(config.torch_threads)
+    torch.manual_seed(config.seed)
+    dataset = open_dataset(layout, config.dataset, config.fingerprint)
+    _check_dataset(dataset)
+    out = out or layout.runs / "train"
+    run_id = config.run_id or checkpoints.new_run_id()
+    actor = ActorNet(config.policy)
+    optimizer = torch.optim.Adam(actor.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    class_weights = _class_weights(dataset, config)
+    holdout = _read_split(dataset, HOLDOUT)
+    history: list[EpochMetrics] = []
+    best_state, best_loss, best_epoch, waited = None, float("inf"), 0, 0
+    samples, train_seconds = 0, 0.0
+    out.mkdir(parents=True, exist_ok=True)
+    metrics_path = out / f"{checkpoints.checkpoint_stem('bc', run_id, 'metrics')}.jsonl"
+    with open(metrics_path, "x", encoding="utf-8") as metrics:
+        for epoch in range(1, config.epochs + 1):
+            start = time.perf_counter()
+            train_loss, n = _train_epoch(actor, optimizer, dataset, config, class_weights, epoch)
+            seconds = time.perf_counter() - start
+            samples, train_seconds = samples + n, train_seconds + seconds
+            epoch_metrics = _measure(actor, holdout, epoch, train_loss, n, seconds)
+            history.append(epoch_metrics)
+            metrics.write(json.dumps(epoch_metrics.model_dump()) + "\n")
+            metrics.flush()
+            if progress is not None:
+                progress(epoch, config.epochs)
+            score = epoch_metrics.holdout_loss if epoch_metrics.holdout_loss is not None else train_loss
+            if score < best_loss - config.min_delta:
+                best_state = {k: v.clone() for k, v in actor.state_dict().items()}
+                best_loss, best_epoch, waited = score, epoch, 0
+            else:
+                waited += 1
+                if waited >= config.patience:
+                    break
+    best = history[best_epoch - 1]
+    card = checkpoints.save_checkpoint(
+        out, best_state or actor.state_dict(), kind="bc", run_id=run_id, tag="best",
+        arch=config.policy.model_dump(mode="json"), generation=config.generation,
+        dataset=checkpoints.DatasetRef(name=dataset.name, fingerprint=dataset.fingerprint),
+        config=config.model_dump(mode="json"),
+        metrics={"best_epoch": best_epoch, "holdout_accuracy": best.holdout_accuracy, "holdout_loss": best.holdout_loss,
+                 "recall": best.recall, "epochs": [m.model_dump() for m in history]},
+    )
+    return BCResult(
+        run_id=run_id, checkpoint=card, metrics=metrics_path, dataset=dataset.name, fingerprint=dataset.fingerprint,
+        best_epoch=best_epoch, holdout_accuracy=best.holdout_accuracy, holdout_loss=best.holdout_loss,
+        epochs=history, stopped_early=len(history) < config.epochs,
+        train_rows=dataset.manifest.splits[TRAIN].rows, holdout_rows=dataset.manifest.splits[HOLDOUT].rows,
+        samples_per_second=round(samples / max(train_seconds, 1e-9), 1),
+    )
+
+
+def _check_dataset(dataset: Dataset) -> None:
+    spec = dataset.manifest.features
+    version, size = spec.get("version"), spec.get("size", FEATURE_SIZE)
+    if version is not None and (version, size) != (FEATURE_VERSION, FEATURE_SIZE):
+        raise TrainError(f"dataset {dataset.name} has features v{version} ({size}); this code trains on "
+                         f"v{FEATURE_VERSION} ({FEATURE_SIZE})", hint=f"rebuild it: distill build --name {dataset.name}")
+    if dataset.manifest.splits[TRAIN].rows == 0:
+        raise TrainError(f"dataset {dataset.name} has an empty train split", hint="build it from more data")
+
+
+def _arrays(batch: pa.RecordBatch | pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """features [M,116] float32, labels [M], masks [M,8] bool, weights [M] float32 of an Arrow batch."""
+    m = batch.num_rows
+
+    def flat(name: str) -> np.ndarray:
+        column = batch.column(name)
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        return column.flatten().to_numpy(zero_copy_only=False)
+
+    features = flat(FEATURES).astype(np.float32).reshape(m, FEATURE_SIZE)
+    masks = flat(LEGAL_MASK).astype(bool).reshape(m, N_ACTIONS)
+    labels = batch.column(LABEL).to_numpy().astype(np.int64)
+    weights = batch.column(SAMPLE_WEIGHT).to_numpy().astype(np.float32)
+    return features, labels, masks, weights
+
+
+def _read_split(dataset: Dataset, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return _arrays(dataset.read(split, _COLUMNS))
+
+
+def _class_weights(dataset: Dataset, config: BCConfig) -> np.ndarray:
+    """Per label: 1, or (balanced) rows / (labels present x rows of the label)."""
+    if config.class_weighting == "none":
+        return np.ones(N_ACTIONS, np.float32)
+    counts = np.zeros(N_ACTIONS, np.int64)
+    for batch in dataset.iter_batches(TRAIN, [LABEL]):
+        counts += np.bincount(batch.column(LABEL).to_numpy(), minlength=N_ACTIONS)
+    present = counts > 0
+    weights = np.zeros(N_ACTIONS, np.float32)
+    weights[present] = counts.sum() / (present.sum() * counts[present])
+    return weights
+
+
+def _minibatches(dataset: Dataset, config: BCConfig, epoch: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """Shuffled minibatches of the train split, streamed file by file, read batch by read batch."""
+    rng = np.random.default_rng([config.seed, epoch])
+    files = dataset.files(TRAIN)
+    import pyarrow.parquet as pq
+
+    for index in rng.permutation(len(files)):
+        for batch in pq.ParquetFile(files[index]).iter_batches(batch_size=config.read_batch_rows, columns=_COLUMNS):
+            arrays = _arrays(batch)
+            order = rng.permutation(batch.num_rows)
+            for start in range(0, batch.num_rows, config.batch_size):
+                rows = order[start : start + config.batch_size]
+                yield tuple(a[rows] for a in arrays)
+
+
+def _train_epoch(actor: ActorNet, optimizer: torch.optim.Optimizer, dataset: Dataset, config: BCConfig,
+                 class_weights: np.ndarray, epoch: int) -> tuple[float, int]:
+    actor.train()
+    total, weight_sum, n = 0.0, 0.0, 0
+    for features, labels, masks, weights in _minibatches(dataset, config, epoch):
+        w = (weights if config.use_sample_weights else np.ones_like(weights)) * class_weights[labels]
+        w_t = torch.from_numpy(w)
+        logits = actor.masked_logits(torch.from_numpy(features), torch.from_numpy(masks))
+        losses = torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels), reduction="none")
+        loss = (losses * w_t).sum() / w_t.sum().clamp_min(1e-12)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        total += float((losses.detach() * w_t).sum())
+        weight_sum += float(w_t.sum())
+        n += len(labels)
+    return total / max(weight_sum, 1e-12), n
+
+
+def _measure(actor: ActorNet, holdout: tuple[np.ndarray, ...], epoch: int, train_loss: float, samples: int,
+             seconds: float) -> EpochMetrics:
+    """Holdout loss (unweighted mean), accuracy and per-action recall."""
+    features, labels, masks, _ = holdout
+    common: dict[str, Any] = {"epoch": epoch, "train_loss": round(train_loss, 6), "samples": samples,
+                              "seconds": round(seconds, 3)}
+    if not len(labels):
+        return EpochMetrics(**common, holdout_loss=None, holdout_accuracy=None,
+                            recall={name: None for name in MACRO_ACTIONS})
+    actor.eval()
+    with torch.no_grad():
+        logits = actor.masked_logits(torch.from_numpy(features), torch.from_numpy(masks))
+        loss = float(torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels)))
+        predicted = logits.argmax(1).numpy()
+    hit = predicted == labels
+    recall = {name: (round(float(hit[labels == a].mean()), 4) if (labels == a).any() else None)
+              for a, name in enumerate(MACRO_ACTIONS)}
+    return EpochMetrics(**common, holdout_loss=round(loss, 6), holdout_accuracy=round(float(hit.mean()), 4),
+                        recall=recall)
