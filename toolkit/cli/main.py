@@ -8,6 +8,7 @@ from toolkit.cli.app import app
 from toolkit.cli import data_cmd, schemas_cmd  # noqa: E402,F401
 from toolkit.cli import simulate_cmd  # noqa: E402,F401
 from toolkit.cli import train_cmd  # noqa: E402,F401
+from toolkit.cli import check_cmd  # noqa: E402,F401
 from toolkit.cli import build_cmd  # noqa: E402,F401
 
 

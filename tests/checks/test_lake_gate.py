@@ -1,0 +1,142 @@
+"""The lake suite: passes on a clean lake; each crafted break fails exactly the expectation it targets."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.checks.conftest import Rows, failed_ids, first, ingest_rows, lake_file, not_terminal, policy_games, rewrite, set_field
+from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
+from toolkit.checks.report import GateReport
+from toolkit.errors import CheckError, GateFailedError
+from toolkit.layout import Layout
+
+
+def test_a_clean_lake_passes_every_expectation(home: Layout) -> None:
+    report = check_lake(home)
+    assert report.passed and not failed_ids(report, None), [r for r in report.results if not r.success]
+    assert report.rows == sum(pq.ParquetFile(p).metadata.num_rows for p in home.lake.rglob("*.parquet"))
+    assert {r.engine for r in report.results} == {"gx", "duckdb", "arrow"}
+    assert {m.source for m in report.metrics} == {"forge", "sim", "ppo", "*"}
+
+
+def _dup_non_terminal(rows: Rows) -> Rows:
+    return [*rows, next(r for r in rows if not_terminal(r))]
+
+
+def _clear_terminal(row: dict[str, Any]) -> None:
+    row["is_terminal"] = False
+
+
+def _illegal(row: dict[str, Any]) -> None:
+    row["legal_actions"][row["action"]["index"]] = False
+
+
+def _other_macro(row: dict[str, Any]) -> None:
+    row["action"]["macro"] = "pass" if row["action"]["macro"] != "pass" else "hold_mana"
+
+
+def _drop_player(row: dict[str, Any]) -> None:
+    row["players"] = row["players"][:-1]
+
+
+def _low_life(row: dict[str, Any]) -> None:
+    row["players"][1]["life"] = -5000
+
+
+ANY: Callable[[dict[str, Any]], bool] = lambda row: True  # noqa: E731
+CASES: list[tuple[str, Callable[[Rows], Rows]]] = [
+    ("not-null.game_id", lambda rows: first(rows, not_terminal, set_field("game_id", None))),
+    ("not-null.action.label_source", lambda rows: first(rows, ANY, set_field("action.label_source", None))),
+    ("range.turn", lambda rows: first(rows, ANY, set_field("turn", -1))),
+    ("range.reward", lambda rows: first(rows, ANY, set_field("reward", 5000.0))),
+    ("range.action.index", lambda rows: first(rows, ANY, set_field("action.index", 9))),
+    ("range.players[].life", lambda rows: first(rows, ANY, _low_life)),
+    ("set.phase", lambda rows: first(rows, ANY, set_field("phase", "upkeep"))),
+    ("set.action.macro", lambda rows: first(rows, ANY, set_field("action.macro", "mulligan"))),
+    ("pattern.source", lambda rows: first(rows, ANY, set_field("source", "Forge Engine"))),
+    ("pod.acting-seat", lambda rows: first(rows, not_terminal, set_field("seat", 6))),
+    ("pod.winner-seat", lambda rows: first(rows, ANY, set_field("winner_seat", 5))),
+    ("key.unique", _dup_non_terminal),
+    ("action.legal", lambda rows: first(rows, ANY, _illegal)),
+    ("action.index-matches-macro", lambda rows: first(rows, ANY, _other_macro)),
+    ("players.match-pod", lambda rows: first(rows, ANY, _drop_player)),
+    ("episode.one-end", lambda rows: first(rows, lambda r: r["is_terminal"], _clear_terminal)),
+]
+
+
+@pytest.mark.parametrize(("expected", "change"), CASES, ids=[c[0] for c in CASES])
+def test_a_crafted_break_fails_exactly_its_expectation(home: Layout, expected: str, change: Callable[[Rows], Rows]) -> None:
+    rewrite(lake_file(home, "forge"), change)
+    report = check_lake(home, config=CheckConfig(write=False))
+    assert failed_ids(report) == {expected}
+    (result,) = [r for r in report.results if r.id == expected]
+    assert result.unexpected_count and result.sample, result
+    assert not report.passed
+
+
+def test_a_file_off_the_contract_fails_the_schema_expectation(home: Layout) -> None:
+    path = lake_file(home, "sim")
+    table = pq.read_table(path)
+    index = table.schema.get_field_index("turn")
+    rewrite(path, lambda rows: rows, table.schema.set(index, pa.field("turn", pa.int64())))
+    report = check_lake(home, config=CheckConfig(write=False))
+    assert failed_ids(report) == {"contract.parquet-schema"}
+    (result,) = [r for r in report.results if r.id == "contract.parquet-schema"]
+    assert "turn: expected int32, found int64" in result.sample[0]["problems"]
+
+
+def test_offending_rows_are_sampled_with_their_keys_and_lineage(home: Layout) -> None:
+    rewrite(lake_file(home, "forge"), lambda rows: first(rows, ANY, set_field("turn", -7)))
+    report = check_lake(home, LakeScope(source="forge"), CheckConfig(write=False))
+    (result,) = [r for r in report.results if r.id == "range.turn"]
+    assert result.unexpected_count == 1 and result.observed["unexpected_values"] == {"-7": 1}
+    assert set(result.sample[0]) == {"turn", "game_id", "seat", "decision_index", "batch_id", "source_line"}
+
+
+def test_a_collapsed_policy_generation_blocks_and_drift_is_measured_against_the_previous_one(home: Layout, tmp_path) -> None:
+    ingest_rows(home, tmp_path, "ppo-2.jsonl", policy_games(15, lambda i: "pass", 2, "p2"))
+    report = check_lake(home, LakeScope(source="ppo", generation=2), CheckConfig(write=False))
+    assert failed_ids(report) == {"collapse.policy"} and failed_ids(report, "warning") == {"drift.actions"}
+    (group,) = [m for m in report.metrics if m.source == "ppo"]
+    assert group.entropy_bits == 0.0 and group.drift is not None and group.drift.reference == "ppo generation 1"
+    # JS(uniform over 8, all on one action) = (KL(u||m) + KL(point||m)) / 2 with m = 1/16 (x7) and 9/16
+    expected = (7 / 8 + math.log2(2 / 9) / 8 + math.log2(16 / 9)) / 2
+    assert group.drift.js_bits == pytest.approx(expected)
+    assert check_lake(home, LakeScope(source="ppo", generation=2), CheckConfig(write=False, entropy_floor=0.0)).passed
+
+
+def test_engine_data_with_low_entropy_only_warns(home: Layout) -> None:
+    rewrite(lake_file(home, "sim"), lambda rows: [r | {"action": {**r["action"], "macro": "pass", "index": 7},
+                                                       "legal_actions": [True] * 8} for r in rows])
+    report = check_lake(home, LakeScope(source="sim"), CheckConfig(write=False))
+    assert report.passed and failed_ids(report, "warning") == {"collapse.other"}
+
+
+def test_the_scope_picks_partitions_and_an_empty_scope_is_an_error(home: Layout) -> None:
+    report = check_lake(home, LakeScope(source="ppo", generation=1), CheckConfig(write=False))
+    assert report.rows == 320 and {m.key for m in report.metrics} == {"ppo/gen=1", "*/gen=-"}
+    with pytest.raises(CheckError, match="no lake rows match"):
+        check_lake(home, LakeScope(source="ppo", generation=9))
+
+
+def test_the_report_is_written_as_json_and_html_and_read_back(home: Layout) -> None:
+    report = check_lake(home, LakeScope(source="forge"))
+    stored = GateReport.model_validate(json.loads(open(report.paths["json"]).read()))
+    assert stored.model_dump() == report.model_dump()
+    page = open(report.paths["html"]).read()
+    assert page.startswith("<!doctype html>") and "lake gate PASSED" in page and "key.unique" in page
+
+
+def test_raise_if_blocked_stops_the_caller(home: Layout) -> None:
+    rewrite(lake_file(home, "forge"), _dup_non_terminal)
+    report = check_lake(home)
+    with pytest.raises(GateFailedError, match="key.unique") as caught:
+        report.raise_if_blocked()
+    assert caught.value.report is report and caught.value.exit_code == 1

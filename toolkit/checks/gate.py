@@ -1,0 +1,285 @@
+"""The quality gate: run a suite and the metrics on the lake or on a built dataset.
+
+``check_lake(layout, LakeScope(...), CheckConfig())`` and
+``check_dataset(layout, name, CheckConfig())`` return a :class:`GateReport`
+(and write it as JSON and HTML under ``reports/``). Set-level invariants and
+metrics run in DuckDB over the Parquet files in scope; row-level GX
+expectations run on pandas chunks of just the columns they name. A failing
+blocking expectation makes ``report.passed`` False; ``report.raise_if_blocked()``
+turns that into a :class:`~toolkit.errors.GateFailedError` for callers that
+must stop (the loop).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.build.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
+from toolkit.catalog.store import Catalog
+from toolkit.checks import metrics as qm
+from toolkit.checks.gx import run_gx
+from toolkit.checks.native import NATIVE_CHECKS, ROWS, SPLIT, CheckContext
+from toolkit.checks.report import ExpectationResult, GateReport, read_report, write_report
+from toolkit.checks.suite import LIST_MARK, ExpectationSpec, Suite, default_suite_path, load_suite
+from toolkit.errors import CheckError
+from toolkit.layout import NO_GENERATION, Layout
+from toolkit.schema import columns as col
+
+_QUALITY = "quality_rows"
+_REFERENCE = "reference_rows"
+
+
+class CheckConfig(BaseModel):
+    """How a gate runs; every field is a ``distill check`` flag."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suite: Path | None = Field(None, description="Suite file (--suite); default checks/<target>.json.")
+    chunk_rows: int = Field(500_000, ge=1_000, description="Rows per pandas chunk fed to Great Expectations (--chunk-rows).")
+    sample_rows: int = Field(5, ge=0, le=100, description="Offending rows kept per expectation (--sample-rows).")
+    entropy_floor: float | None = Field(None, ge=0, le=1, description="Overrides min_ratio of every action-entropy check (--entropy-floor).")
+    baseline: Path | None = Field(None, description="A previous report (JSON) to measure action drift against (--baseline).")
+    write: bool = Field(True, description="Write the JSON and HTML report under reports/ (--no-write skips it).")
+    memory_limit: str = Field("1GB", description="DuckDB memory limit; larger work spills to disk.")
+
+
+class LakeScope(BaseModel):
+    """Which part of the lake to check; None means every value."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str | None = None
+    generation: int | None = None
+    batch: str | None = None
+
+    def slug(self) -> str:
+        parts = [f"{k}-{v}" for k, v in self.model_dump().items() if v is not None]
+        return "_".join(parts) or "all"
+
+
+def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConfig | None = None) -> GateReport:
+    """Run the lake suite and metrics on the committed lake rows in ``scope``.
+
+    Raises:
+        CheckError: an invalid suite, or no lake rows in scope.
+        CatalogError: no catalog under ``layout``.
+    """
+    scope, config = scope or LakeScope(), config or CheckConfig()
+    suite = load_suite(config.suite or default_suite_path("lake"), "lake")
+    with Catalog.open(layout, read_only=True) as catalog:
+        files = _lake_files(layout, scope, catalog.committed_batches())
+        if not files:
+            raise CheckError(f"no lake rows match {scope.model_dump(exclude_none=True) or 'the whole lake'}",
+                             hint="list what is there: distill sql \"SELECT source, generation, batch_id, count(*) FROM decisions GROUP BY ALL\"")
+        con = catalog.con
+        con.execute(f"SET memory_limit = '{config.memory_limit}'")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {ROWS} AS SELECT * FROM read_parquet({_file_list(files)}, hive_partitioning = false) "
+                    "WHERE batch_id IN (SELECT batch_id FROM batches)")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, "
+                    f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION}, {col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, "
+                    f"{col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} FROM {ROWS}")
+        keys = [*col.DECISION_KEY, col.BATCH_ID, col.SOURCE_LINE]
+        ctx = CheckContext("lake", con, files, keys, config.sample_rows)
+        return _run(layout, suite, config, ctx, scope.model_dump(), f"check-lake-{scope.slug()}", _lake_reference)
+
+
+def check_dataset(layout: Layout, name: str, config: CheckConfig | None = None, fingerprint: str | None = None) -> GateReport:
+    """Run the dataset suite and metrics on the built dataset ``name`` (its latest build, or ``fingerprint``).
+
+    Raises:
+        CheckError: an invalid suite, or a dataset with no rows.
+        BuildError: no such dataset.
+    """
+    config = config or CheckConfig()
+    suite = load_suite(config.suite or default_suite_path("dataset"), "dataset")
+    dataset = open_dataset(layout, name, fingerprint)
+    parts = [f"SELECT *, '{split}' AS {SPLIT} FROM read_parquet({_file_list(dataset.files(split))}, hive_partitioning = false)"
+             for split in SPLITS if dataset.files(split)]
+    if not parts:
+        raise CheckError(f"dataset {name!r} ({dataset.fingerprint[:12]}) has no rows", hint=f"rebuild it: distill build --name {name}")
+    spill = Path(tempfile.mkdtemp(prefix="distill-check-"))
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET memory_limit = '{config.memory_limit}'; SET temp_directory = '{_sql_str(str(spill))}'")
+        con.execute(f"CREATE TEMP VIEW {ROWS} AS " + " UNION ALL ".join(parts))
+        con.execute(f"CREATE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION}, "
+                    f"{col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, {col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} "
+                    f"FROM {ROWS}")
+        files = [*dataset.files(TRAIN), *dataset.files(HOLDOUT)]
+        keys = [*col.DECISION_KEY, SPLIT, col.BATCH_ID, col.SOURCE_LINE]
+        ctx = CheckContext("dataset", con, files, keys, config.sample_rows, dataset=dataset)
+        scope = {"name": name, "fingerprint": dataset.fingerprint}
+        return _run(layout, suite, config, ctx, scope, f"check-dataset-{name}-{dataset.fingerprint[:12]}",
+                    lambda c: _dataset_reference(c, layout))
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _run(layout: Layout, suite: Suite, config: CheckConfig, ctx: CheckContext, scope: dict[str, Any],
+         stem: str, reference: Any) -> GateReport:
+    """Metrics, then GX expectations, then native checks; assemble (and write) the report."""
+    started = time.perf_counter()
+    timings = {"gx": 0.0, "duckdb": 0.0, "arrow": 0.0}
+    results: list[ExpectationResult] = []
+    t = time.perf_counter()
+    try:
+        ctx.metrics = qm.attach_drift(qm.compute_metrics(ctx.con, _QUALITY), _references(ctx, config, reference))
+    except duckdb.Error as exc:
+        results.append(_error_result("quality-metrics", "metrics", "duckdb", str(exc)))
+    timings["duckdb"] += time.perf_counter() - t
+    t = time.perf_counter()
+    results.extend(_run_gx_frames(ctx, suite.gx_specs(), config.chunk_rows))
+    timings["gx"] += time.perf_counter() - t
+    for spec in suite.native_specs():
+        result = _run_native(ctx, _with_overrides(spec, config))
+        timings[result.engine] += result.seconds
+        results.append(result)
+    rows = sum(m.rows for m in ctx.metrics if m.source == qm.ALL)
+    timings["total"] = time.perf_counter() - started
+    now = dt.datetime.now(dt.UTC)
+    report = GateReport(
+        report_id=f"{stem}-{now:%Y%m%dT%H%M%S%f}", target=ctx.target,  # type: ignore[arg-type]
+        scope=scope, suite={"name": suite.name, "path": suite.path, "sha256": suite.sha256},
+        created_at=now.isoformat(timespec="seconds"), rows=rows,
+        passed=not any(r.blocking_failure for r in results), results=results, metrics=ctx.metrics, timings=timings,
+    )
+    return write_report(report, layout.reports) if config.write else report
+
+
+def _with_overrides(spec: ExpectationSpec, config: CheckConfig) -> ExpectationSpec:
+    if spec.type == "action_entropy_at_least" and config.entropy_floor is not None:
+        return spec.model_copy(update={"kwargs": {**spec.kwargs, "min_ratio": config.entropy_floor}})
+    return spec
+
+
+def _run_native(ctx: CheckContext, spec: ExpectationSpec) -> ExpectationResult:
+    check = NATIVE_CHECKS[spec.type]
+    t = time.perf_counter()
+    try:
+        out = check.run(ctx, spec.kwargs)
+    except (duckdb.Error, OSError, KeyError, ValueError) as exc:  # a check that cannot run fails, never passes
+        return _error_result(spec.id, spec.type, check.engine, f"{type(exc).__name__}: {exc}", spec, time.perf_counter() - t)
+    unexpected_percent = None
+    if out.element_count and out.unexpected_count is not None:
+        unexpected_percent = 100.0 * out.unexpected_count / out.element_count
+    return ExpectationResult(
+        id=spec.id, type=spec.type, engine=check.engine, severity=spec.severity, success=out.success,  # type: ignore[arg-type]
+        kwargs=spec.kwargs, observed=out.observed, element_count=out.element_count, unexpected_count=out.unexpected_count,
+        unexpected_percent=unexpected_percent, sample=[_jsonable(s) for s in out.sample], notes=spec.notes,
+        seconds=time.perf_counter() - t,
+    )
+
+
+def _error_result(id_: str, type_: str, engine: str, message: str, spec: ExpectationSpec | None = None,
+                  seconds: float = 0.0) -> ExpectationResult:
+    return ExpectationResult(id=id_, type=type_, engine=engine, severity=spec.severity if spec else "blocking",  # type: ignore[arg-type]
+                             success=False, kwargs=spec.kwargs if spec else {}, error=message, seconds=seconds)
+
+
+def _run_gx_frames(ctx: CheckContext, specs: list[ExpectationSpec], chunk_rows: int) -> list[ExpectationResult]:
+    """Row expectations on decisions, then those on the per-seat ``players[]`` entries (one row per seat)."""
+    by_id: dict[str, ExpectationResult] = {}
+    for per_seat in (False, True):
+        group = [s for s in specs if any(LIST_MARK in c for c in s.columns) == per_seat]
+        if not group:
+            continue
+        columns = sorted({c for s in group for c in s.columns})
+        chunks = _chunks(ctx, _frame_sql(ctx, columns, per_seat), chunk_rows)
+        for result in run_gx(group, chunks, ctx.key_columns, ctx.sample_rows):
+            by_id[result.id] = result
+    return [by_id[s.id] for s in specs]
+
+
+def _frame_sql(ctx: CheckContext, columns: list[str], per_seat: bool) -> str:
+    keys = ", ".join(ctx.key_columns)
+    if not per_seat:
+        return f"SELECT {keys}, " + ", ".join(f'{c} AS "{c}"' for c in columns) + f" FROM {ROWS}"
+    fields = ", ".join(f'p.{c.split(LIST_MARK, 1)[1]} AS "{c}"' for c in columns)
+    lists = {c.split(LIST_MARK, 1)[0] for c in columns}
+    if len(lists) != 1:
+        raise CheckError(f"per-seat expectations must read one list column, got {sorted(lists)}")
+    return f"SELECT {keys}, {fields} FROM (SELECT {keys}, unnest({lists.pop()}) AS p FROM {ROWS})"
+
+
+def _chunks(ctx: CheckContext, sql: str, chunk_rows: int) -> Iterator[Any]:
+    cursor = ctx.con.execute(sql)  # nothing else runs on this connection until the chunks are consumed
+    vectors = max(1, chunk_rows // 2048)
+    while True:
+        frame = cursor.fetch_df_chunk(vectors)
+        if frame.empty:
+            return
+        yield frame
+
+
+# -- drift references --------------------------------------------------------------------------------
+
+
+def _references(ctx: CheckContext, config: CheckConfig, fallback: Any) -> dict[qm.GroupKey, tuple[str, list[int]]]:
+    if config.baseline is not None:
+        baseline = read_report(config.baseline)
+        return {(m.source, m.generation): (f"report {baseline.report_id}", list(m.actions.values())) for m in baseline.metrics}
+    return fallback(ctx)
+
+
+def _lake_reference(ctx: CheckContext) -> dict[qm.GroupKey, tuple[str, list[int]]]:
+    """Each (source, generation g) group against the same source's generation g-1 in the whole lake."""
+    groups = ctx.con.execute(f"SELECT DISTINCT {col.SOURCE}, {col.GENERATION} FROM {_QUALITY} WHERE {col.GENERATION} > 0").fetchall()
+    if not groups:
+        return {}
+    wanted = ", ".join(f"('{_sql_str(s)}', {g - 1})" for s, g in groups)
+    ctx.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW {_REFERENCE} AS SELECT {col.SOURCE}, {col.GENERATION}, "
+        f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION} FROM decisions WHERE ({col.SOURCE}, {col.GENERATION}) IN ({wanted})")
+    previous = qm.action_counts(ctx.con, _REFERENCE)
+    return {(s, g): (f"{s} generation {g - 1}", previous[(s, g - 1)]) for s, g in groups if (s, g - 1) in previous}
+
+
+def _dataset_reference(ctx: CheckContext, layout: Layout) -> dict[qm.GroupKey, tuple[str, list[int]]]:
+    """Every group against the same group of the previous build of the same name (train split)."""
+    assert ctx.dataset is not None  # check_dataset always sets it
+    builds = list_builds(layout, ctx.dataset.name)
+    fingerprints = [b.fingerprint for b in builds]
+    here = fingerprints.index(ctx.dataset.fingerprint) if ctx.dataset.fingerprint in fingerprints else len(builds)
+    if here == 0:
+        return {}
+    previous = builds[here - 1]
+    files = previous.files(TRAIN)
+    if not files:
+        return {}
+    ctx.con.execute(f"CREATE OR REPLACE TEMP VIEW {_REFERENCE} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION} "
+                    f"FROM read_parquet({_file_list(files)}, hive_partitioning = false)")
+    label = f"build {previous.fingerprint[:12]}"
+    return {key: (label, counts) for key, counts in qm.action_counts(ctx.con, _REFERENCE).items()}
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+
+def _lake_files(layout: Layout, scope: LakeScope, committed: set[str]) -> list[Path]:
+    generation = "*" if scope.generation is None else f"{scope.generation:03d}"
+    pattern = Layout.partition(scope.source or "*", None, scope.batch or "*")
+    pattern = Path(str(pattern).replace(f"generation={NO_GENERATION}", f"generation={generation}"))
+    files = sorted(layout.lake.glob(str(pattern / "*.parquet")))
+    return [f for f in files if f.parent.name.removeprefix("batch=") in committed]
+
+
+def _file_list(files: list[Path]) -> str:
+    return "[" + ", ".join(f"'{_sql_str(str(f))}'" for f in files) + "]"
+
+
+def _sql_str(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v if isinstance(v, (str, int, float, bool, type(None), list, dict)) else str(v) for k, v in row.items()}

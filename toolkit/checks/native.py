@@ -1,0 +1,343 @@
+"""Native checks: set-level invariants a suite can name, run in DuckDB (or Arrow for wide columns).
+
+Each check is registered by name with the targets it applies to (``lake``,
+``dataset``) and receives a :class:`CheckContext`: a DuckDB connection where
+the gate registered the rows in scope as :data:`ROWS` (a dataset's rows carry
+a ``split`` column), the Parquet files behind them, the built dataset when
+there is one, and the metrics. Checks return an :class:`Outcome`; the gate
+turns it into an :class:`~toolkit.checks.report.ExpectationResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, LABEL_SOURCE, LEGAL_MASK, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset
+from toolkit.build.dataset import SCHEMA as DATASET_SCHEMA
+from toolkit.checks.report import GroupMetrics
+from toolkit.checks.metrics import ALL
+from toolkit.schema import columns as col
+from toolkit.schema.arrow import lake_schema
+from toolkit.schema.vocab import INFERRED_LABEL_SOURCES, MACRO_ACTIONS, N_ACTIONS
+
+ROWS: Final = "rows_in_scope"
+SPLIT: Final = "split"
+
+
+@dataclass
+class CheckContext:
+    """What a native check may look at."""
+
+    target: str
+    con: duckdb.DuckDBPyConnection
+    files: list[Path]
+    key_columns: list[str]
+    sample_rows: int = 5
+    dataset: Dataset | None = None
+    metrics: list[GroupMetrics] = field(default_factory=list)
+
+    def sample(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """The first ``sample_rows`` rows of ``sql`` as dicts."""
+        cursor = self.con.execute(f"SELECT * FROM ({sql}) LIMIT {self.sample_rows}", params or [])
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def scalar(self, sql: str, params: list[Any] | None = None) -> Any:
+        return self.con.execute(sql, params or []).fetchone()[0]  # type: ignore[index]
+
+
+@dataclass
+class Outcome:
+    """What a native check found."""
+
+    success: bool
+    observed: Any
+    element_count: int | None = None
+    unexpected_count: int | None = None
+    sample: list[dict[str, Any]] = field(default_factory=list)
+
+
+CheckFn = Callable[[CheckContext, dict[str, Any]], Outcome]
+
+
+@dataclass(frozen=True)
+class NativeCheck:
+    name: str
+    targets: tuple[str, ...]
+    engine: str
+    run: CheckFn
+
+
+NATIVE_CHECKS: dict[str, NativeCheck] = {}
+
+
+def native(name: str, targets: tuple[str, ...], engine: str = "duckdb") -> Callable[[CheckFn], CheckFn]:
+    """Register a native check under ``name`` for ``targets``."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        NATIVE_CHECKS[name] = NativeCheck(name, targets, engine, fn)
+        return fn
+
+    return register
+
+
+def _offenders(ctx: CheckContext, condition: str, total_sql: str = f"SELECT count(*) FROM {ROWS}") -> Outcome:
+    """A row-level condition: rows where ``condition`` holds are offending."""
+    bad = ctx.scalar(f"SELECT count(*) FROM {ROWS} WHERE {condition}")
+    keys = ", ".join(ctx.key_columns)
+    return Outcome(bad == 0, {"offending_rows": bad}, ctx.scalar(total_sql), bad,
+                   ctx.sample(f"SELECT {keys} FROM {ROWS} WHERE {condition}") if bad else [])
+
+
+# -- shared by the lake and datasets --------------------------------------------------------
+
+
+@native("parquet_schema_matches_contract", ("lake", "dataset"), engine="arrow")
+def _schema_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Every Parquet file has the contract's columns with the contract's types (footers only)."""
+    expected = lake_schema() if ctx.target == "lake" else DATASET_SCHEMA
+    problems = []
+    for path in ctx.files:
+        found = pq.read_schema(path)
+        diffs = [f"{f.name}: expected {f.type}, found {found.field(f.name).type if f.name in found.names else 'nothing'}"
+                 for f in expected if f.name not in found.names or not _same_type(found.field(f.name).type, f.type)]
+        diffs += [f"{name}: not in the contract" for name in found.names if name not in expected.names]
+        if diffs:
+            problems.append({"file": str(path), "problems": diffs[:5]})
+    return Outcome(not problems, {"files": len(ctx.files), "files_off_contract": len(problems)},
+                   len(ctx.files), len(problems), problems[: ctx.sample_rows])
+
+
+def _same_type(found: pa.DataType, expected: pa.DataType) -> bool:
+    """Type equality that ignores the names and nullability of list items."""
+    if pa.types.is_fixed_size_list(expected):
+        return pa.types.is_fixed_size_list(found) and found.list_size == expected.list_size and _same_type(found.value_type, expected.value_type)
+    if pa.types.is_list(expected):
+        return pa.types.is_list(found) and _same_type(found.value_type, expected.value_type)
+    if pa.types.is_struct(expected):
+        return pa.types.is_struct(found) and [f.name for f in found] == [f.name for f in expected] and all(
+            _same_type(a.type, b.type) for a, b in zip(found, expected, strict=True))
+    return found.equals(expected)
+
+
+@native("decision_key_unique", ("lake", "dataset"))
+def _key_unique(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """No two rows share (game, seat, decision index)."""
+    keys = ", ".join(col.DECISION_KEY)
+    dupes = f"SELECT {keys}, count(*) AS copies FROM {ROWS} GROUP BY {keys} HAVING count(*) > 1"
+    bad = ctx.scalar(f"SELECT count(*) FROM ({dupes})")
+    return Outcome(bad == 0, {"duplicated_keys": bad}, ctx.scalar(f"SELECT count(*) FROM {ROWS}"), bad,
+                   ctx.sample(dupes + f" ORDER BY {keys}") if bad else [])
+
+
+# Out-of-range actions are the range expectations' to report, so each break fails exactly one check.
+_CHOSEN: Final = {
+    "lake": f"{col.LEGAL_ACTIONS} IS NOT NULL AND {col.ACTION}.{col.ACTION_INDEX} BETWEEN 0 AND {N_ACTIONS - 1} "
+            f"AND NOT coalesce({col.LEGAL_ACTIONS}[{col.ACTION}.{col.ACTION_INDEX} + 1], false)",
+    "dataset": f"{LABEL} BETWEEN 0 AND {N_ACTIONS - 1} AND NOT coalesce({LEGAL_MASK}[{LABEL} + 1], false)",
+}
+
+
+@native("chosen_action_legal", ("lake", "dataset"))
+def _chosen_legal(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """The chosen action is legal wherever a legal-action mask exists."""
+    return _offenders(ctx, _CHOSEN[ctx.target])
+
+
+@native("action_entropy_at_least", ("lake", "dataset"))
+def _entropy_floor(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Each group's action entropy, as a ratio to log2(8), is at least ``min_ratio`` (collapse otherwise).
+
+    kwargs: min_ratio; sources (only these) or exclude_sources; min_rows (smaller groups are listed, not judged).
+    """
+    floor, min_rows = float(kwargs["min_ratio"]), int(kwargs.get("min_rows", 200))
+    groups = _metric_groups(ctx, kwargs)
+    judged = [m for m in groups if m.rows >= min_rows]
+    low = [m for m in judged if m.entropy_ratio < floor]
+    observed = {"min_ratio": floor, "ratios": {m.key: round(m.entropy_ratio, 4) for m in judged},
+                "too_small": [m.key for m in groups if m.rows < min_rows]}
+    sample = [{"group": m.key, "entropy_bits": round(m.entropy_bits, 4), "ratio": round(m.entropy_ratio, 4),
+               "actions": m.actions} for m in low]
+    return Outcome(not low, observed, len(judged), len(low), sample[: ctx.sample_rows])
+
+
+@native("action_drift_at_most", ("lake", "dataset"))
+def _drift(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Jensen-Shannon divergence of each group's actions from its reference is at most ``max_js`` bits."""
+    limit = float(kwargs["max_js"])
+    with_ref = [m for m in _metric_groups(ctx, kwargs, keep_all=True) if m.drift is not None]
+    high = [m for m in with_ref if m.drift.js_bits > limit]  # type: ignore[union-attr]
+    observed = {"max_js": limit, "js_bits": {m.key: round(m.drift.js_bits, 5) for m in with_ref}}  # type: ignore[union-attr]
+    if not with_ref:
+        observed["note"] = "no reference to compare with (no previous build, generation or baseline report)"
+    sample = [{"group": m.key, "js_bits": m.drift.js_bits, "reference": m.drift.reference} for m in high]  # type: ignore[union-attr]
+    return Outcome(not high, observed, len(with_ref), len(high), sample[: ctx.sample_rows])
+
+
+def _metric_groups(ctx: CheckContext, kwargs: dict[str, Any], keep_all: bool = False) -> list[GroupMetrics]:
+    only, skip = kwargs.get("sources"), set(kwargs.get("exclude_sources", []))
+    return [m for m in ctx.metrics if (keep_all or m.source != ALL) and m.source not in skip
+            and (only is None or m.source in only)]
+
+
+# -- the lake ---------------------------------------------------------------------------------
+
+
+@native("action_index_matches_macro", ("lake",))
+def _index_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """action.index is the position of action.macro in the shared vocabulary (unknown macros and
+    out-of-range indexes are left to the allowed-set and range expectations)."""
+    names = ", ".join(f"'{name}'" for name in MACRO_ACTIONS)
+    index = f"{col.ACTION}.{col.ACTION_INDEX}"
+    position = f"list_position([{names}], {col.ACTION}.{col.ACTION_MACRO})"
+    return _offenders(ctx, f"{position} IS NOT NULL AND {index} BETWEEN 0 AND {N_ACTIONS - 1} AND {index} <> {position} - 1")
+
+
+@native("players_match_pod", ("lake",))
+def _players_match(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Every row has one players entry per seat of its pod (a missing list counts as a mismatch)."""
+    return _offenders(ctx, f"len({col.PLAYERS}) IS DISTINCT FROM {col.POD_SIZE}")
+
+
+@native("one_episode_end_per_seat", ("lake",))
+def _one_end(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """In every complete game, each seat that acted has exactly one terminal-or-truncated decision.
+
+    A game is complete when its end is in the log: a terminal or truncated
+    decision, or a known result (winner, draw, timeout) on any row. Seats
+    outside the pod are the pod expectation's to report.
+    """
+    end = f"({col.IS_TERMINAL} OR {col.TRUNCATED})"
+    episodes = f"""
+        WITH complete AS (
+          SELECT {col.GAME_ID} FROM {ROWS} GROUP BY {col.GAME_ID}
+          HAVING bool_or({end}) OR bool_or({col.WINNER_SEAT} IS NOT NULL OR {col.IS_DRAW} OR {col.TIMED_OUT}))
+        SELECT {col.GAME_ID}, {col.SEAT}, sum({end}::INT) AS episode_ends, count(*) AS decisions
+        FROM {ROWS} WHERE {col.GAME_ID} IN (SELECT {col.GAME_ID} FROM complete) AND {col.SEAT} < {col.POD_SIZE}
+        GROUP BY {col.GAME_ID}, {col.SEAT}"""
+    bad_sql = f"SELECT * FROM ({episodes}) WHERE episode_ends <> 1 ORDER BY {col.GAME_ID}, {col.SEAT}"
+    total, bad = ctx.con.execute(f"SELECT count(*), count(*) FILTER (episode_ends <> 1) FROM ({episodes})").fetchone()  # type: ignore[misc]
+    return Outcome(bad == 0, {"episodes": total, "episodes_without_one_end": bad}, total, bad,
+                   ctx.sample(bad_sql) if bad else [])
+
+
+# -- built datasets -------------------------------------------------------------------------
+
+
+def _dataset(ctx: CheckContext) -> Dataset:
+    assert ctx.dataset is not None, "dataset checks run with a dataset"  # the gate guarantees it
+    return ctx.dataset
+
+
+@native("splits_disjoint_by_game", ("dataset",))
+def _disjoint(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """No game has rows in both train and holdout."""
+    both = (f"SELECT {col.GAME_ID} FROM {ROWS} WHERE {SPLIT} = '{TRAIN}' INTERSECT "
+            f"SELECT {col.GAME_ID} FROM {ROWS} WHERE {SPLIT} = '{HOLDOUT}'")
+    bad = ctx.scalar(f"SELECT count(*) FROM ({both})")
+    games = ctx.scalar(f"SELECT count(DISTINCT {col.GAME_ID}) FROM {ROWS}")
+    return Outcome(bad == 0, {"games_in_both_splits": bad}, games, bad,
+                   ctx.sample(both + f" ORDER BY {col.GAME_ID}") if bad else [])
+
+
+def _train_weights(ctx: CheckContext) -> dict[str, tuple[int, float]]:
+    rows = ctx.con.execute(f"SELECT {col.SOURCE}, count(*), sum({SAMPLE_WEIGHT}) FROM {ROWS} "
+                           f"WHERE {SPLIT} = '{TRAIN}' GROUP BY {col.SOURCE}").fetchall()
+    return {source: (n, float(weight or 0.0)) for source, n, weight in rows}
+
+
+def _targets(ctx: CheckContext) -> dict[str, float]:
+    return {s: float(v["target"]) for s, v in _dataset(ctx).manifest.shares.items() if v.get("target") is not None}
+
+
+@native("source_shares_within_tolerance", ("dataset",))
+def _shares(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Each source's share of the weighted train rows is within ``tolerance`` of its configured target."""
+    tolerance = float(kwargs["tolerance"])
+    weights = _train_weights(ctx)
+    total = sum(w for _, w in weights.values()) or 1.0
+    targets = _targets(ctx)
+    observed = {s: {"target": t, "measured": round(weights.get(s, (0, 0.0))[1] / total, 6)} for s, t in targets.items()}
+    off = [{"source": s, **v} for s, v in observed.items() if abs(v["measured"] - v["target"]) > tolerance]
+    return Outcome(not off, observed or {"note": "the build set no share targets"}, len(targets), len(off), off[: ctx.sample_rows])
+
+
+@native("weighted_sources_nonempty", ("dataset",))
+def _nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Every source given a positive share (share mode) or a positive weight (ratio mode) has train rows."""
+    weights = _train_weights(ctx)
+    config = _dataset(ctx).manifest.config
+    ratio_weights = config.get("weights", {}) if config.get("weight_mode", "ratio") == "ratio" else {}
+    wanted = sorted({s for s, t in _targets(ctx).items() if t > 0} | {s for s, w in ratio_weights.items() if w > 0})
+    empty = [s for s in wanted if weights.get(s, (0, 0.0))[0] == 0]
+    observed = {s: weights.get(s, (0, 0.0))[0] for s in wanted}
+    return Outcome(not empty, observed, len(wanted), len(empty), [{"source": s, "train_rows": 0} for s in empty])
+
+
+@native("inferred_label_share_at_most", ("dataset",))
+def _inferred(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """The share of train rows whose label was inferred (card role, default, mana rule) is at most ``max_share``."""
+    limit = float(kwargs["max_share"])
+    inferred = ", ".join(f"'{s}'" for s in sorted(INFERRED_LABEL_SOURCES))
+    rows = ctx.con.execute(
+        f"SELECT grouping({col.SOURCE}), {col.SOURCE}, count(*), count(*) FILTER ({LABEL_SOURCE} IN ({inferred})) "
+        f"FROM {ROWS} WHERE {SPLIT} = '{TRAIN}' GROUP BY ROLLUP ({col.SOURCE})").fetchall()
+    shares = {str(source): (k / n if n else 0.0) for total_row, source, n, k in rows if not total_row}
+    total, overall = next(((n, k / n if n else 0.0) for total_row, _, n, k in rows if total_row), (0, 0.0))
+    bad = overall > limit
+    return Outcome(not bad, {"max_share": limit, "share": round(overall, 6), "by_source": {s: round(v, 6) for s, v in shares.items()}},
+                   total, int(bad), [{"source": s, "inferred_share": v} for s, v in shares.items() if v > limit][: ctx.sample_rows])
+
+
+@native("row_counts_match_manifest", ("dataset",))
+def _counts(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Rows and games per split, and rows per part file, equal what the manifest declares."""
+    manifest = _dataset(ctx).manifest
+    found = {s: (0, 0) for s in SPLITS}
+    for split, rows, games in ctx.con.execute(
+            f"SELECT {SPLIT}, count(*), count(DISTINCT {col.GAME_ID}) FROM {ROWS} GROUP BY {SPLIT}").fetchall():
+        found[split] = (rows, games)
+    off = [{"split": s, "manifest_rows": manifest.splits[s].rows, "rows": found[s][0],
+            "manifest_games": manifest.splits[s].games, "games": found[s][1]}
+           for s in SPLITS if (manifest.splits[s].rows, manifest.splits[s].games) != found[s]]
+    for split in SPLITS:
+        for part in manifest.splits[split].files:
+            rows = pq.ParquetFile(_dataset(ctx).root / part.path).metadata.num_rows
+            if rows != part.rows:
+                off.append({"file": part.path, "manifest_rows": part.rows, "rows": rows})
+    observed = {s: {"rows": found[s][0], "games": found[s][1]} for s in SPLITS}
+    return Outcome(not off, observed, len(SPLITS), len(off), off[: ctx.sample_rows])
+
+
+@native("features_sized_and_finite", ("dataset",), engine="arrow")
+def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """Feature vectors have the manifest's declared length and only finite values (streamed, never all in memory)."""
+    declared = int(_dataset(ctx).manifest.features["size"])
+    bad, total, sample, wrong_size = 0, 0, [], []
+    for path in ctx.files:
+        parquet = pq.ParquetFile(path)
+        kind = parquet.schema_arrow.field(FEATURES).type
+        if not pa.types.is_fixed_size_list(kind) or kind.list_size != declared:
+            wrong_size.append({"file": str(path), "type": str(kind), "declared_size": declared})
+            continue
+        for batch in parquet.iter_batches(batch_size=131_072, columns=[FEATURES, *col.DECISION_KEY]):
+            values = batch.column(FEATURES).flatten().to_numpy(zero_copy_only=False).reshape(-1, declared)
+            rows_bad = ~np.isfinite(values).all(axis=1)
+            total += batch.num_rows
+            n_bad = int(rows_bad.sum())
+            if n_bad:
+                bad += n_bad
+                if len(sample) < ctx.sample_rows:
+                    picked = batch.select(list(col.DECISION_KEY)).filter(pa.array(rows_bad))
+                    sample.extend(picked.slice(0, ctx.sample_rows - len(sample)).to_pylist())
+    observed = {"declared_size": declared, "rows_with_non_finite": bad, "files_of_wrong_size": len(wrong_size)}
+    return Outcome(bad == 0 and not wrong_size, observed, total, bad + len(wrong_size), (wrong_size + sample)[: ctx.sample_rows])
+

@@ -1,0 +1,209 @@
+"""The gate's typed result, :class:`GateReport`, and its JSON and HTML renderings.
+
+A report holds every expectation's result (observed value, severity, a
+sample of offending rows), the data-quality metrics per source and
+generation, and where the time went. It is written under the data root's
+``reports/`` as ``<report_id>.json`` and ``<report_id>.html`` (staged, then
+renamed: never half a file).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.checks.suite import Severity
+from toolkit.errors import GateFailedError
+
+REPORT_FORMAT_VERSION: Final = 1
+
+
+class Distribution(BaseModel):
+    """Summary of a numeric column (None where there are no values)."""
+
+    count: int
+    mean: float | None = None
+    std: float | None = None
+    min: float | None = None
+    p05: float | None = None
+    p25: float | None = None
+    p50: float | None = None
+    p75: float | None = None
+    p95: float | None = None
+    max: float | None = None
+
+
+class Drift(BaseModel):
+    """Jensen-Shannon divergence of the action distribution against a reference."""
+
+    reference: str = Field(description="What was compared against (previous build, generation or report).")
+    js_bits: float
+
+
+class GroupMetrics(BaseModel):
+    """Data-quality metrics of one (source, generation) group, or of everything (source ``*``)."""
+
+    source: str
+    generation: int | None
+    rows: int
+    actions: dict[str, int] = Field(description="Decisions per macro action (all 8, zeros included).")
+    entropy_bits: float
+    entropy_ratio: float = Field(description="entropy_bits / log2(number of actions): 1 is uniform, 0 a single action.")
+    reward: Distribution
+    episode_return: Distribution = Field(description="Return at the last decision of each (game, seat) episode.")
+    episode_decisions: Distribution = Field(description="Decisions per (game, seat) episode.")
+    games: int
+    episodes: int
+    wins: int
+    episodes_with_result: int = Field(description="Episodes whose last decision says whether the seat won.")
+    win_rate: float | None
+    win_rate_interval: tuple[float, float]
+    drift: Drift | None = None
+
+    @property
+    def key(self) -> str:
+        gen = "-" if self.generation is None else str(self.generation)
+        return f"{self.source}/gen={gen}"
+
+
+class ExpectationResult(BaseModel):
+    """The outcome of one expectation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    type: str
+    engine: Literal["gx", "duckdb", "arrow"]
+    severity: Severity
+    success: bool
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+    observed: Any = Field(None, description="What was measured (a value, a count, a mapping).")
+    element_count: int | None = None
+    unexpected_count: int | None = None
+    unexpected_percent: float | None = None
+    sample: list[dict[str, Any]] = Field(default_factory=list, description="A few offending rows, with their keys.")
+    error: str | None = Field(None, description="Set when the check could not run (counts as a failure).")
+    notes: str = ""
+    seconds: float = 0.0
+
+    @property
+    def blocking_failure(self) -> bool:
+        return not self.success and self.severity == "blocking"
+
+
+class GateReport(BaseModel):
+    """Everything one gate run found; ``passed`` is False when a blocking expectation failed."""
+
+    format_version: int = REPORT_FORMAT_VERSION
+    report_id: str
+    target: Literal["lake", "dataset"]
+    scope: dict[str, Any] = Field(description="What was checked: filters, or dataset name and fingerprint.")
+    suite: dict[str, str] = Field(description="name, path and sha256 of the suite file.")
+    created_at: str
+    rows: int
+    passed: bool
+    results: list[ExpectationResult]
+    metrics: list[GroupMetrics]
+    timings: dict[str, float] = Field(description="Seconds: gx, duckdb, arrow, total.")
+    paths: dict[str, str] = Field(default_factory=dict, description="json and html reports, once written.")
+
+    @property
+    def blocking_failures(self) -> list[ExpectationResult]:
+        return [r for r in self.results if r.blocking_failure]
+
+    @property
+    def warnings(self) -> list[ExpectationResult]:
+        return [r for r in self.results if not r.success and r.severity == "warning"]
+
+    def raise_if_blocked(self) -> None:
+        """Raise :class:`GateFailedError` when a blocking expectation failed.
+
+        Raises:
+            GateFailedError: carrying this report, naming the failed expectations.
+        """
+        failed = self.blocking_failures
+        if failed:
+            names = ", ".join(r.id for r in failed)
+            where = self.paths.get("html") or self.paths.get("json") or "the report"
+            raise GateFailedError(f"{self.target} gate failed: {names}", report=self, hint=f"see {where}")
+
+
+def write_report(report: GateReport, folder: Path) -> GateReport:
+    """Write ``report`` as JSON and HTML under ``folder``; returns it with ``paths`` set."""
+    folder.mkdir(parents=True, exist_ok=True)
+    json_path = folder / f"{report.report_id}.json"
+    html_path = folder / f"{report.report_id}.html"
+    report = report.model_copy(update={"paths": {"json": str(json_path), "html": str(html_path)}})
+    _write_atomic(json_path, report.model_dump_json(indent=2))
+    _write_atomic(html_path, render_html(report))
+    return report
+
+
+def read_report(path: Path) -> GateReport:
+    """A report written by :func:`write_report`."""
+    return GateReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    staged = path.with_name(path.name + ".tmp")
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, path)
+
+
+def short(value: Any, limit: int = 160) -> str:
+    """A value as one short line of text."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;font-size:13px}
+.pass{color:#176f2c}.fail{color:#b00020;font-weight:bold}.warn{color:#a15c00}code{font-size:12px}"""
+
+
+def render_html(report: GateReport) -> str:
+    """A self-contained page a person can open: verdict, every result, the metrics."""
+    e = html.escape
+    verdict = "PASSED" if report.passed else "FAILED"
+    rows = []
+    for r in report.results:
+        state = "pass" if r.success else ("fail" if r.severity == "blocking" else "warn")
+        sample = "<br>".join(f"<code>{e(short(s))}</code>" for s in r.sample[:5])
+        rows.append(
+            f"<tr><td class='{state}'>{'ok' if r.success else state}</td><td>{e(r.id)}</td><td>{e(r.type)}</td>"
+            f"<td>{e(r.engine)}</td><td>{e(r.severity)}</td><td><code>{e(short(r.observed))}</code></td>"
+            f"<td>{'' if r.unexpected_count is None else r.unexpected_count}</td>"
+            f"<td>{e(r.error or '')}{sample}</td></tr>"
+        )
+    metrics = []
+    for m in report.metrics:
+        drift = "" if m.drift is None else f"{m.drift.js_bits:.4f} vs {e(m.drift.reference)}"
+        win = "" if m.win_rate is None else f"{m.win_rate:.3f} [{m.win_rate_interval[0]:.3f}, {m.win_rate_interval[1]:.3f}]"
+        metrics.append(
+            f"<tr><td>{e(m.key)}</td><td>{m.rows:,}</td><td>{m.entropy_bits:.3f}</td><td>{m.entropy_ratio:.3f}</td>"
+            f"<td><code>{e(json.dumps(m.actions))}</code></td><td>{_dist(m.reward)}</td><td>{_dist(m.episode_return)}</td>"
+            f"<td>{_dist(m.episode_decisions)}</td><td>{win}</td><td>{drift}</td></tr>"
+        )
+    timings = ", ".join(f"{k} {v:.2f} s" for k, v in report.timings.items())
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(report.report_id)}</title>
+<style>{_CSS}</style></head><body>
+<h1 class="{'pass' if report.passed else 'fail'}">{e(report.target)} gate {verdict}</h1>
+<p>scope <code>{e(json.dumps(report.scope, default=str))}</code> &middot; suite <code>{e(report.suite.get('path', ''))}</code>
+&middot; {report.rows:,} rows &middot; {e(report.created_at)} &middot; {e(timings)}</p>
+<h2>Expectations</h2><table><tr><th>result</th><th>id</th><th>type</th><th>engine</th><th>severity</th>
+<th>observed</th><th>unexpected</th><th>offending rows (sample)</th></tr>{''.join(rows)}</table>
+<h2>Data-quality metrics</h2><table><tr><th>group</th><th>rows</th><th>entropy (bits)</th><th>ratio to max</th>
+<th>actions</th><th>reward</th><th>episode return</th><th>episode decisions</th><th>win rate [95%]</th><th>drift (JS bits)</th></tr>
+{''.join(metrics)}</table></body></html>
+"""
+
+
+def _dist(d: Distribution) -> str:
+    if not d.count or d.mean is None:
+        return "-"
+    return f"n={d.count:,} mean {d.mean:.3g} sd {d.std or 0:.3g}<br>p05 {d.p05:.3g} p50 {d.p50:.3g} p95 {d.p95:.3g}"

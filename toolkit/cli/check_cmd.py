@@ -1,0 +1,121 @@
+"""``distill check lake`` and ``distill check dataset``: run a quality gate, print a one-screen verdict.
+
+Exit codes: 0 passed, 1 a blocking expectation failed, 2 the gate could not
+run (bad suite, nothing in scope).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from toolkit.cli.app import app, console, layout, print_json
+
+check_app = typer.Typer(help="Quality gates: expectation suites and data-quality metrics, with reports.",
+                        no_args_is_help=True)
+app.add_typer(check_app, name="check")
+
+SuiteOpt = Annotated[Path | None, typer.Option("--suite", help="Suite file (default: checks/<target>.json).")]
+FloorOpt = Annotated[float | None, typer.Option("--entropy-floor", help="Minimum action-entropy ratio (0-1) for collapse checks.")]
+BaselineOpt = Annotated[Path | None, typer.Option("--baseline", help="A previous report (JSON) to measure action drift against.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON on stdout.")]
+NoWriteOpt = Annotated[bool, typer.Option("--no-write", help="Do not write the JSON and HTML report under reports/.")]
+ChunkOpt = Annotated[int, typer.Option("--chunk-rows", help="Rows per pandas chunk given to Great Expectations.")]
+SampleOpt = Annotated[int, typer.Option("--sample-rows", help="Offending rows kept per expectation.")]
+
+
+def _config(suite: Path | None, floor: float | None, baseline: Path | None, no_write: bool, chunk_rows: int,
+            sample_rows: int) -> Any:
+    from toolkit.checks.gate import CheckConfig
+    from toolkit.errors import ConfigError
+    from pydantic import ValidationError
+
+    try:
+        return CheckConfig(suite=suite, entropy_floor=floor, baseline=baseline, write=not no_write,
+                           chunk_rows=chunk_rows, sample_rows=sample_rows)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())) from None
+
+
+@check_app.command("lake")
+def check_lake(
+    source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
+    generation: Annotated[int | None, typer.Option("--generation", help="Only this generation.")] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="Only this batch id.")] = None,
+    suite: SuiteOpt = None,
+    entropy_floor: FloorOpt = None,
+    baseline: BaselineOpt = None,
+    as_json: JsonOpt = False,
+    no_write: NoWriteOpt = False,
+    chunk_rows: ChunkOpt = 500_000,
+    sample_rows: SampleOpt = 5,
+) -> None:
+    """Check the decision lake (or a source / generation / batch of it); exit 1 if a blocking expectation fails."""
+    from toolkit.checks.gate import LakeScope, check_lake as run
+
+    report = run(layout(), LakeScope(source=source, generation=generation, batch=batch),
+                 _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows))
+    _finish(report, as_json)
+
+
+@check_app.command("dataset")
+def check_dataset(
+    name: Annotated[str, typer.Argument(help="Dataset name (its latest build).")],
+    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
+    suite: SuiteOpt = None,
+    entropy_floor: FloorOpt = None,
+    baseline: BaselineOpt = None,
+    as_json: JsonOpt = False,
+    no_write: NoWriteOpt = False,
+    chunk_rows: ChunkOpt = 500_000,
+    sample_rows: SampleOpt = 5,
+) -> None:
+    """Check a built dataset; exit 1 if a blocking expectation fails."""
+    from toolkit.checks.gate import check_dataset as run
+
+    report = run(layout(), name, _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows), fingerprint)
+    _finish(report, as_json)
+
+
+def _finish(report: Any, as_json: bool) -> None:
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        _render(report)
+    raise typer.Exit(0 if report.passed else 1)
+
+
+def _render(report: Any) -> None:
+    from toolkit.checks.report import short
+
+    failed = [r for r in report.results if not r.success]
+    verdict = "[green]PASSED[/green]" if report.passed else "[red]FAILED[/red]"
+    scope = ", ".join(f"{k}={v}" for k, v in report.scope.items() if v is not None) or "everything"
+    console.print(f"{report.target} gate {verdict}  ({scope}; {report.rows:,} rows; "
+                  f"{len(report.results) - len(failed)}/{len(report.results)} expectations met; "
+                  f"{report.timings['total']:.1f} s: GX {report.timings['gx']:.1f}, DuckDB {report.timings['duckdb']:.1f}, "
+                  f"Arrow {report.timings['arrow']:.1f})")
+    if failed:
+        table = Table(title="not met", title_justify="left")
+        for name in ("severity", "expectation", "observed", "offending rows (sample)"):
+            table.add_column(name, overflow="fold")
+        for r in sorted(failed, key=lambda r: r.severity != "blocking"):
+            colour = "red" if r.severity == "blocking" else "yellow"
+            sample = "\n".join(short(s, 100) for s in r.sample[:3])
+            table.add_row(f"[{colour}]{r.severity}[/{colour}]", f"{r.id}\n({r.type})", short(r.error or r.observed, 100), sample)
+        console.print(table)
+    metrics = Table(title="data quality", title_justify="left")
+    for name in ("group", "rows", "bits", "ratio", "win rate", "95% CI", "ep. len", "JS drift"):
+        metrics.add_column(name, justify="left" if name == "group" else "right")
+    for m in report.metrics:
+        win = "-" if m.win_rate is None else f"{m.win_rate:.3f}"
+        interval = "-" if m.win_rate is None else f"{m.win_rate_interval[0]:.2f}-{m.win_rate_interval[1]:.2f}"
+        length = "-" if m.episode_decisions.mean is None else f"{m.episode_decisions.mean:.1f}"
+        drift = "-" if m.drift is None else f"{m.drift.js_bits:.4f}"
+        metrics.add_row(m.key, f"{m.rows:,}", f"{m.entropy_bits:.3f}", f"{m.entropy_ratio:.3f}", win, interval, length, drift)
+    console.print(metrics)
+    if report.paths:
+        console.print(f"report: {report.paths['html']}  (JSON: {report.paths['json']})", markup=False, soft_wrap=True)
