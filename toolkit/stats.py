@@ -59,7 +59,7 @@ class BernoulliSPRT:
     beta: float = 0.05
     llr: float = 0.0
     trials: int = 0
-    successes: int = 0
+    successes: float = 0
 
     def __post_init__(self) -> None:
         if not (0 < self.p0 < self.p1 < 1):
@@ -74,12 +74,20 @@ class BernoulliSPRT:
         return math.log(self.beta / (1 - self.alpha))
 
     def update(self, success: bool) -> str | None:
+        return self.update_score(1.0 if success else 0.0)
+
+    def update_score(self, score: float) -> str | None:
+        """Feed an outcome scored in [0, 1] (e.g. a 4-player placement score 1, 2/3, 1/3, 0).
+
+        A fractional score adds the same mix of the success and failure terms
+        (the usual treatment of draws in sequential tests of game results);
+        0 and 1 are plain Bernoulli outcomes.
+        """
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"a score must be in [0, 1], got {score}")
         self.trials += 1
-        if success:
-            self.successes += 1
-            self.llr += math.log(self.p1 / self.p0)
-        else:
-            self.llr += math.log((1 - self.p1) / (1 - self.p0))
+        self.successes += score
+        self.llr += score * math.log(self.p1 / self.p0) + (1 - score) * math.log((1 - self.p1) / (1 - self.p0))
         return self.decision
 
     @property

@@ -1,4 +1,4 @@
-"""Read-only SQL over the catalog views (``decisions``, ``games``, ``files``, ``batches``, ``rejects``)."""
+"""Read-only SQL over the catalog views (``decisions``, ``games``, ``files``, ``batches``, ``rejects``, ``generations``)."""
 
 from __future__ import annotations
 
@@ -33,4 +33,4 @@ def run_query(catalog: Catalog, sql: str) -> pa.Table:
     try:
         return catalog.con.sql(sql).to_arrow_table()
     except duckdb.Error as error:
-        raise QueryError(str(error).splitlines()[0], hint="views: decisions, games, files, batches, rejects") from error
+        raise QueryError(str(error).splitlines()[0], hint="views: decisions, games, files, batches, rejects, generations") from error

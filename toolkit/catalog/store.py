@@ -158,6 +158,17 @@ class Catalog:
             FROM decisions GROUP BY {col.GAME_ID}
             """
         )
+        self._register_generations_view()
+
+    def _register_generations_view(self) -> None:
+        """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation."""
+        pattern = str(self.layout.runs / "*" / "generations.jsonl")
+        if glob.glob(pattern):
+            source = f"read_json_auto('{_sql_str(pattern)}', format = 'newline_delimited', union_by_name = true)"
+            body = f"SELECT * FROM {source} QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
+        else:
+            body = "SELECT NULL::VARCHAR AS loop, NULL::INTEGER AS generation, NULL::VARCHAR AS outcome WHERE false"
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW generations AS {body}")
 
     def _register_parquet_view(self, name: str, pattern: str, schema: pa.Schema) -> None:
         if glob.glob(pattern):

@@ -1,0 +1,143 @@
+"""``distill loop run | resume | status | history | stop | pause``: the closed loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from toolkit.cli.app import app, console, layout, print_json
+
+loop_app = typer.Typer(help="The closed loop: gated generations of self-play, data and BC, with ratings.",
+                       no_args_is_help=True)
+app.add_typer(loop_app, name="loop")
+
+NameOpt = Annotated[str, typer.Option("--name", help="The loop run (folder runs/<name>).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+@loop_app.command("run")
+def run(
+    config_file: Annotated[Path | None, typer.Option("--config", help="A loop.yaml; flags override its fields.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Name of the run (default: demo).")] = None,
+    max_generations: Annotated[int | None, typer.Option("--max-generations", help="Generations after the bootstrap.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the whole run.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a loop run and follow it to the end (or to a stop, pause, failure or convergence)."""
+    from toolkit.loop.config import load_loop_config
+    from toolkit.loop.run import run_loop
+
+    config = load_loop_config(config_file, name=name, max_generations=max_generations, seed=seed)
+    state = run_loop(layout(), config, progress=None if as_json else _say)
+    _finish(state.name, as_json)
+
+
+@loop_app.command("resume")
+def resume(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
+    """Continue a run at its first pending step (after a crash, kill, stop or pause)."""
+    from toolkit.loop.run import resume_loop
+
+    state = resume_loop(layout(), name, progress=None if as_json else _say)
+    _finish(state.name, as_json)
+
+
+@loop_app.command("status")
+def status(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
+    """Where a run is: status, generation, pending step, promoted models."""
+    from toolkit.loop.state import RunFolder
+
+    run = RunFolder(layout(), name)
+    state = run.load()
+    gen = state.generations[state.generation] if state.generation < len(state.generations) else None
+    done = sorted(gen.steps, key=lambda k: gen.steps[k].finished_at) if gen else []
+    payload = {
+        "name": state.name, "status": state.status, "message": state.message, "generation": state.generation,
+        "attempt": gen.attempt if gen else 0, "last_step": done[-1] if done else None,
+        "current_bc": state.current_bc, "current_ppo": state.current_ppo, "updated_at": state.updated_at,
+        "requests": run.requested(),
+    }
+    if as_json:
+        print_json(payload)
+        return
+    for key, value in payload.items():
+        console.print(f"{key:>12}: {value}")
+
+
+@loop_app.command("history")
+def history(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
+    """One row per finished generation: gates, data, accuracy, win rate, ratings."""
+    from toolkit.loop.state import RunFolder
+
+    records = RunFolder(layout(), name).records()
+    if as_json:
+        print_json(records)
+        return
+    show_history(records)
+
+
+@loop_app.command("stop")
+def stop(name: NameOpt = "demo") -> None:
+    """Ask a running loop to stop at its next step boundary (resume continues it)."""
+    from toolkit.loop.run import request
+
+    console.print(f"stop requested: {request(layout(), name, 'stop')}")
+
+
+@loop_app.command("pause")
+def pause(name: NameOpt = "demo") -> None:
+    """Ask a running loop to pause at its next step boundary (resume continues it)."""
+    from toolkit.loop.run import request
+
+    console.print(f"pause requested: {request(layout(), name, 'pause')}")
+
+
+def _say(message: str) -> None:
+    console.print(f"[dim]loop[/dim] {message}")
+
+
+def _finish(name: str, as_json: bool) -> None:
+    from toolkit.loop.state import RunFolder
+
+    run = RunFolder(layout(), name)
+    state = run.load()
+    if as_json:
+        print_json({"status": state.status, "message": state.message, "generations": run.records()})
+        return
+    show_history(run.records())
+    console.print(f"loop {name}: {state.status}{' - ' + state.message if state.message else ''}")
+
+
+def show_history(records: list[dict[str, Any]]) -> None:
+    """The generation table, then the latest ratings."""
+    table = Table(title="generations")
+    for column in ("gen", "outcome", "tries", "PPO win rate (95%)", "SPRT", "data gate", "train rows by source",
+                   "BC holdout acc (prev)", "minutes"):
+        table.add_column(column, overflow="fold")
+    for r in records:
+        last = r["attempts"][-1]
+        win = last.get("win_rate_gate") or {}
+        build = last.get("build") or {}
+        rate = f"{win['win_rate']:.1%} [{win['win_low']:.0%}, {win['win_high']:.0%}]" if win else "-"
+        sprt = f"{win['decision']} llr {win['llr']:.2f}, {win['games']} g" if win else "-"
+        data = "-" if not last.get("data_gate") else ("pass" if last["data_gate"]["passed"] else "FAIL")
+        rows = ", ".join(f"{s} {n:,}" for s, n in (build.get("rows_by_source") or {}).items()) or "-"
+        acc = r.get("bc_holdout_accuracy")
+        base = r.get("baseline_accuracy")
+        accuracy = "-" if acc is None else f"{acc:.3f}" + (f" ({base:.3f})" if base is not None else "")
+        table.add_row(str(r["generation"]), r["outcome"], str(r["retries"] + 1), rate, sprt, data, rows, accuracy,
+                      f"{r['seconds'] / 60:.1f}")
+    console.print(table)
+    if records and records[-1].get("ratings"):
+        ratings = Table(title="ratings (persistent OpenSkill pool, sorted by mu - 3 sigma)")
+        for column in ("player", "mu", "sigma", "ordinal", "elo", "games"):
+            ratings.add_column(column, justify="left" if column == "player" else "right")
+        for s in records[-1]["ratings"]:
+            ratings.add_row(s["name"], f"{s['mu']:.2f}", f"{s['sigma']:.2f}", f"{s['ordinal']:.2f}", f"{s['elo']:.0f}",
+                            str(s["games"]))
+        console.print(ratings)
+    for r in records:
+        if r["outcome"] != "passed":
+            console.print(f"gen {r['generation']}: {r['outcome']} - {r['reason']}")

@@ -1,0 +1,1 @@
+"""The closed loop: gated generations of self-play, data and behaviour cloning, with ratings."""

@@ -1,0 +1,157 @@
+"""A loop's state on disk: what each step did, where the loop is, and the requests it obeys.
+
+``runs/<name>/`` holds::
+
+    config.json          the config the run started with (resume reuses it)
+    state.json           every generation's steps and results (rewritten atomically after each step)
+    generations.jsonl    one complete record per finished generation (the view `generations` in distill sql)
+    events.jsonl         one line per finished step, with its timing
+    ratings.json         the persistent rating pool
+    STOP, PAUSE          requests, obeyed at the next step boundary
+    gen-NNN/...          checkpoints, exports, logs of each generation and attempt
+
+A step that finished is never run again: resume replays nothing and goes on
+at the first pending step. A step interrupted by a crash runs again from its
+start (each step clears its own half-written outputs first).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.errors import ConfigError
+from toolkit.layout import Layout
+
+STATE_VERSION: Final = 1
+STOP: Final = "STOP"
+PAUSE: Final = "PAUSE"
+Status = Literal["running", "paused", "stopped", "converged", "finished", "failed"]
+
+
+class StepRecord(BaseModel):
+    """A finished step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    attempt: int
+    seconds: float
+    finished_at: str
+    result: dict[str, Any]
+
+
+class GenerationState(BaseModel):
+    """One generation: its attempts' steps, and its outcome once decided."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generation: int
+    attempt: int = 0
+    steps: dict[str, StepRecord] = Field(default_factory=dict, description="Key: '<attempt>:<step>'.")
+    outcome: Literal["pending", "passed", "failed"] = "pending"
+    reason: str | None = None
+
+
+class LoopState(BaseModel):
+    """Where a loop is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = STATE_VERSION
+    name: str
+    status: Status = "running"
+    generation: int = 0
+    started_at: str
+    updated_at: str
+    generations: list[GenerationState] = Field(default_factory=list)
+    current_bc: str | None = Field(None, description="Card of the promoted BC model.")
+    current_ppo: str | None = Field(None, description="Card of the promoted PPO model.")
+    message: str | None = None
+
+    def gen(self, generation: int) -> GenerationState:
+        while len(self.generations) <= generation:
+            self.generations.append(GenerationState(generation=len(self.generations)))
+        return self.generations[generation]
+
+
+class RunFolder:
+    """The files of one loop run."""
+
+    def __init__(self, layout: Layout, name: str) -> None:
+        self.root = layout.runs / name
+        self.state_path = self.root / "state.json"
+        self.config_path = self.root / "config.json"
+        self.generations_path = self.root / "generations.jsonl"
+        self.events_path = self.root / "events.jsonl"
+        self.ratings_path = self.root / "ratings.json"
+
+    def gen_dir(self, generation: int, attempt: int | None = None) -> Path:
+        folder = self.root / f"gen-{generation:03d}"
+        return folder if attempt is None else folder / f"attempt-{attempt}"
+
+    def exists(self) -> bool:
+        return self.state_path.exists()
+
+    def load(self) -> LoopState:
+        if not self.exists():
+            raise ConfigError(f"no loop run at {self.root}", hint="start one with `distill loop run`")
+        raw = json.loads(self.state_path.read_text(encoding="utf-8"))
+        if raw.get("format_version") != STATE_VERSION:
+            raise ConfigError(
+                f"{self.state_path} has state version {raw.get('format_version')}; this Distill reads {STATE_VERSION}",
+                hint="finish it with the Distill version that started it, or start a new run with another --name",
+            )
+        return LoopState.model_validate(raw)
+
+    def save(self, state: LoopState) -> None:
+        state.updated_at = now()
+        write_atomic(self.state_path, state.model_dump_json(indent=1))
+
+    def append(self, path: Path, record: dict[str, Any]) -> None:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, default=str, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def request(self, kind: str) -> None:
+        """Ask a running loop to stop or pause at its next step boundary."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / kind).write_text(now() + "\n", encoding="utf-8")
+
+    def requested(self) -> str | None:
+        for kind in (STOP, PAUSE):
+            if (self.root / kind).exists():
+                return kind
+        return None
+
+    def clear_requests(self) -> None:
+        for kind in (STOP, PAUSE):
+            (self.root / kind).unlink(missing_ok=True)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The generation records written so far (the last one per generation wins)."""
+        if not self.generations_path.exists():
+            return []
+        latest: dict[int, dict[str, Any]] = {}
+        for line in self.generations_path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                record = json.loads(line)
+                latest[record["generation"]] = record
+        return [latest[g] for g in sorted(latest)]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
