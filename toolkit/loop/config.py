@@ -74,6 +74,7 @@ class PPOStepConfig(BaseModel):
         ("heuristic", "tuned", "random", "self"), description="Opponent pool: heuristic, tuned, random, self."
     )
     eval_games: int = Field(40, ge=4, description="Games of PPO's own end-of-run evaluation.")
+    export_losses: bool = Field(False, description="Export the learner's lost episodes too (default: wins only).")
 
 
 class WinRateGateConfig(BaseModel):
@@ -167,6 +168,10 @@ class LoopConfig(BaseModel):
     win_rate_gate: WinRateGateConfig = Field(default_factory=WinRateGateConfig)
     regression_gate: RegressionGateConfig = Field(default_factory=RegressionGateConfig)
     data_gate: bool = Field(True, description="Run the lake suite on each new batch (blocking failures reject it).")
+    data_gate_suite: Path | None = Field(None, description="Lake suite for new batches (default: checks/lake.json).")
+    data_gate_entropy_floor: float | None = Field(
+        None, ge=0, le=1, description="Override the suite's action-entropy floor (ratio to the maximum) for new batches."
+    )
     retry: RetryConfig = Field(default_factory=RetryConfig)
     convergence: ConvergenceConfig = Field(default_factory=ConvergenceConfig)
     tournament: TournamentStepConfig = Field(default_factory=TournamentStepConfig)

@@ -104,8 +104,7 @@ class _Loop:
                     self._bootstrap()
                 else:
                     self._generation(g)
-                if self.state.status == "running" or self._gen().outcome == "failed":
-                    self._rate(g)
+                self._rate(g)
                 self._record(g)
                 self._advance(g)
         except _Halt as halt:
@@ -239,7 +238,7 @@ class _Loop:
             n_envs=p.n_envs, n_steps=p.n_steps, batch_size=p.batch_size, n_epochs=p.n_epochs,
             learning_rate=hp["learning_rate"], ent_coef=hp["ent_coef"], warm_start=Path(self.state.current_bc or ""),
             opponents=p.opponents, max_rounds=self.config.max_rounds, eval_every=0, eval_games=p.eval_games,
-            generation=g, export=ExportConfig(export_eval=False),
+            generation=g, export=ExportConfig(export_eval=False, only_wins=not p.export_losses),
             policy=PolicySpec(pi=self.config.bc.hidden, vf=self.config.bc.hidden),
         )
         result = train_ppo(config, self._folder("ppo"))
@@ -268,10 +267,11 @@ class _Loop:
     def _data_gate(self, batches: list[str]) -> dict[str, Any]:
         if not self.config.data_gate or not batches:
             return {"passed": True, "reason": "no new batch" if not batches else "data gate disabled", "reports": []}
-        from toolkit.checks.gate import LakeScope, check_lake
+        from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 
-        reports = [check_lake(self.layout, LakeScope(batch=b)) for b in batches]
-        failures = [f"{r.scope.get('batch')}: {', '.join(x.expectation for x in r.blocking_failures)}"
+        config = CheckConfig(suite=self.config.data_gate_suite, entropy_floor=self.config.data_gate_entropy_floor)
+        reports = [check_lake(self.layout, LakeScope(batch=b), config) for b in batches]
+        failures = [f"{r.scope.get('batch')}: {', '.join(x.id for x in r.blocking_failures)}"
                     for r in reports if not r.passed]
         return {"passed": not failures, "reason": "; ".join(failures) or f"{len(reports)} batch(es) passed the lake suite",
                 "reports": [r.paths.get("json") for r in reports],
@@ -328,7 +328,8 @@ class _Loop:
     # -- ratings, record, convergence -----------------------------------------------------------
 
     def _rate(self, g: int) -> None:
-        self._step("ratings", lambda: self._tournament(g))
+        if self._models_of(g):  # a generation that trained nothing has nothing to rate
+            self._step("ratings", lambda: self._tournament(g))
 
     def _tournament(self, g: int) -> dict[str, Any]:
         from toolkit.game.players import make_player
