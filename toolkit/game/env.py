@@ -2,7 +2,8 @@
 
 ``CommanderEnv`` steps one game with the same rules as the batched core
 (a batch of one). Observations are the feature vectors of ``toolkit.features`` (float32, seat-relative),
-actions are the 8 macro actions (attacks use the target rule), and
+actions are the 8 macro actions (attacks go to the leader, as learned policies'
+attacks do in the batched core: ``players.leader_target``), and
 ``action_masks()`` serves sb3-contrib's ``MaskablePPO``. An illegal action
 (e.g. from ``check_env``'s random sampling) is replaced by ``pass`` and
 reported in ``info["illegal_action"]``.
@@ -36,7 +37,7 @@ import numpy as np
 from toolkit.errors import ConfigError
 from toolkit.game import core, rules
 from toolkit.game.observation import FEATURE_SIZE, observe
-from toolkit.game.players import DecisionBatch, Player, make_player
+from toolkit.game.players import DecisionBatch, Player, leader_target, make_player
 
 _G = np.zeros(1, np.intp)  # the env's one game slot
 OBS_BOUND = 10.0
@@ -116,7 +117,8 @@ class CommanderEnv(gym.Env):
             info["illegal_action"] = True
             action = rules.PASS
         row = self._log_row(action, requested) if self.record else None
-        result = rules.apply(self.state, _G, np.array([action]))
+        target = leader_target(self.state, _G, self.state.seat[_G].astype(np.intp)) if action == rules.ATTACK else None
+        result = rules.apply(self.state, _G, np.array([action]), target)
         reward = float(result.reward[0])
         if row is not None:
             row.update(target=result.target.copy(), card=result.card.copy(), reward=result.reward.copy())

@@ -137,23 +137,39 @@ class HeuristicPlayer:
         if self.params.target in ("weakest", "rule"):
             return rules.weakest_opponent(st, g, s)
         distance = rules.turn_order_distance(st, g, s)
-        if self.params.target == "open":
-            untapped = ((st.creatures[g] >= 0) & ~st.tapped[g]).sum(-1)
-            score = -untapped.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # fewest blockers, then lowest life
-        else:
-            score = power.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # biggest board, then lowest life
+        if self.params.target != "open":
+            return leader_target(st, g, s, power)
+        untapped = ((st.creatures[g] >= 0) & ~st.tapped[g]).sum(-1)
+        score = -untapped.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # fewest blockers, then lowest life
         return np.where(st.eliminated[g] | (distance == 0), np.int32(-(1 << 30)), score).argmax(1)
 
 
+def leader_target(st: rules.GameState, g: np.ndarray, s: np.ndarray, power: np.ndarray | None = None) -> np.ndarray:
+    """The live opponent with the biggest board (then the lowest life, then the nearest in turn order).
+
+    The reference heuristic attacks it; learned policies attack it too (their
+    action space has no target), so an imitation plays its attacks as the
+    player it imitates.
+    """
+    power = rules.seat_power(st, g) if power is None else power
+    distance = rules.turn_order_distance(st, g, s)
+    score = power.astype(np.int32) * 4096 - st.life[g] * 16 - distance
+    return np.where(st.eliminated[g] | (distance == 0), np.int32(-(1 << 30)), score).argmax(1)
+
+
 class PolicyPlayer:
-    """A learned policy: ``policy(observations, masks) -> actions``; illegal choices are a bug and raise."""
+    """A learned policy: ``policy(observations, masks) -> actions``; illegal choices are a bug and raise.
+
+    Attacks go to :func:`leader_target` (the reference heuristic's choice).
+    """
 
     def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], source: str = "ppo") -> None:
         self.policy = policy
         self.source = source
 
     def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
-        return np.asarray(self.policy(batch.observations(), batch.mask), dtype=np.intp), None
+        actions = np.asarray(self.policy(batch.observations(), batch.mask), dtype=np.intp)
+        return actions, leader_target(batch.state, batch.games, batch.seats.astype(np.intp))
 
 
 PLAYER_TYPES = ("random", "heuristic", "tuned")
