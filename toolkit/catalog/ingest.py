@@ -10,23 +10,24 @@ content was ingested before is a no-op that says so.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit import __version__
 from toolkit.catalog.publish import Lineage, StagedBatch
 from toolkit.catalog.store import Catalog, move_tree
-from toolkit.ingest.dedup import KeyLog, find_duplicates
+from toolkit.ingest.dedup import find_duplicates
 from toolkit.ingest.reader import expand_paths, file_sha256, read_chunks
 from toolkit.ingest.rowpath import Problem
-from toolkit.ingest.validate import FileReport, ReadOptions, Reject, validate_file
+from toolkit.ingest.validate import FileReport, Part, ReadOptions, Reject, validate_file
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
 
@@ -120,29 +121,69 @@ def ingest_paths(
     return result
 
 
+# Rows validated while the file's SHA-256 (which names its batch) is computed on
+# another thread: bounded, so memory stays flat however long the file is.
+ROWS_BEFORE_HASH = 65_536
+
+
 def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
-    sha = file_sha256(path)
     report = FileReport(str(path))
-    earlier = catalog.batch_for_file(sha)
-    if earlier is not None:
-        return FileIngest(str(path), sha, "already_ingested", earlier[0], report,
-                          note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}")
+    parts = validate_file(path, config.read, report)
+    try:
+        sha, early = _hash_while_validating(path, parts, catalog)
+        earlier = catalog.batch_for_file(sha)
+        if earlier is not None:
+            return FileIngest(str(path), sha, "already_ingested", earlier[0], FileReport(str(path)),
+                              note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}")
+        return _stage_and_publish(path, sha, itertools.chain(early, parts), report, catalog, config, progress)
+    finally:
+        parts.close()
+
+
+def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) -> tuple[str, list[Part]]:
+    """The file's SHA-256, and the parts validated meanwhile (at most about
+    ``ROWS_BEFORE_HASH`` rows): hashing takes one core for a while, and the
+    other core need not sit idle. A file seen before at this path and size is
+    most likely a re-run, so it is only hashed."""
+    if _seen_before(path, catalog):
+        return file_sha256(path), []
+    early: list[Part] = []
+    rows = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-sha256") as hasher:
+        digest = hasher.submit(file_sha256, path)
+        while not digest.done() and rows < ROWS_BEFORE_HASH:
+            part = next(parts, None)
+            if part is None:
+                break
+            early.append(part)
+            rows += part.table.num_rows
+        return digest.result(), early
+
+
+def _seen_before(path: Path, catalog: Catalog) -> bool:
+    found = catalog.con.execute(
+        "SELECT count(*) FROM files WHERE path = ? AND size_bytes = ?", [str(path), path.stat().st_size]
+    ).fetchone()
+    return bool(found and found[0])
+
+
+def _stage_and_publish(path: Path, sha: str, parts: Iterator[Part], report: FileReport, catalog: Catalog,
+                       config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
+    """Stage the file's parts as one batch, quarantine duplicates, record and publish it."""
     batch_id = batch_id_for(sha)
     layout = catalog.layout
     shutil.rmtree(layout.staging_for(batch_id), ignore_errors=True)
     staged = StagedBatch(layout, Lineage(batch_id, str(path), sha))
-    keys = KeyLog(staged.root / "keys.parquet")
     try:
-        for part in validate_file(path, config.read, report):
+        for part in parts:
             staged.write(part)
-            keys.add(part.table, part.lines, str(path), 0)
             if progress is not None:
                 progress(str(path), report.valid + report.invalid)
         if report.lines == report.blank and not staged.rejects:
             shutil.rmtree(staged.root, ignore_errors=True)
             return FileIngest(str(path), sha, "empty", None, report, note="file holds no record: nothing ingested")
-        keys.close()
-        duplicates = _quarantine_duplicates(path, staged, keys, catalog, report)
+        staged.finish_rows()
+        duplicates = _quarantine_duplicates(path, staged, catalog, report)
         staged.close()
         catalog.record_batch(_batch_row(batch_id, sha, staged, report, duplicates, config), _file_row(path, sha, batch_id, report))
     except BaseException:
@@ -154,8 +195,9 @@ def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: P
     return FileIngest(str(path), sha, "ingested", batch_id, report, duplicates)
 
 
-def _quarantine_duplicates(path: Path, staged: StagedBatch, keys: KeyLog, catalog: Catalog, report: FileReport) -> int:
-    duplicates = find_duplicates(catalog.con, keys, existing="decisions")
+def _quarantine_duplicates(path: Path, staged: StagedBatch, catalog: Catalog, report: FileReport) -> int:
+    # The staged lake files carry every accepted row's key and line.
+    duplicates = find_duplicates(catalog.con, staged.lake_files, existing="decisions")
     if not duplicates:
         return 0
     lines = {d.line for d in duplicates}

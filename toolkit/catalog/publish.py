@@ -124,6 +124,15 @@ class StagedBatch:
             table = table.append_column(name, values)
         return table.cast(lake_schema())
 
+    def finish_rows(self) -> None:
+        """Write out every buffered row and close the lake files (before reading them back)."""
+        self._close_writers()
+
+    @property
+    def lake_files(self) -> list[Path]:
+        """The staged lake files, one per partition."""
+        return [writer.path for writer in self.partitions.values()]
+
     def drop_lines(self, lines: set[int]) -> int:
         """Remove staged rows by line number (duplicates found after writing).
 

@@ -3,7 +3,9 @@
 The first occurrence wins (earliest file in the order given, then earliest
 line; an earlier batch in the lake beats any new line); every later one is a
 duplicate, rejected with a pointer to the first. The check runs in DuckDB
-over the decision keys only, so it stays cheap for millions of rows.
+over the decision keys only, so it stays cheap for millions of rows: from a
+:class:`KeyLog` when nothing else holds them, or straight from staged lake
+files, which carry the keys and lineage anyway.
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ class KeyLog:
         self._writer.close()
         return self.path
 
+    @property
+    def files(self) -> list[Path]:
+        """The key files to hand to :func:`find_duplicates` (none while no key was logged)."""
+        return [self.path] if self.rows else []
+
 
 @dataclass(frozen=True)
 class Duplicate:
@@ -86,22 +93,28 @@ class Duplicate:
 
 
 def find_duplicates(
-    con: duckdb.DuckDBPyConnection, keys: KeyLog, *, existing: str | None = None
+    con: duckdb.DuckDBPyConnection, key_files: list[Path], *, existing: str | None = None
 ) -> list[Duplicate]:
-    """Duplicates among the logged ``keys`` and against the relation ``existing``
-    (e.g. ``decisions``), whose rows all come first.
+    """Duplicates among the keys in ``key_files`` and against the relation
+    ``existing`` (e.g. ``decisions``), whose rows all come first.
 
     Args:
         con: a DuckDB connection (the catalog's, when ``existing`` is given).
-        keys: a closed key log; ``ordinal`` gives the order of the files.
+        key_files: closed Parquet files with the key columns, source_file and
+            source_line: a :class:`KeyLog`'s, whose ``ordinal`` gives the order
+            of the input files, or the staged lake files of one input file.
         existing: a relation with the key columns plus batch_id, source_file
             and source_line.
     """
-    if keys.rows == 0:
+    if not key_files:
         return []
     con.execute(f"SET memory_limit = '{QUERY_MEMORY_LIMIT}'")
-    path = str(keys.path).replace("'", "''")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW _new_keys AS SELECT * FROM read_parquet('{path}')")
+    paths = ", ".join("'" + str(path).replace("'", "''") + "'" for path in key_files)
+    ordinal = "ordinal" if "ordinal" in pq.read_schema(key_files[0]).names else "0 AS ordinal"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP VIEW _new_keys AS
+            SELECT {_KEY}, {col.SOURCE_FILE}, {col.SOURCE_LINE}, {ordinal} FROM read_parquet([{paths}])"""
+    )
     try:
         rows = con.execute(
             f"""

@@ -3,26 +3,36 @@
 Lines are parsed in bulk by ``pyarrow.json`` against an explicit schema
 derived from the models (it rejects every type mismatch and unknown field),
 then filtered by :func:`toolkit.ingest.checks.find_bad_rows`. A block that
-fails to parse is split and re-parsed, so one bad line costs a few re-parses
-of its neighbourhood rather than the whole chunk falling to the slow path.
-Lines that fail here are handed back for per-row validation.
+fails to parse is split around the lines that broke it, so bad lines cost a
+few re-parses of their neighbourhood rather than the whole chunk falling to
+the slow path: Arrow names the row of most parse errors, an unknown field is
+found by its name, and anything else is found by splitting the block in
+parts. Lines that fail here are handed back for per-row validation.
+
+Finding a bad line is only ever a guess that picks lines to set aside: rows
+are accepted only from a block that parsed whole with the strict options.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.json as pj
 
 from toolkit.ingest.checks import find_bad_rows
 from toolkit.schema.arrow import snapshot_schema
 
-# A failing block is split in this many parts, down to single lines, which
-# then go to the per-row path.
+# A failing block whose bad line cannot be named is split in this many parts,
+# down to single lines, which then go to the per-row path.
 _FANOUT = 8
+# Arrow ends some parse errors with the (0-based) row of the block that failed.
+_ERROR_ROW = re.compile(r" in row (\d+)$")
+_UNKNOWN_FIELD = "unexpected field"
 
 
 def _nullable(data_type: pa.DataType) -> pa.DataType:
@@ -46,42 +56,108 @@ def looks_like_object(line: bytes) -> bool:
     return line[:1] == b"{" and line[-1:] == b"}"
 
 
-def _parse(lines: list[bytes]) -> pa.Table | None:
-    return _parse_block(b"\n".join(lines), len(lines))
+def _parse(lines: list[bytes], *, unknown: str = "error") -> pa.Table | str:
+    return _parse_block(b"\n".join(lines), len(lines), unknown=unknown)
 
 
-def _parse_block(data: bytes, n_lines: int) -> pa.Table | None:
+def _parse_block(data: bytes | bytearray, n_lines: int, *, unknown: str = "error") -> pa.Table | str:
+    """The parsed table, or why the block failed. ``unknown="infer"`` reads
+    unknown fields as extra columns instead of failing (to find them)."""
     try:
         table = pj.read_json(
             pa.BufferReader(data),  # zero-copy, unlike a Python file object
             read_options=pj.ReadOptions(use_threads=False, block_size=len(data) + 1),
-            parse_options=pj.ParseOptions(explicit_schema=read_schema(), unexpected_field_behavior="error"),
+            parse_options=pj.ParseOptions(explicit_schema=read_schema(), unexpected_field_behavior=unknown),
         )
         # Arrow's JSON reader does not check UTF-8 in string values (bytes
         # outside strings or in keys fail the parse); a full validation of the
         # parsed table does, over the string data only: ~8x cheaper than
         # decoding the whole block with CPython.
         table.validate(full=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        return str(error)
     # Two JSON values on one line parse as two rows: then rows and lines no
     # longer align, and the block is treated as failed.
-    return table if table.num_rows == n_lines else None
+    return table if table.num_rows == n_lines else "rows and lines do not align"
 
 
-def _parse_or_split(lines: list[bytes], ids: np.ndarray, tables: list[pa.Table], kept: list[np.ndarray],
-                    failed: list[np.ndarray], *, known_bad: bool = False) -> None:
-    table = None if known_bad else _parse(lines)
-    if table is not None:
-        tables.append(table)
-        kept.append(ids)
-        return
-    if len(lines) == 1:
-        failed.append(ids)
-        return
-    step = -(-len(lines) // _FANOUT)
-    for start in range(0, len(lines), step):
-        _parse_or_split(lines[start : start + step], ids[start : start + step], tables, kept, failed)
+def _extra_names(data_type: pa.DataType, expected: pa.DataType) -> set[str]:
+    """Names of the fields in ``data_type`` (a parsed type) that ``expected`` lacks, at any depth."""
+    if pa.types.is_list(data_type):
+        return _extra_names(data_type.value_type, expected.value_type)
+    if not pa.types.is_struct(data_type):
+        return set()
+    known = {f.name: f.type for f in expected}
+    names: set[str] = set()
+    for child in data_type:
+        if child.name in known:
+            names |= _extra_names(child.type, known[child.name])
+        else:
+            names.add(child.name)
+    return names
+
+
+def _lines_naming_unknown_fields(lines: list[bytes]) -> np.ndarray | str:
+    """Which lines mention a field the schema lacks (by its name as JSON text), or
+    why the block failed even with unknown fields allowed."""
+    table = _parse(lines, unknown="infer")
+    if isinstance(table, str):
+        return table
+    schema_type = pa.struct(list(read_schema()))
+    keys = [orjson.dumps(name) for name in _extra_names(pa.struct(list(table.schema)), schema_type)]
+    return np.fromiter((any(key in line for key in keys) for line in lines), dtype=bool, count=len(lines))
+
+
+def _error_row(error: str, n_lines: int) -> int | None:
+    found = _ERROR_ROW.search(error)
+    return int(found.group(1)) if found and int(found.group(1)) < n_lines else None
+
+
+Block = tuple[list[bytes], np.ndarray]
+
+
+class _Pieces:
+    """What parsing a chunk's lines gives: parsed tables with their line ids, and failed ids."""
+
+    def __init__(self) -> None:
+        self.tables: list[pa.Table] = []
+        self.kept: list[np.ndarray] = []
+        self.failed: list[np.ndarray] = []
+
+    def parse(self, lines: list[bytes], ids: np.ndarray, error: str | None = None) -> None:
+        """Parse ``lines``, setting aside the lines that break the parse. ``error``:
+        the block is known to fail, for this reason. A stack, not recursion:
+        a very dirty chunk splits many times."""
+        pending: list[tuple[list[bytes], np.ndarray, str | None]] = [(lines, ids, error)]
+        while pending:
+            lines, ids, error = pending.pop()
+            parsed = _parse(lines) if error is None else error
+            if not isinstance(parsed, str):
+                self.tables.append(parsed)
+                self.kept.append(ids)
+            elif len(lines) == 1:
+                self.failed.append(ids)
+            else:
+                blocks = [(part, part_ids, None) for part, part_ids in self._split(lines, ids, parsed) if part]
+                pending.extend(reversed(blocks))
+
+    def _split(self, lines: list[bytes], ids: np.ndarray, error: str) -> list[Block]:
+        """Blocks to parse next (maybe empty), after setting aside the lines guessed to break the block."""
+        row = _error_row(error, len(lines))
+        if row is None and error.endswith(_UNKNOWN_FIELD):
+            suspects = _lines_naming_unknown_fields(lines)
+            if not isinstance(suspects, str):
+                if suspects.any():
+                    self.failed.append(ids[suspects])
+                    return [([line for line, bad in zip(lines, suspects) if not bad], ids[~suspects])]
+            else:
+                row = _error_row(suspects, len(lines))
+        if row is not None:
+            # The rows before the error parsed; the rest is unknown.
+            self.failed.append(ids[row : row + 1])
+            return [(lines[:row], ids[:row]), (lines[row + 1 :], ids[row + 1 :])]
+        step = -(-len(lines) // _FANOUT)
+        return [(lines[start : start + step], ids[start : start + step]) for start in range(0, len(lines), step)]
 
 
 @dataclass
@@ -93,17 +169,15 @@ class FastResult:
     fallback: np.ndarray
 
 
-def validate_block(block: bytes, ids: np.ndarray) -> FastResult:
+def validate_block(block: bytes | bytearray, ids: np.ndarray) -> FastResult:
     """Like :func:`validate_lines` for lines already joined by ``\\n`` (a clean
     chunk): parsed as one block, split into lines only if that fails."""
-    table = _parse_block(block, len(ids))
-    if table is not None:
-        return _check([table], [ids], [])
-    tables: list[pa.Table] = []
-    kept: list[np.ndarray] = []
-    failed: list[np.ndarray] = []
-    _parse_or_split(block.split(b"\n"), ids, tables, kept, failed, known_bad=True)
-    return _check(tables, kept, failed)
+    parsed = _parse_block(block, len(ids))
+    if not isinstance(parsed, str):
+        return _check([parsed], [ids], [])
+    pieces = _Pieces()
+    pieces.parse(bytes(block).split(b"\n"), ids, parsed)
+    return _check(pieces.tables, pieces.kept, pieces.failed)
 
 
 def validate_lines(lines: list[bytes], ids: np.ndarray) -> FastResult:
@@ -112,17 +186,17 @@ def validate_lines(lines: list[bytes], ids: np.ndarray) -> FastResult:
     Returns the passing rows (schema: :func:`read_schema`) with their ids,
     and the ids of lines for the per-row path.
     """
-    tables: list[pa.Table] = []
-    kept: list[np.ndarray] = []
-    failed: list[np.ndarray] = []
+    pieces = _Pieces()
     if lines:
-        _parse_or_split(lines, ids, tables, kept, failed)
-    return _check(tables, kept, failed)
+        pieces.parse(lines, ids)
+    return _check(pieces.tables, pieces.kept, pieces.failed)
 
 
 def _check(tables: list[pa.Table], kept: list[np.ndarray], failed: list[np.ndarray]) -> FastResult:
     if tables:
-        table = pa.concat_tables(tables)
+        # One chunk per column: the lake writer pays per chunk, and a split
+        # block leaves many small ones.
+        table = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
         table_ids = np.concatenate(kept)
         bad = find_bad_rows(table)
         if bad.any():

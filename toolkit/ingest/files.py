@@ -89,7 +89,7 @@ def validate_paths(
 
 def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None:
     with duckdb.connect(config={"temp_directory": str(scratch / "spill")}) as con:
-        duplicates = find_duplicates(con, keys)
+        duplicates = find_duplicates(con, keys.files)
     by_file = {r.path: r for r in result.reports}
     for duplicate in duplicates:
         report = by_file[duplicate.file]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -44,7 +46,7 @@ class Chunk:
 
     @property
     def breaks(self) -> np.ndarray:
-        """Offsets of the ``\n`` between lines in ``body`` (found once)."""
+        """Offsets of the ``\n`` between lines in ``body`` (found once, vectorised)."""
         if self._breaks is None:
             self._breaks = _find_newlines(self.body)
         return self._breaks
@@ -70,14 +72,8 @@ class Chunk:
 
 
 def _find_newlines(data: bytes | bytearray) -> np.ndarray:
-    """Offsets of every ``\n`` in ``data``. A ``find`` per line (memchr over ~2 KB)
-    beats a vectorised compare here: that one writes a mask as big as the data."""
-    found = []
-    at = data.find(b"\n")
-    while at >= 0:
-        found.append(at)
-        at = data.find(b"\n", at + 1)
-    return np.array(found, dtype=np.int64)
+    """Offsets of every ``\n`` in ``data`` (numpy releases the GIL for the scan)."""
+    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
 
 
 def is_log_file(path: Path) -> bool:
@@ -120,9 +116,10 @@ def open_decompressed(path: Path) -> BinaryIO:
 def file_sha256(path: Path) -> str:
     """SHA-256 of the file's bytes as stored (compressed files: of the compressed bytes)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    block = bytearray(1 << 20)  # reused: no allocation per block
+    with open(path, "rb", buffering=0) as handle, memoryview(block) as view:
+        while size := handle.readinto(view):
+            digest.update(view[:size])
     return digest.hexdigest()
 
 
@@ -168,3 +165,28 @@ def read_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
             line_no += chunk.n_lines
     if tail:
         yield Chunk(line_no, tail, ends_open=True, _breaks=np.empty(0, dtype=np.int64))
+
+
+def read_chunks_ahead(path: Path, chunk_bytes: int = CHUNK_BYTES, depth: int = 2) -> Iterator[Chunk]:
+    """:func:`read_chunks` run ``depth`` chunks ahead on a reader thread, which also
+    finds each chunk's newlines: reading and scanning release the GIL, so they
+    overlap the consumer's work instead of adding to it."""
+    chunks = read_chunks(path, chunk_bytes)
+
+    def next_chunk() -> Chunk | None:
+        chunk = next(chunks, None)
+        if chunk is not None:
+            chunk.breaks  # noqa: B018 - scanned here, on the reader thread
+        return chunk
+
+    # One reader thread: the generator is never advanced by two threads at once.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-read") as reader:
+        ahead = deque(reader.submit(next_chunk) for _ in range(depth))
+        try:
+            while (chunk := ahead.popleft().result()) is not None:
+                ahead.append(reader.submit(next_chunk))
+                yield chunk
+        finally:
+            for future in ahead:
+                future.cancel()
+    chunks.close()

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolkit.dialects import detect_dialect
 from toolkit.errors import ConfigError, DialectError
 from toolkit.ingest.fastpath import FastResult, looks_like_object, read_schema, validate_block, validate_lines
-from toolkit.ingest.reader import UTF8_BOM, Chunk, read_chunks
+from toolkit.ingest.reader import UTF8_BOM, Chunk, read_chunks, read_chunks_ahead
 from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
@@ -230,7 +230,9 @@ class _FileValidation:
         """Whether every line of the chunk is a bare JSON object line, checked at
         memory speed: then the chunk is parsed whole, with no per-line work."""
         data, breaks = chunk.body, chunk.breaks
-        if data[:1] != b"{" or data[-1:] != b"}" or b"\r" in data:
+        # A CR of a CRLF ending fails the check before a newline; a CR inside a
+        # line is JSON whitespace to both paths.
+        if data[:1] != b"{" or data[-1:] != b"}":
             return False
         octets = np.frombuffer(data, dtype=np.uint8)
         if not ((octets[breaks - 1] == _CLOSE).all() and (octets[breaks + 1] == _OPEN).all()):
@@ -335,14 +337,18 @@ def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Itera
         return
     in_flight: deque[tuple[Future[FastResult], _Prepared]] = deque()
     with ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="distill-parse") as pool:
-        for chunk in read_chunks(path, options.chunk_bytes):
-            prepared = state.prepare(chunk, fast=True)
-            in_flight.append((pool.submit(_fast_job, prepared), prepared))
-            # A deep queue keeps the workers busy while this thread writes Parquet.
-            if len(in_flight) > _QUEUE_PER_WORKER * options.workers:
+        try:
+            for chunk in read_chunks_ahead(path, options.chunk_bytes):
+                prepared = state.prepare(chunk, fast=True)
+                in_flight.append((pool.submit(_fast_job, prepared), prepared))
+                # A deep queue keeps the workers busy while this thread writes Parquet.
+                if len(in_flight) > _QUEUE_PER_WORKER * options.workers:
+                    future, done = in_flight.popleft()
+                    yield state.complete(done, future.result())
+            while in_flight:
                 future, done = in_flight.popleft()
                 yield state.complete(done, future.result())
-        while in_flight:
-            future, done = in_flight.popleft()
-            yield state.complete(done, future.result())
+        finally:  # closed early (e.g. the file was ingested before): drop queued work
+            for future, _ in in_flight:
+                future.cancel()
     yield state.finish()
