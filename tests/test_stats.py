@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from toolkit.stats import BernoulliSPRT, entropy_bits, js_divergence, wilson_interval
+from toolkit.stats import BernoulliSPRT, ScoreSPRT, entropy_bits, js_divergence, wilson_interval
 
 
 def test_entropy_of_a_uniform_eight_way_distribution_is_three_bits() -> None:
@@ -37,3 +37,26 @@ def test_sprt_error_rates_stay_near_alpha_and_beta(truth: float, expected: str) 
             test.update(rng.random() < truth)
         wrong += test.decision != expected
     assert wrong / runs < 0.09  # nominal 0.05, with sampling slack
+
+
+# Placement scores of a 4-player pod (1, 2/3, 1/3, 0): equal strength has mean 0.5; a stronger player
+# finishes higher more often (mean 0.55 here).
+_EVEN = [0.25, 0.25, 0.25, 0.25]
+_STRONGER = [0.31, 0.27, 0.22, 0.20]
+
+
+@pytest.mark.parametrize(("places", "expected"), [(_EVEN, "accept_h0"), (_STRONGER, "accept_h1")])
+def test_placement_score_sprt_error_rates_stay_near_alpha_and_beta(places: list[float], expected: str) -> None:
+    rng = random.Random(5)
+    scores = [1.0, 2 / 3, 1 / 3, 0.0]
+    wrong, trials = 0, []
+    runs = 300
+    for _ in range(runs):
+        test = ScoreSPRT(0.5, 0.55)
+        while test.trials < 20_000:  # as the loop's gate: no decision before 40 games
+            if test.update(rng.choices(scores, places)[0]) and test.trials >= 40:
+                break
+        wrong += test.decision != expected
+        trials.append(test.trials)
+    assert wrong / runs < 0.09
+    assert sum(trials) / runs < 350  # placement scores decide sooner than win/loss does (~420 games)

@@ -59,7 +59,7 @@ class BernoulliSPRT:
     beta: float = 0.05
     llr: float = 0.0
     trials: int = 0
-    successes: float = 0
+    successes: int = 0
 
     def __post_init__(self) -> None:
         if not (0 < self.p0 < self.p1 < 1):
@@ -74,20 +74,12 @@ class BernoulliSPRT:
         return math.log(self.beta / (1 - self.alpha))
 
     def update(self, success: bool) -> str | None:
-        return self.update_score(1.0 if success else 0.0)
-
-    def update_score(self, score: float) -> str | None:
-        """Feed an outcome scored in [0, 1] (e.g. a 4-player placement score 1, 2/3, 1/3, 0).
-
-        A fractional score adds the same mix of the success and failure terms
-        (the usual treatment of draws in sequential tests of game results);
-        0 and 1 are plain Bernoulli outcomes.
-        """
-        if not 0.0 <= score <= 1.0:
-            raise ValueError(f"a score must be in [0, 1], got {score}")
         self.trials += 1
-        self.successes += score
-        self.llr += score * math.log(self.p1 / self.p0) + (1 - score) * math.log((1 - self.p1) / (1 - self.p0))
+        if success:
+            self.successes += 1
+            self.llr += math.log(self.p1 / self.p0)
+        else:
+            self.llr += math.log((1 - self.p1) / (1 - self.p0))
         return self.decision
 
     @property
@@ -95,5 +87,67 @@ class BernoulliSPRT:
         if self.llr >= self.upper:
             return "accept_h1"
         if self.llr <= self.lower:
+            return "accept_h0"
+        return None
+
+
+@dataclass
+class ScoreSPRT:
+    """A sequential test of the mean of scores in [0, 1]: H0 mean = mu0 against H1 mean = mu1.
+
+    For placement scores (1, 2/3, 1/3, 0 in a 4-player pod) whose variance is
+    well below a win/loss coin's, a Bernoulli SPRT wastes games. This is the
+    normal approximation fishtest's GSPRT uses: after n scores with sum S and
+    sample variance v, ``llr = (mu1 - mu0) / v * (S - n (mu0 + mu1) / 2)``,
+    compared with Wald's bounds. The variance is floored so the first few
+    identical scores cannot decide alone (callers also set a minimum of games).
+    """
+
+    mu0: float
+    mu1: float
+    alpha: float = 0.05
+    beta: float = 0.05
+    trials: int = 0
+    total: float = 0.0
+    total_sq: float = 0.0
+    min_variance: float = 0.01
+
+    def __post_init__(self) -> None:
+        if not (0 < self.mu0 < self.mu1 < 1):
+            raise ValueError(f"need 0 < mu0 < mu1 < 1, got mu0={self.mu0}, mu1={self.mu1}")
+
+    @property
+    def upper(self) -> float:
+        return math.log((1 - self.beta) / self.alpha)
+
+    @property
+    def lower(self) -> float:
+        return math.log(self.beta / (1 - self.alpha))
+
+    @property
+    def variance(self) -> float:
+        if self.trials < 2:
+            return 0.25
+        mean = self.total / self.trials
+        return max(self.min_variance, self.total_sq / self.trials - mean * mean)
+
+    @property
+    def llr(self) -> float:
+        return (self.mu1 - self.mu0) / self.variance * (self.total - self.trials * (self.mu0 + self.mu1) / 2)
+
+    def update(self, score: float) -> str | None:
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"a score must be in [0, 1], got {score}")
+        self.trials += 1
+        self.total += score
+        self.total_sq += score * score
+        return self.decision
+
+    @property
+    def decision(self) -> str | None:
+        llr = self.llr
+        if llr >= self.upper:
+            return "accept_h1"
+        if llr <= self.lower:
             return "accept_h0"
         return None

@@ -21,7 +21,7 @@ from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, Dataset
 from toolkit.features import FEATURE_SIZE
 from toolkit.game.players import Player
 from toolkit.loop.config import RegressionGateConfig, WinRateGateConfig
-from toolkit.stats import BernoulliSPRT, wilson_interval
+from toolkit.stats import BernoulliSPRT, ScoreSPRT, wilson_interval
 from toolkit.train.evaluate import EvaluateConfig, evaluate
 
 
@@ -50,7 +50,9 @@ class WinRateVerdict(BaseModel):
 def win_rate_gate(make: Callable[[], Player], config: WinRateGateConfig, *, seed: int, max_rounds: int) -> WinRateVerdict:
     """Play the agent (``make`` gives a fresh player) against the gate's table until the test decides."""
     p0, p1 = config.hypotheses()
-    sprt = BernoulliSPRT(p0, p1, config.alpha, config.beta)
+    sprt: BernoulliSPRT | ScoreSPRT = (
+        ScoreSPRT(p0, p1, config.alpha, config.beta) if config.score == "placement" else BernoulliSPRT(p0, p1, config.alpha, config.beta)
+    )
     games = wins = rounds = 0
     score_sum = 0.0
     decision: str | None = None
@@ -63,7 +65,7 @@ def win_rate_gate(make: Callable[[], Player], config: WinRateGateConfig, *, seed
             games += 1
             wins += outcome.won
             score_sum += outcome.score
-            sprt.update_score(outcome.score if config.score == "placement" else float(outcome.won))
+            sprt.update(outcome.score if config.score == "placement" else outcome.won)  # type: ignore[arg-type]
             if config.mode == "sprt" and games >= config.min_games and sprt.decision is not None:
                 decision = sprt.decision
                 break
