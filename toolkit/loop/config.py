@@ -63,7 +63,7 @@ class PPOStepConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    total_steps: int = Field(12_000, ge=64, description="Learner decisions per attempt.")
+    total_steps: int = Field(20_000, ge=64, description="Learner decisions per attempt.")
     n_envs: int = Field(8, ge=1)
     n_steps: int = Field(256, ge=8, description="Steps per env per rollout.")
     batch_size: int = Field(512, ge=8)
@@ -83,8 +83,10 @@ class WinRateGateConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Literal["sprt", "threshold"] = Field("sprt", description="SPRT, or the origin's fixed threshold.")
-    score: Literal["placement", "win"] = Field(
-        "placement", description="Test the placement score (1, 2/3, 1/3, 0; decides ~2x sooner) or wins only."
+    score: Literal["win", "placement"] = Field(
+        "win",
+        description="Test wins (Commander's only result), or the placement score (1, 2/3, 1/3, 0; decides sooner, "
+        "but an all-in agent that wins often and dies first otherwise scores no better than the table).",
     )
     p0: float | None = Field(None, gt=0, lt=1, description="H0 (default 0.25 for wins, 0.5 for placement).")
     p1: float | None = Field(None, gt=0, lt=1, description="H1 (default 0.30 for wins, 0.55 for placement).")
