@@ -160,3 +160,21 @@ def test_drift_against_a_baseline_report_warns(home: Layout) -> None:
 def test_an_unknown_dataset_is_a_build_error(home: Layout) -> None:
     with pytest.raises(BuildError, match="no dataset named"):
         check_dataset(home, "nope")
+
+
+def test_drift_is_measured_against_the_previous_build_of_the_same_name(home: Layout, tmp_path: Path) -> None:
+    from tests.checks.conftest import ingest_rows, policy_games
+    from toolkit.build.build import build_dataset
+    from toolkit.build.config import BuildConfig
+
+    previous = open_dataset(home, "ratio")
+    ingest_rows(home, tmp_path, "ppo-2.jsonl", policy_games(16, lambda i: "pass", 2, "p2"))
+    build_dataset(home, BuildConfig(name="ratio", weights={"forge": 1.0, "sim": 1.0, "ppo": 1.0}))
+    report = check_dataset(home, "ratio", NO_WRITE)
+    assert report.scope["fingerprint"] != previous.fingerprint
+    by_key = {m.key: m for m in report.metrics}
+    assert by_key["forge/gen=-"].drift.js_bits == pytest.approx(0.0)  # the same forge games in both builds
+    assert by_key["forge/gen=-"].drift.reference == f"build {previous.fingerprint[:12]}"
+    assert by_key["ppo/gen=2"].drift is None  # generation 2 did not exist before
+    assert by_key["ppo/gen=1"].drift.js_bits == pytest.approx(0.0)
+    assert failed_ids(report) == {"collapse.policy"}  # generation 2 is all "pass"

@@ -16,7 +16,7 @@ import datetime as dt
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from toolkit.schema import columns as col
 
 _QUALITY = "quality_rows"
 _REFERENCE = "reference_rows"
+References = dict[qm.GroupKey, tuple[str, list[int]]]  # group -> (what it is, action counts)
 
 
 class CheckConfig(BaseModel):
@@ -126,7 +127,7 @@ def check_dataset(layout: Layout, name: str, config: CheckConfig | None = None, 
 
 
 def _run(layout: Layout, suite: Suite, config: CheckConfig, ctx: CheckContext, scope: dict[str, Any],
-         stem: str, reference: Any) -> GateReport:
+         stem: str, reference: Callable[[CheckContext], References]) -> GateReport:
     """Metrics, then GX expectations, then native checks; assemble (and write) the report."""
     started = time.perf_counter()
     timings = {"gx": 0.0, "duckdb": 0.0, "arrow": 0.0}
@@ -202,8 +203,9 @@ def _run_gx_frames(ctx: CheckContext, specs: list[ExpectationSpec], chunk_rows: 
 
 def _frame_sql(ctx: CheckContext, columns: list[str], per_seat: bool) -> str:
     keys = ", ".join(ctx.key_columns)
-    if not per_seat:
-        return f"SELECT {keys}, " + ", ".join(f'{c} AS "{c}"' for c in columns) + f" FROM {ROWS}"
+    if not per_seat:  # key columns are in the frame already: never twice (GX fails on duplicate names)
+        extra = [f'{c} AS "{c}"' for c in columns if c not in ctx.key_columns]
+        return f"SELECT {', '.join([keys, *extra])} FROM {ROWS}"
     fields = ", ".join(f'p.{c.split(LIST_MARK, 1)[1]} AS "{c}"' for c in columns)
     lists = {c.split(LIST_MARK, 1)[0] for c in columns}
     if len(lists) != 1:
@@ -212,26 +214,23 @@ def _frame_sql(ctx: CheckContext, columns: list[str], per_seat: bool) -> str:
 
 
 def _chunks(ctx: CheckContext, sql: str, chunk_rows: int) -> Iterator[Any]:
-    cursor = ctx.con.execute(sql)  # nothing else runs on this connection until the chunks are consumed
-    vectors = max(1, chunk_rows // 2048)
-    while True:
-        frame = cursor.fetch_df_chunk(vectors)
-        if frame.empty:
-            return
-        yield frame
+    # Arrow batches converted by pyarrow: ~5x faster than DuckDB's own DataFrame chunks. Nothing else
+    # runs on this connection until the chunks are consumed.
+    for batch in ctx.con.sql(sql).to_arrow_reader(chunk_rows):
+        yield batch.to_pandas()
 
 
 # -- drift references --------------------------------------------------------------------------------
 
 
-def _references(ctx: CheckContext, config: CheckConfig, fallback: Any) -> dict[qm.GroupKey, tuple[str, list[int]]]:
+def _references(ctx: CheckContext, config: CheckConfig, fallback: Callable[[CheckContext], References]) -> References:
     if config.baseline is not None:
         baseline = read_report(config.baseline)
         return {(m.source, m.generation): (f"report {baseline.report_id}", list(m.actions.values())) for m in baseline.metrics}
     return fallback(ctx)
 
 
-def _lake_reference(ctx: CheckContext) -> dict[qm.GroupKey, tuple[str, list[int]]]:
+def _lake_reference(ctx: CheckContext) -> References:
     """Each (source, generation g) group against the same source's generation g-1 in the whole lake."""
     groups = ctx.con.execute(f"SELECT DISTINCT {col.SOURCE}, {col.GENERATION} FROM {_QUALITY} WHERE {col.GENERATION} > 0").fetchall()
     if not groups:
@@ -244,8 +243,8 @@ def _lake_reference(ctx: CheckContext) -> dict[qm.GroupKey, tuple[str, list[int]
     return {(s, g): (f"{s} generation {g - 1}", previous[(s, g - 1)]) for s, g in groups if (s, g - 1) in previous}
 
 
-def _dataset_reference(ctx: CheckContext, layout: Layout) -> dict[qm.GroupKey, tuple[str, list[int]]]:
-    """Every group against the same group of the previous build of the same name (train split)."""
+def _dataset_reference(ctx: CheckContext, layout: Layout) -> References:
+    """Every group against the same group of the previous build of the same name."""
     assert ctx.dataset is not None  # check_dataset always sets it
     builds = list_builds(layout, ctx.dataset.name)
     fingerprints = [b.fingerprint for b in builds]
@@ -253,7 +252,7 @@ def _dataset_reference(ctx: CheckContext, layout: Layout) -> dict[qm.GroupKey, t
     if here == 0:
         return {}
     previous = builds[here - 1]
-    files = previous.files(TRAIN)
+    files = [*previous.files(TRAIN), *previous.files(HOLDOUT)]  # both splits, as the metrics are
     if not files:
         return {}
     ctx.con.execute(f"CREATE OR REPLACE TEMP VIEW {_REFERENCE} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION} "
