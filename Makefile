@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (see README.md):
-#   make demo   set up, then run the main job on the embedded defaults
+#   make demo   set up, then run a small closed loop (2 generations) on the embedded defaults
 #   make test   set up, then run the test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -20,17 +20,8 @@ $(STAMP): pyproject.toml constraints.txt
 setup: $(STAMP)
 
 demo: $(STAMP)
-	rm -rf $(DEMO_HOME)/demo-logs
-	$(BIN)/distill --home $(DEMO_HOME) simulate --games 400 --players heuristic,heuristic,heuristic,random \
-		--seed 7 --out $(DEMO_HOME)/demo-logs
-	$(BIN)/distill validate $(DEMO_HOME)/demo-logs
-	$(BIN)/distill --home $(DEMO_HOME) ingest $(DEMO_HOME)/demo-logs
-	$(BIN)/distill --home $(DEMO_HOME) sql "SELECT source AS player, count(DISTINCT game_id) AS games, count(*) AS decisions, \
-		round(avg(CASE WHEN is_terminal OR truncated THEN seat_won::INT END), 3) AS win_rate FROM decisions GROUP BY ALL ORDER BY 1"
-	$(BIN)/distill --home $(DEMO_HOME) sql "SELECT count(*) AS games, round(avg(turns), 1) AS turns, \
-		round(avg(decisions), 1) AS decisions, sum(timed_out::INT) AS timeouts FROM games"
-	$(BIN)/distill --home $(DEMO_HOME) sql "SELECT action.macro AS action, count(*) AS n, \
-		round(100.0 * count(*) / sum(count(*)) OVER (), 1) AS pct FROM decisions GROUP BY ALL ORDER BY n DESC"
+	rm -rf $(DEMO_HOME)/runs/demo
+	$(BIN)/distill --home $(DEMO_HOME) loop run --name demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
