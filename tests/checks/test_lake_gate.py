@@ -96,7 +96,7 @@ def test_offending_rows_are_sampled_with_their_keys_and_lineage(home: Layout) ->
     rewrite(lake_file(home, "forge"), lambda rows: first(rows, ANY, set_field("turn", -7)))
     report = check_lake(home, LakeScope(source="forge"), CheckConfig(write=False))
     (result,) = [r for r in report.results if r.id == "range.turn"]
-    assert result.unexpected_count == 1 and result.observed["unexpected_values"] == {"-7": 1}
+    assert result.unexpected_count == 1 and result.observed["values_in_sample"] == {"-7": 1}
     assert set(result.sample[0]) == {"turn", "game_id", "seat", "decision_index", "batch_id", "source_line"}
 
 

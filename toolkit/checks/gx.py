@@ -90,7 +90,7 @@ class _Tally:
         return ExpectationResult(
             id=self.spec.id, type=self.spec.type, engine="gx", severity=self.spec.severity,
             success=self.success and self.error is None, kwargs=self.spec.kwargs,
-            observed={"unexpected_count": self.unexpected, "unexpected_values": top},
+            observed={"unexpected_count": self.unexpected, "values_in_sample": top},
             element_count=self.elements, unexpected_count=self.unexpected,
             unexpected_percent=100.0 * self.unexpected / nonmissing if nonmissing else 0.0,
             sample=self.sample, error=self.error, notes=self.spec.notes, seconds=seconds,

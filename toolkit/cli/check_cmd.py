@@ -104,7 +104,7 @@ def _render(report: Any) -> None:
             table.add_column(name, overflow="fold")
         for r in sorted(failed, key=lambda r: r.severity != "blocking"):
             colour = "red" if r.severity == "blocking" else "yellow"
-            sample = "\n".join(short(s, 100) for s in r.sample[:3])
+            sample = short(r.sample[0], 160) if r.sample else ""
             table.add_row(f"[{colour}]{r.severity}[/{colour}]", f"{r.id}\n({r.type})", short(r.error or r.observed, 100), sample)
         console.print(table)
     metrics = Table(title="data quality", title_justify="left")
