@@ -119,7 +119,7 @@ def holdout_accuracy(card: Path, dataset: Dataset) -> float:
     mask = table.column(LEGAL_MASK).combine_chunks().values.to_numpy(zero_copy_only=False).reshape(features.shape[0], -1)
     labels = table.column(LABEL).to_numpy()
     with torch.no_grad():
-        logits = actor.masked_logits(torch.from_numpy(features), torch.from_numpy(mask))
+        logits = actor.masked_logits(torch.tensor(features), torch.tensor(mask))  # copies: Arrow buffers are read-only
     return float((logits.argmax(1).numpy() == labels).mean())
 
 
