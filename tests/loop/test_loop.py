@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +129,11 @@ class _Crash(Exception):
     pass
 
 
-@pytest.mark.parametrize("step", ["selfplay", "build", "ratings"])
+GENERATION_STEPS = ["selfplay", "ingest", "win_rate_gate", "data_gate", "build", "train_bc", "regression_gate",
+                    "accept", "ratings"]
+
+
+@pytest.mark.parametrize("step", GENERATION_STEPS)
 def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, reference, step: str) -> None:
     layout = Layout.at(tmp_path / "home")
 
@@ -135,6 +143,26 @@ def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, r
 
     with pytest.raises(_Crash):
         run_loop(layout, tiny(), progress=crash)
+    state = resume_loop(layout, "tiny")
+    assert state.status == "finished"
+    assert normalised(RunFolder(layout, "tiny").records(), layout.home) == normalised(reference[1], reference[0].home)
+
+
+def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, reference) -> None:
+    layout = Layout.at(tmp_path / "home")
+    code = (
+        "import sys; sys.path.insert(0, '.'); from tests.loop.test_loop import tiny; from toolkit.layout import Layout; "
+        f"from toolkit.loop.run import run_loop; run_loop(Layout.at({str(layout.home)!r}), tiny())"
+    )
+    events = RunFolder(layout, "tiny").events_path
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if events.exists() and len(events.read_text().splitlines()) >= 9:  # in generation 1's self-play or after
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
     state = resume_loop(layout, "tiny")
     assert state.status == "finished"
     assert normalised(RunFolder(layout, "tiny").records(), layout.home) == normalised(reference[1], reference[0].home)
