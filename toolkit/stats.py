@@ -45,8 +45,40 @@ def js_divergence(p: Sequence[float], q: Sequence[float]) -> float:
     return (kl(pn) + kl(qn)) / 2
 
 
+def wald_bounds(alpha: float, beta: float) -> tuple[float, float]:
+    """Wald's (lower, upper) log-likelihood-ratio bounds for error rates alpha (false H1) and beta (false H0)."""
+    return math.log(beta / (1 - alpha)), math.log((1 - beta) / alpha)
+
+
+def wald_decision(llr: float, alpha: float, beta: float) -> str | None:
+    """``accept_h1`` / ``accept_h0`` once ``llr`` crosses a bound, else None."""
+    lower, upper = wald_bounds(alpha, beta)
+    return "accept_h1" if llr >= upper else "accept_h0" if llr <= lower else None
+
+
+class _WaldTest:
+    """Wald's bounds and decision for a test with ``alpha``, ``beta`` and a log-likelihood ratio ``llr``."""
+
+    alpha: float
+    beta: float
+    llr: float
+
+    @property
+    def lower(self) -> float:
+        return wald_bounds(self.alpha, self.beta)[0]
+
+    @property
+    def upper(self) -> float:
+        return wald_bounds(self.alpha, self.beta)[1]
+
+    @property
+    def decision(self) -> str | None:
+        """``accept_h1`` / ``accept_h0`` once the ratio crossed a bound, else None."""
+        return wald_decision(self.llr, self.alpha, self.beta)
+
+
 @dataclass
-class BernoulliSPRT:
+class BernoulliSPRT(_WaldTest):
     """Wald's sequential probability ratio test of H0: p = p0 against H1: p = p1.
 
     Feed outcomes one by one; :attr:`decision` becomes ``"accept_h1"`` or
@@ -65,14 +97,6 @@ class BernoulliSPRT:
         if not (0 < self.p0 < self.p1 < 1):
             raise ValueError(f"need 0 < p0 < p1 < 1, got p0={self.p0}, p1={self.p1}")
 
-    @property
-    def upper(self) -> float:
-        return math.log((1 - self.beta) / self.alpha)
-
-    @property
-    def lower(self) -> float:
-        return math.log(self.beta / (1 - self.alpha))
-
     def update(self, success: bool) -> str | None:
         self.trials += 1
         if success:
@@ -82,17 +106,10 @@ class BernoulliSPRT:
             self.llr += math.log((1 - self.p1) / (1 - self.p0))
         return self.decision
 
-    @property
-    def decision(self) -> str | None:
-        if self.llr >= self.upper:
-            return "accept_h1"
-        if self.llr <= self.lower:
-            return "accept_h0"
-        return None
 
 
 @dataclass
-class ScoreSPRT:
+class ScoreSPRT(_WaldTest):
     """A sequential test of the mean of scores in [0, 1]: H0 mean = mu0 against H1 mean = mu1.
 
     For placement scores (1, 2/3, 1/3, 0 in a 4-player pod) whose variance is
@@ -117,14 +134,6 @@ class ScoreSPRT:
             raise ValueError(f"need 0 < mu0 < mu1 < 1, got mu0={self.mu0}, mu1={self.mu1}")
 
     @property
-    def upper(self) -> float:
-        return math.log((1 - self.beta) / self.alpha)
-
-    @property
-    def lower(self) -> float:
-        return math.log(self.beta / (1 - self.alpha))
-
-    @property
     def variance(self) -> float:
         if self.trials < 2:
             return 0.25
@@ -132,7 +141,7 @@ class ScoreSPRT:
         return max(self.min_variance, self.total_sq / self.trials - mean * mean)
 
     @property
-    def llr(self) -> float:
+    def llr(self) -> float:  # type: ignore[override]
         return (self.mu1 - self.mu0) / self.variance * (self.total - self.trials * (self.mu0 + self.mu1) / 2)
 
     def update(self, score: float) -> str | None:
@@ -143,11 +152,3 @@ class ScoreSPRT:
         self.total_sq += score * score
         return self.decision
 
-    @property
-    def decision(self) -> str | None:
-        llr = self.llr
-        if llr >= self.upper:
-            return "accept_h1"
-        if llr <= self.lower:
-            return "accept_h0"
-        return None

@@ -30,10 +30,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolkit.errors import ConfigError
+from toolkit.config import load_config as load_model
 from toolkit.holdout import HoldoutRule
 from toolkit.schema.vocab import LABEL_SOURCES, MAX_POD_SIZE, MIN_POD_SIZE, SOURCE_PATTERN
 
@@ -128,30 +127,6 @@ def load_config(path: str | Path | None = None, **overrides: object) -> BuildCon
     """A :class:`BuildConfig` from a YAML file (optional) with ``overrides`` (flags) on top.
 
     Raises:
-        ConfigError: naming the field and the fix when the file or a value is invalid.
+        ConfigError: naming each invalid field and the fix.
     """
-    data: dict[str, object] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"build config {path} does not exist", hint="check the --config path") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"build config {path} is not valid YAML: {exc}", hint="fix the file") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"build config {path} must be a mapping of fields", hint="see `distill build --help`")
-        data.update(loaded or {})
-    data.update({key: value for key, value in overrides.items() if value is not None})
-    try:
-        return BuildConfig.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, path), hint="see `distill build --help` for every field") from None
-
-
-def _describe(exc: ValidationError, path: str | Path | None) -> str:
-    where = f" in {path}" if path else ""
-    lines = [f"invalid build config{where}:"]
-    for error in exc.errors():
-        field = ".".join(str(part) for part in error["loc"]) or "(config)"
-        lines.append(f"  {field}: {error['msg']}")
-    return "\n".join(lines)
+    return load_model(BuildConfig, Path(path) if path is not None else None, overrides)

@@ -45,7 +45,7 @@ def train_bc_command(
 ) -> None:
     """Behaviour cloning on a built dataset; holdout accuracy, recall and loss after every epoch."""
     from toolkit.train.bc import BCConfig, train_bc
-    from toolkit.train.config import load_config
+    from toolkit.config import load_config
 
     cfg = load_config(BCConfig, config, {"dataset": dataset, "fingerprint": fingerprint, "epochs": epochs,
                                          "batch_size": batch_size, "learning_rate": lr, "class_weighting": class_weighting,
@@ -84,7 +84,7 @@ def train_ppo_command(
     seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """PPO self-play on the Distill game: evaluation in pods, best checkpoint, decision export."""
-    from toolkit.train.config import load_config
+    from toolkit.config import load_config
     from toolkit.train.ppo import PPOConfig, train_ppo
 
     cfg = load_config(PPOConfig, config, {
@@ -126,7 +126,7 @@ def evaluate_command(
 ) -> None:
     """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%), placement score, per seat."""
     from toolkit.train.agents import load_agent
-    from toolkit.train.config import load_config
+    from toolkit.config import load_config
     from toolkit.train.evaluate import EvaluateConfig
     from toolkit.train.evaluate import compare as compare_results
     from toolkit.train.evaluate import evaluate

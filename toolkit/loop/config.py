@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.build.config import HoldoutConfig
-from toolkit.errors import ConfigError
+from toolkit.config import load_config as load_model
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 
@@ -184,25 +183,9 @@ class LoopConfig(BaseModel):
 
 
 def load_loop_config(path: str | Path | None = None, **overrides: object) -> LoopConfig:
-    """A :class:`LoopConfig` from YAML (optional) with top-level ``overrides`` (flags) on top.
+    """A :class:`LoopConfig` from YAML (optional) with ``overrides`` (flags, dotted keys for nested fields) on top.
 
     Raises:
         ConfigError: naming each invalid field.
     """
-    data: dict[str, object] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"loop config {path} does not exist", hint="check the --config path") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"loop config {path} is not valid YAML: {exc}", hint="fix the file") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"loop config {path} must be a mapping", hint="see `distill loop run --help`")
-        data.update(loaded or {})
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return LoopConfig.model_validate(data)
-    except ValidationError as exc:
-        fields = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(config)'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid loop config: {fields}", hint="see `distill loop run --help`") from None
+    return load_model(LoopConfig, Path(path) if path is not None else None, overrides)

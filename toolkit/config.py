@@ -1,4 +1,4 @@
-"""Typed training configs from YAML with command-line overrides, validated once, up front."""
+"""Typed configs (build, train, loop...) from YAML with command-line overrides, validated once, up front."""
 
 from __future__ import annotations
 
