@@ -226,35 +226,41 @@ class _FileValidation:
         self.rows = RowValidator(dialect=options.dialect, source=options.source)
         self.pending_raw: dict[int, bytes] = {}
 
-    def _is_clean(self, chunk: Chunk) -> bool:
-        """Whether every line of the chunk is a bare JSON object line, checked at
-        memory speed: then the chunk is parsed whole, with no per-line work."""
-        data, breaks = chunk.body, chunk.breaks
-        # A CR of a CRLF ending fails the check before a newline; a CR inside a
-        # line is JSON whitespace to both paths.
-        if data[:1] != b"{" or data[-1:] != b"}":
-            return False
-        octets = np.frombuffer(data, dtype=np.uint8)
-        if not ((octets[breaks - 1] == _CLOSE).all() and (octets[breaks + 1] == _OPEN).all()):
-            return False
-        edges = np.concatenate(([-1], breaks, [len(data)]))
-        return int(np.diff(edges).max()) - 1 <= self.options.max_line_bytes
+    def _clean_lines(self, chunk: Chunk) -> np.ndarray:
+        """Per line, whether it is a bare JSON object line (not blank, no BOM, CR
+        or padding, within the length limit), checked at memory speed: such
+        lines need no per-line work. A CR of a CRLF ending fails the check; one
+        inside a line is JSON whitespace to both paths."""
+        octets = np.frombuffer(chunk.body, dtype=np.uint8)
+        starts = np.concatenate(([0], chunk.breaks + 1))
+        stops = np.concatenate((chunk.breaks, [len(octets)]))
+        lengths = stops - starts
+        clean = (lengths > 0) & (lengths <= self.options.max_line_bytes)
+        clean[clean] = (octets[starts[clean]] == _OPEN) & (octets[stops[clean] - 1] == _CLOSE)
+        return clean
 
     def prepare(self, chunk: Chunk, fast: bool) -> _Prepared:
-        """Sort a chunk's lines: fast-path candidates, per-row lines, early rejects."""
+        """Sort a chunk's lines: fast-path candidates, per-row lines, early rejects.
+
+        A chunk of clean lines goes to the fast path whole; otherwise its clean
+        lines go as they are and only the others are looked at one by one.
+        """
         report = self.report
         report.lines += chunk.n_lines
         report.ends_without_newline = chunk.ends_open
-        ids = np.arange(chunk.first_line, chunk.first_line + chunk.n_lines, dtype=np.int64)
-        if fast and self._is_clean(chunk):
+        clean = self._clean_lines(chunk) if fast else np.zeros(chunk.n_lines, dtype=bool)
+        if clean.all():
+            ids = np.arange(chunk.first_line, chunk.first_line + chunk.n_lines, dtype=np.int64)
             return _Prepared(chunk, chunk.body, [], ids, [], [])
-        fast_lines: list[bytes] = []
-        fast_ids: list[int] = []
+        lines = chunk.lines
+        clean_at = np.flatnonzero(clean)
+        fast_lines = [lines[i] for i in clean_at.tolist()]
+        fast_ids = (clean_at + chunk.first_line).tolist()
         slow: list[tuple[int, bytes]] = []
         rejects: list[Reject] = []
-        for i, raw in enumerate(chunk.lines):
+        for i in np.flatnonzero(~clean).tolist():
             line = chunk.first_line + i
-            text = _clean(raw)
+            text = _clean(lines[i])
             if line == 1 and text.startswith(UTF8_BOM):
                 text = text[len(UTF8_BOM) :]
                 report.bom = True
@@ -271,6 +277,9 @@ class _FileValidation:
                 fast_ids.append(line)
             else:
                 slow.append((line, text))
+        if len(fast_lines) > len(clean_at):  # padded objects joined the clean lines: back to line order
+            order = np.argsort(fast_ids, kind="stable").tolist()
+            fast_lines, fast_ids = [fast_lines[j] for j in order], [fast_ids[j] for j in order]
         return _Prepared(chunk, None, fast_lines, np.asarray(fast_ids, dtype=np.int64), slow, rejects)
 
     def complete(self, prepared: _Prepared, fast: FastResult | None) -> Part:
