@@ -46,7 +46,7 @@ class Chunk:
 
     @property
     def breaks(self) -> np.ndarray:
-        """Offsets of the ``\n`` between lines in ``body`` (found once, vectorised)."""
+        """Offsets of the ``\\n`` between lines in ``body`` (found once, vectorised)."""
         if self._breaks is None:
             self._breaks = _find_newlines(self.body)
         return self._breaks
@@ -77,7 +77,7 @@ _SCAN_BYTES = 1 << 18
 
 
 def _find_newlines(data: bytes | memoryview | np.ndarray) -> np.ndarray:
-    """Offsets of every ``\n`` in ``data`` (numpy releases the GIL for the scan)."""
+    """Offsets of every ``\\n`` in ``data`` (numpy releases the GIL for the scan)."""
     octets = np.frombuffer(data, dtype=np.uint8)
     found = [np.flatnonzero(octets[at : at + _SCAN_BYTES] == 10) + at for at in range(0, len(octets), _SCAN_BYTES)]
     return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
