@@ -20,6 +20,12 @@ deleted. Then measures, each in a fresh process:
 
 Prints both times, the ratio build/copy (target <= 2.0) and peak RSS (target
 < 2 GB), and the split of the build's time between its steps.
+
+Last run (2 shared cores, three other jobs running): lake 5,091,848
+decisions; build 4,952,999 rows in 121.7 s (scan+encode+write 114.3 s,
+dedup check 3.9 s, leakage check 1.7 s), copy 90.2 s: 1.35x; peak RSS
+943 MiB for both (DuckDB's 1 GB buffer limit dominates). At 1M decisions:
+1.78x, 687 MiB.
 """
 
 from __future__ import annotations
