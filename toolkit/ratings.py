@@ -15,7 +15,6 @@ with the seats rotated, so no player gains from its seat or its cards.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.errors import ConfigError
 from toolkit.game import core, rules
 from toolkit.game.players import Player
+from toolkit.storage import write_text_atomic
 
 POD: Final = 4
 ELO_START: Final = 1500.0
@@ -126,10 +126,7 @@ class RatingPool:
         return sorted(self.data.ratings.values(), key=lambda r: (-r.ordinal, r.name))
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-        temporary.write_text(self.data.model_dump_json(indent=1), encoding="utf-8")
-        os.replace(temporary, self.path)
+        write_text_atomic(self.path, self.data.model_dump_json(indent=1))
 
 
 def _elo_deltas(elos: list[float], ranks: Sequence[int]) -> list[float]:

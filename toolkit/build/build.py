@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import time
 import uuid
@@ -37,6 +36,7 @@ from toolkit.build.write import write_splits
 from toolkit.features import feature_spec
 from toolkit.holdout import RULE
 from toolkit.layout import Layout
+from toolkit.storage import write_text_atomic
 
 MEMORY_LIMIT: Final = "1GB"
 FINGERPRINT_CHARS: Final = 16
@@ -171,10 +171,7 @@ def _publish(layout: Layout, staging: Path, manifest: D.Manifest) -> D.Dataset:
 
 
 def _point_latest(layout: Layout, dataset: D.Dataset) -> None:
-    pointer = layout.latest_pointer(dataset.name)
-    temporary = pointer.with_name(f".LATEST.{os.getpid()}")
-    temporary.write_text(dataset.fingerprint + "\n", encoding="utf-8")
-    os.replace(temporary, pointer)
+    write_text_atomic(layout.latest_pointer(dataset.name), dataset.fingerprint + "\n")
 
 
 def _find_build(layout: Layout, name: str, key: str) -> D.Dataset | None:

@@ -13,7 +13,6 @@ Parquet (in submission order, so the bytes do not depend on timing).
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,6 +32,7 @@ from toolkit.build.config import BuildConfig
 from toolkit.build.plan import Episodes, Plan
 from toolkit.build.select import DROPPED, InputBatch, lake_relation
 from toolkit.schema import columns as col
+from toolkit.storage import file_sha256
 
 ROW_GROUP: Final = 65_536
 SCAN_BATCH: Final = 65_536
@@ -160,7 +160,7 @@ class SplitWriter:
         self._drain(0)
         self._writer.close()
         relative = self._path.relative_to(self.folder).as_posix()
-        self.parts.append(D.PartFile(path=relative, rows=self._file_rows, sha256=sha256_file(self._path)))
+        self.parts.append(D.PartFile(path=relative, rows=self._file_rows, sha256=file_sha256(self._path)))
         self._writer, self._path, self._file_rows = None, None, 0
 
     def _drain(self, keep: int) -> None:
@@ -259,12 +259,3 @@ def _line_keys(rows: pa.RecordBatch | pa.Table) -> pa.Array:
     line = pc.cast(rows.column(col.SOURCE_LINE), pa.string())
     keys = pc.binary_join_element_wise(rows.column(col.BATCH_ID), line, "\x1f")
     return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

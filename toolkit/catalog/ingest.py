@@ -25,10 +25,11 @@ from toolkit import __version__
 from toolkit.catalog.publish import ROW_GROUP_ROWS, Lineage, StagedBatch
 from toolkit.catalog.store import Catalog, move_tree
 from toolkit.ingest.dedup import find_duplicates
-from toolkit.ingest.reader import expand_paths, file_sha256, read_chunks
+from toolkit.ingest.reader import expand_paths, read_chunks
 from toolkit.ingest.rowpath import Problem
 from toolkit.ingest.validate import FileReport, Part, ReadOptions, Reject, validate_file
 from toolkit.layout import Layout
+from toolkit.storage import file_sha256
 from toolkit.schema import columns as col
 
 

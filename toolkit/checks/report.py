@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.checks.suite import Severity
 from toolkit.errors import GateFailedError
+from toolkit.storage import write_text_atomic
 
 REPORT_FORMAT_VERSION: Final = 1
 
@@ -139,20 +139,14 @@ def write_report(report: GateReport, folder: Path) -> GateReport:
     json_path = folder / f"{report.report_id}.json"
     html_path = folder / f"{report.report_id}.html"
     report = report.model_copy(update={"paths": {"json": str(json_path), "html": str(html_path)}})
-    _write_atomic(json_path, report.model_dump_json(indent=2))
-    _write_atomic(html_path, render_html(report))
+    write_text_atomic(json_path, report.model_dump_json(indent=2))
+    write_text_atomic(html_path, render_html(report))
     return report
 
 
 def read_report(path: Path) -> GateReport:
     """A report written by :func:`write_report`."""
     return GateReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    staged = path.with_name(path.name + ".tmp")
-    staged.write_text(text, encoding="utf-8")
-    os.replace(staged, path)
 
 
 def short(value: Any, limit: int = 160) -> str:

@@ -9,7 +9,6 @@ back to the file.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 from collections import deque
 from collections.abc import Iterator
@@ -118,16 +117,6 @@ def open_decompressed(path: Path) -> BinaryIO:
 
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
     return open(path, "rb")
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of the file's bytes as stored (compressed files: of the compressed bytes)."""
-    digest = hashlib.sha256()
-    block = bytearray(1 << 20)  # reused: no allocation per block
-    with open(path, "rb", buffering=0) as handle, memoryview(block) as view:
-        while size := handle.readinto(view):
-            digest.update(view[:size])
-    return digest.hexdigest()
 
 
 def _fill(handle: BinaryIO, block: np.ndarray, start: int) -> int:

@@ -17,8 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, Dataset
-from toolkit.features import FEATURE_SIZE
+from toolkit.build.dataset import HOLDOUT, Dataset
 from toolkit.game.players import Player
 from toolkit.loop.config import RegressionGateConfig, WinRateGateConfig
 from toolkit.stats import BernoulliSPRT, ScoreSPRT, wilson_interval
@@ -107,20 +106,15 @@ class RegressionVerdict(BaseModel):
 
 def holdout_accuracy(card: Path, dataset: Dataset) -> float:
     """Accuracy of a BC/PPO checkpoint's greedy legal action on the dataset's holdout labels."""
-    import torch
-
     from toolkit.train.agents import load_agent
+    from toolkit.train.bc import read_split
+    from toolkit.train.policy import greedy_policy
 
     actor = load_agent(card).actor
-    table = dataset.read(HOLDOUT, [FEATURES, LABEL, LEGAL_MASK])
-    if actor is None or not table.num_rows:
+    features, labels, masks, _ = read_split(dataset, HOLDOUT)
+    if actor is None or not len(labels):
         return 0.0
-    features = table.column(FEATURES).combine_chunks().values.to_numpy().reshape(-1, FEATURE_SIZE)
-    mask = table.column(LEGAL_MASK).combine_chunks().values.to_numpy(zero_copy_only=False).reshape(features.shape[0], -1)
-    labels = table.column(LABEL).to_numpy()
-    with torch.no_grad():
-        logits = actor.masked_logits(torch.tensor(features), torch.tensor(mask))  # copies: Arrow buffers are read-only
-    return float((logits.argmax(1).numpy() == labels).mean())
+    return float((greedy_policy(actor)(features, masks) == labels).mean())
 
 
 def regression_gate(

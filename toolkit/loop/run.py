@@ -29,8 +29,9 @@ from toolkit.catalog.store import Catalog
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
-from toolkit.loop.state import PAUSE, STOP, GenerationState, LoopState, RunFolder, StepRecord, now, write_atomic
+from toolkit.loop.state import PAUSE, STOP, GenerationState, LoopState, RunFolder, StepRecord, now
 from toolkit.ratings import RatingPool, TournamentConfig, play_tournament, standings
+from toolkit.storage import write_text_atomic
 
 Progress = Callable[[str], None]
 
@@ -57,7 +58,7 @@ def run_loop(layout: Layout, config: LoopConfig, *, progress: Progress | None = 
         )
     run.root.mkdir(parents=True, exist_ok=True)
     run.clear_requests()
-    write_atomic(run.config_path, config.model_dump_json(indent=1))
+    write_text_atomic(run.config_path, config.model_dump_json(indent=1))
     state = LoopState(name=config.name, started_at=now(), updated_at=now())
     run.save(state)
     return _Loop(layout, config, run, state, progress).run()
@@ -341,7 +342,7 @@ class _Loop:
             agent = load_agent(Path(card))
             entrants[name] = lambda a=agent, s=name: a.player(source=s.split("-")[-1])
             focus.append(name)
-        for name, card in self._models_of(g - 1).items() if g > 0 else []:
+        for name, card in self._models_of(g - 1).items():
             agent = load_agent(Path(card))
             entrants[name] = lambda a=agent, s=name: a.player(source=s.split("-")[-1])
         pool = RatingPool(self.run_folder.ratings_path)
@@ -392,6 +393,7 @@ def generation_record(gen: GenerationState, state: LoopState, config: LoopConfig
     attempts = []
     for attempt in range(gen.attempt + 1):
         steps = {r.name: r for k, r in gen.steps.items() if k.startswith(f"{attempt}:")}
+        decided = steps.get("accept") or steps.get("reject")
         attempts.append({
             "attempt": attempt,
             "hyperparameters": steps["selfplay"].result.get("hyperparameters") if "selfplay" in steps else None,
@@ -402,7 +404,7 @@ def generation_record(gen: GenerationState, state: LoopState, config: LoopConfig
             "bc": _pick(steps, "train_bc", None),
             "regression_gate": _pick(steps, "regression_gate", None),
             "batches": (steps["ingest"].result.get("batches") if "ingest" in steps else []),
-            "batch_status": (steps.get("accept") or steps.get("reject")).result if ("accept" in steps or "reject" in steps) else None,
+            "batch_status": decided.result if decided else None,
             "timings": {name: r.seconds for name, r in steps.items()},
         })
     ratings = next((r.result for k, r in gen.steps.items() if r.name == "ratings"), None)

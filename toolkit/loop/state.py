@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
+from toolkit.storage import write_text_atomic
 
 STATE_VERSION: Final = 1
 STOP: Final = "STOP"
@@ -111,7 +112,7 @@ class RunFolder:
 
     def save(self, state: LoopState) -> None:
         state.updated_at = now()
-        write_atomic(self.state_path, state.model_dump_json(indent=1))
+        write_text_atomic(self.state_path, state.model_dump_json(indent=1))
 
     def append(self, path: Path, record: dict[str, Any]) -> None:
         with path.open("a", encoding="utf-8") as handle:
@@ -144,13 +145,6 @@ class RunFolder:
                 record = json.loads(line)
                 latest[record["generation"]] = record
         return [latest[g] for g in sorted(latest)]
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def now() -> str:

@@ -111,7 +111,7 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
     actor = ActorNet(config.policy)
     optimizer = torch.optim.Adam(actor.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     class_weights = _class_weights(dataset, config)
-    holdout = _read_split(dataset, HOLDOUT)
+    holdout = read_split(dataset, HOLDOUT)
     history: list[EpochMetrics] = []
     best_state, best_loss, best_epoch, waited = None, float("inf"), 0, 0
     samples, train_seconds = 0, 0.0
@@ -182,7 +182,8 @@ def _arrays(batch: pa.RecordBatch | pa.Table) -> tuple[np.ndarray, np.ndarray, n
     return features, labels, masks, weights
 
 
-def _read_split(dataset: Dataset, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def read_split(dataset: Dataset, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A whole split as (features [M,F] float32, labels [M], masks [M,8] bool, weights [M] float32)."""
     return _arrays(dataset.read(split, _COLUMNS))
 
 

@@ -17,7 +17,6 @@ points at complete weights, and the card carries their sha256.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import secrets
@@ -32,6 +31,7 @@ from toolkit import __version__
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.schema.vocab import N_ACTIONS
+from toolkit.storage import file_sha256, write_text_atomic
 
 CARD_FORMAT_VERSION: Final = 1
 Kind = Literal["bc", "ppo", "ppo-recurrent"]
@@ -111,13 +111,11 @@ def save_checkpoint(folder: Path, tensors: dict[str, torch.Tensor], *, kind: Kin
         seen.add(t.data_ptr())
     tmp = weights.with_name(weights.name + ".tmp")
     save_file(plain, str(tmp))
-    digest = _sha256(tmp)
+    digest = file_sha256(tmp)
     os.replace(tmp, weights)
     card = Card(kind=kind, run_id=run_id, tag=tag, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 arch=arch, weights=weights.name, weights_sha256=digest, **card_fields)
-    tmp = card_path.with_name(card_path.name + ".tmp")
-    tmp.write_text(card.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, card_path)
+    write_text_atomic(card_path, card.model_dump_json(indent=2) + "\n")
     return card_path
 
 
@@ -168,14 +166,6 @@ def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
     weights = card_path(path).parent / card.weights
     if not weights.is_file():
         raise TrainError(f"weights {weights} of card {card_path(path)} are missing", hint="restore or re-train the checkpoint")
-    if _sha256(weights) != card.weights_sha256:
+    if file_sha256(weights) != card.weights_sha256:
         raise TrainError(f"weights {weights} do not match their card's sha256", hint="the file changed: re-train it")
     return card, load_file(str(weights))
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
