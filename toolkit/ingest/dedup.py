@@ -116,7 +116,12 @@ def find_duplicates(
             SELECT {_KEY}, {col.SOURCE_FILE}, {col.SOURCE_LINE}, {ordinal} FROM read_parquet([{paths}])"""
     )
     try:
-        rows = con.execute(
+        # A cheap hash aggregate first: the ranking below sorts every key, and
+        # most batches repeat none.
+        repeats = con.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM _new_keys GROUP BY {_KEY} HAVING count(*) > 1)"
+        ).fetchone()
+        rows = [] if not (repeats and repeats[0]) else con.execute(
             f"""
             WITH ranked AS (
                 SELECT *, row_number() OVER w AS rank,
