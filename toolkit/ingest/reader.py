@@ -69,6 +69,12 @@ class Chunk:
     def last_line(self) -> int:
         return self.first_line + self.n_lines - 1
 
+    def release_bytes(self) -> None:
+        """Drop the lines' bytes, keeping the count and place of the lines.
+        Only for a chunk whose lines will not be looked at again."""
+        _ = self.breaks
+        self.body, self._lines = b"", None
+
     def raw(self, index: int) -> bytes:
         """The exact bytes of line ``index`` of this chunk as stored in the file."""
         open_end = self.ends_open and index == self.n_lines - 1

@@ -165,6 +165,11 @@ class _Prepared:
     slow: list[tuple[int, bytes]]
     rejects: list[Reject]
 
+    def release_bytes(self) -> None:
+        """Let go of the chunk's raw bytes (16 MB) once no line of it is looked at again."""
+        self.block = None
+        self.chunk.release_bytes()
+
     def fast_text(self, line: int) -> bytes:
         if self.block is not None:
             return self.chunk.lines[line - self.chunk.first_line]
@@ -176,6 +181,8 @@ def _fast_job(prepared: _Prepared) -> FastResult:
     rows by partition (the copy this needs is made here, in parallel)."""
     if prepared.block is not None:
         result = validate_block(prepared.block, prepared.fast_ids)
+        if not len(result.fallback):  # every line passed: its bytes are not needed again
+            prepared.release_bytes()
     else:
         result = validate_lines(prepared.fast_lines, prepared.fast_ids)
     result.table, result.ids = group_by_partition(result.table, result.ids)
@@ -389,7 +396,7 @@ def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Itera
     with ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="distill-parse",
                             initializer=_yield_to_other_threads) as pool:
         try:
-            for chunk in read_chunks_ahead(path, options.chunk_bytes):
+            for chunk in read_chunks_ahead(path, options.chunk_bytes, depth=1):
                 prepared = state.prepare(chunk, fast=True)
                 in_flight.append((pool.submit(_fast_job, prepared), prepared))
                 if len(in_flight) > _QUEUE_PER_WORKER * options.workers:
