@@ -13,8 +13,8 @@ realistic canonical records, then measures, each in a fresh process:
     Parquet, in batches, GC left on (the obvious way to do it);
 (c) ``raw``: read lines + ``orjson.loads`` per line, nothing else (the ceiling).
 
-Prints rec/s, the ratios ingest/naive and ingest/raw, peak RSS at the small
-and the full size, and PASS/FAIL against the targets; the report also goes
+Prints rec/s, the ratios ingest/naive and ingest/raw, peak RSS at the small,
+a middle and the full size, and PASS/FAIL against the targets; the report also goes
 to ``bench/out/``.
 """
 
@@ -367,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the main data file")
     parser.add_argument("--small-rows", type=int, default=100_000, help="rows of the small file (memory check)")
+    parser.add_argument("--mid-rows", type=int, default=300_000,
+                        help="rows of a middle file (memory curve: ingest and raw only; 0 to skip)")
     parser.add_argument("--dirty", type=float, nargs="*", default=[], metavar="FRACTION",
                         help="also ingest files with this fraction of corrupted lines (e.g. 0.001 0.01)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest counts")
@@ -385,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Tee()
     out(f"# ingest benchmark  {dt.datetime.now().isoformat(timespec='seconds')}  "
         f"python {platform.python_version()}  cpus {os.cpu_count()}  load {os.getloadavg()[0]:.2f}")
-    sizes = sorted({args.small_rows, args.rows})
+    sizes = sorted({args.small_rows, args.rows} | ({args.mid_rows} if args.mid_rows else set()))
     files: dict[int, Path] = {}
     for rows in sizes:
         with timed() as t:
@@ -398,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, int], Measurement] = {}
     for rows in sizes:
         for kind in ("raw", "ingest", "naive"):
-            if kind == "naive" and rows != args.rows and args.skip_naive_small:
+            if kind == "naive" and rows != args.rows and (args.skip_naive_small or rows == args.mid_rows):
                 continue
             m = _measure(kind, files[rows], args.repeat)
             results[(kind, rows)] = m
@@ -437,14 +439,22 @@ def main(argv: list[str] | None = None) -> int:
     growth = rss_big / rss_small
     out(f"peak RSS growth {small:,} -> {big:,} rows = {growth:.2f}x   target <= {FLAT_RSS_GROWTH}x (flat)   "
         f"{_verdict(growth <= FLAT_RSS_GROWTH)}")
+    curve = [(rows, results[("ingest", rows)].peak_rss_mb) for rows in sizes]
+    out("peak RSS curve (ingest): " + "  ".join(f"{rows:,} rows {mb:,.0f} MiB" for rows, mb in curve))
+    plateau = None
+    if len(curve) > 2:
+        plateau = curve[-1][1] / curve[-2][1]
+        out(f"peak RSS growth {curve[-2][0]:,} -> {big:,} rows = {plateau:.2f}x (the buffers are full by then: "
+            f"what is left is growth with input)")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out.write(OUT / f"bench_ingest-{stamp}.txt")
     (OUT / f"bench_ingest-{stamp}.json").write_text(json.dumps({
-        "rows": big, "small_rows": small,
+        "rows": big, "small_rows": small, "mid_rows": args.mid_rows,
         "results": {f"{k}@{n}": {"rate": m.rate, "wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_mb,
                                   **m.extra} for (k, n), m in results.items()},
         "dirty": [{"fraction": f, "rate": m.rate, "peak_rss_mb": m.peak_rss_mb, **m.extra} for f, _, m in dirty_results],
-        "ratios": {"ingest_vs_naive": vs_naive, "ingest_vs_raw": vs_raw, "rss_growth": growth},
+        "ratios": {"ingest_vs_naive": vs_naive, "ingest_vs_raw": vs_raw, "rss_growth": growth,
+                   "rss_growth_from_mid": plateau},
     }, indent=2))
     gc.collect()
     return 0

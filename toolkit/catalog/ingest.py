@@ -27,7 +27,7 @@ from toolkit.catalog.store import Catalog, move_tree
 from toolkit.ingest.dedup import find_duplicates
 from toolkit.ingest.reader import expand_paths, read_chunks
 from toolkit.ingest.rowpath import Problem
-from toolkit.ingest.validate import FileReport, Part, ReadOptions, Reject, validate_file
+from toolkit.ingest.validate import FileReport, PackedPart, Part, ReadOptions, Reject, validate_file
 from toolkit.layout import Layout
 from toolkit.storage import file_sha256
 from toolkit.schema import columns as col
@@ -123,10 +123,11 @@ def ingest_paths(
 
 
 # Rows validated while the file's SHA-256 (which names its batch) is computed on
-# another thread (~1.5 s for 2 GB, in which one core validates ~100k rows).
-# Bounded, so memory stays flat however long the file is; a lower bound
-# stalls validation until the hash is done (65k: ~3% slower at 1M rows).
-ROWS_BEFORE_HASH = 131_072
+# another thread (~1.5 s for 2 GB, in which the other core validates ~100k
+# rows). They wait packed (~210 B a row: ~55 MB at most), so the bound costs
+# little memory; a file whose hash takes longer than validating this many rows
+# stalls validation until the hash is done.
+ROWS_BEFORE_HASH = 262_144
 
 
 def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
@@ -138,19 +139,20 @@ def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: P
         if earlier is not None:
             return FileIngest(str(path), sha, "already_ingested", earlier[0], FileReport(str(path)),
                               note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}")
-        return _stage_and_publish(path, sha, itertools.chain(early, parts), report, catalog, config, progress)
+        unpacked = (packed.unpack() for packed in early)
+        return _stage_and_publish(path, sha, itertools.chain(unpacked, parts), report, catalog, config, progress)
     finally:
         parts.close()
 
 
-def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) -> tuple[str, list[Part]]:
+def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) -> tuple[str, list[PackedPart]]:
     """The file's SHA-256, and the parts validated meanwhile (at most about
-    ``ROWS_BEFORE_HASH`` rows): hashing takes one core for a while, and the
-    other core need not sit idle. A file seen before at this path and size is
-    most likely a re-run, so it is only hashed."""
+    ``ROWS_BEFORE_HASH`` rows, packed): hashing takes one core for a while, and
+    the other core need not sit idle. A file seen before at this path and size
+    is most likely a re-run, so it is only hashed."""
     if _seen_before(path, catalog):
         return file_sha256(path), []
-    early: list[Part] = []
+    early: list[PackedPart] = []
     rows = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-sha256") as hasher:
         digest = hasher.submit(file_sha256, path)
@@ -158,7 +160,7 @@ def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) 
             part = next(parts, None)
             if part is None:
                 break
-            early.append(part)
+            early.append(PackedPart.pack(part))
             rows += part.table.num_rows
         return digest.result(), early
 

@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc as ipc
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.dialects import detect_dialect
@@ -95,6 +96,32 @@ class Part:
     table: pa.Table
     lines: np.ndarray
     rejects: list[Reject]
+
+
+@dataclass
+class PackedPart:
+    """A part held compressed: its rows as an Arrow IPC stream (lz4), ~210
+    bytes per canonical record instead of ~830 as Arrow arrays. For parts that
+    must wait a while (e.g. for the file's hash) without weighing on memory;
+    packing and unpacking cost ~1.3 us per row."""
+
+    data: pa.Buffer
+    lines: np.ndarray
+    rejects: list[Reject]
+    rows: int
+
+    @classmethod
+    def pack(cls, part: Part) -> PackedPart:
+        sink = pa.BufferOutputStream(memory_pool=memory_pool())
+        options = ipc.IpcWriteOptions(compression="lz4", use_threads=False)
+        with ipc.new_stream(sink, part.table.schema, options=options) as writer:
+            writer.write_table(part.table)
+        return cls(sink.getvalue(), part.lines, part.rejects, part.table.num_rows)
+
+    def unpack(self) -> Part:
+        options = ipc.IpcReadOptions(use_threads=False)
+        return Part(ipc.open_stream(self.data, options=options, memory_pool=memory_pool()).read_all(),
+                    self.lines, self.rejects)
 
 
 @dataclass
