@@ -140,3 +140,16 @@ def test_raise_if_blocked_stops_the_caller(home: Layout) -> None:
     with pytest.raises(GateFailedError, match="key.unique") as caught:
         report.raise_if_blocked()
     assert caught.value.report is report and caught.value.exit_code == 1
+
+
+def test_the_lake_suite_knows_every_source_distill_itself_writes() -> None:
+    """The warning for an unknown source is for other people's typos: the
+    sources the vocabulary names (the simulator's random player, PPO
+    evaluation games among them) must not trip it."""
+    from toolkit.checks.suite import DEFAULT_SUITES, SUITES_DIR, load_suite
+    from toolkit.schema.vocab import KNOWN_SOURCES
+
+    suite = load_suite(SUITES_DIR / DEFAULT_SUITES["lake"], "lake")
+    [known] = [e for e in suite.expectations if e.id == "set.source"]
+    assert known.kwargs["value_set"] == list(KNOWN_SOURCES)
+    assert {"random", "ppo-eval"} <= set(KNOWN_SOURCES)

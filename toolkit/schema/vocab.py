@@ -39,7 +39,9 @@ LABEL_SOURCES: Final[tuple[str, ...]] = get_args(LabelSource)
 INFERRED_LABEL_SOURCES: Final[frozenset[str]] = frozenset({"card_role", "default", "mana_rule"})
 
 # Roles we know by name; any other lowercase slug is accepted as a source.
-KNOWN_SOURCES: Final[tuple[str, ...]] = ("forge", "sim", "ds", "ppo")
+# ``random`` (the simulator's random player) and ``ppo-eval`` (evaluation
+# games of a PPO run) are Distill's own producers, kept apart from training data.
+KNOWN_SOURCES: Final[tuple[str, ...]] = ("forge", "sim", "ds", "ppo", "random", "ppo-eval")
 SOURCE_PATTERN: Final[str] = r"^[a-z][a-z0-9_-]{0,31}$"
 MODEL_VERSION_PATTERN: Final[str] = r"^gen-(\d{3,})$"
 
