@@ -188,3 +188,21 @@ def test_a_second_run_with_the_same_name_is_refused(reference) -> None:
 
     with pytest.raises(ConfigError, match=re.escape("resume")):
         run_loop(reference[0], tiny())
+
+
+def _ppo_parent(record: dict[str, Any]) -> str | None:
+    from toolkit.train.agents import load_agent
+
+    return load_agent(Path(record["attempts"][0]["ppo"]["final"])).card.parent
+
+
+def test_ppo_starts_from_the_promoted_bc_student_or_continues_the_promoted_ppo(reference, tmp_path: Path) -> None:
+    _, records = reference  # default: from the BC student promoted by the generation before
+    assert _ppo_parent(records[1]) == Path(records[0]["models"]["bc"]).name.removesuffix(".json")
+    layout = Layout.at(tmp_path / "home")
+    ppo = {**TINY["ppo"], "warm_start": "ppo"}
+    state = run_loop(layout, tiny(name="continued", max_generations=2, ppo=ppo))
+    assert state.status == "finished", state.message
+    records = RunFolder(layout, "continued").records()
+    assert _ppo_parent(records[1]) == Path(records[0]["models"]["bc"]).name.removesuffix(".json")
+    assert _ppo_parent(records[2]) == Path(records[1]["models"]["ppo"]).name.removesuffix(".json")

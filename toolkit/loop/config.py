@@ -58,10 +58,16 @@ class BCStepConfig(BaseModel):
 
 
 class PPOStepConfig(BaseModel):
-    """Self-play PPO in each generation, warm-started from the current BC model."""
+    """Self-play PPO in each generation, warm-started from the current BC model
+    (or from the last promoted PPO model)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    warm_start: Literal["bc", "ppo"] = Field(
+        "bc",
+        description="bc: start from the promoted BC student (PPO re-learns from the distilled policy each "
+        "generation); ppo: continue the last promoted PPO model (the BC student before one is promoted).",
+    )
     total_steps: int = Field(20_000, ge=64, description="Learner decisions per attempt.")
     n_envs: int = Field(8, ge=1)
     n_steps: int = Field(256, ge=8, description="Steps per env per rollout.")

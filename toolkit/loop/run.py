@@ -237,7 +237,7 @@ class _Loop:
         config = PPOConfig(
             run_id=f"{self.config.name}-g{g:03d}-a{gen.attempt}", seed=self._seed(2), total_steps=p.total_steps,
             n_envs=p.n_envs, n_steps=p.n_steps, batch_size=p.batch_size, n_epochs=p.n_epochs,
-            learning_rate=hp["learning_rate"], ent_coef=hp["ent_coef"], warm_start=Path(self.state.current_bc or ""),
+            learning_rate=hp["learning_rate"], ent_coef=hp["ent_coef"], warm_start=self._ppo_start(),
             opponents=p.opponents, max_rounds=self.config.max_rounds, eval_every=0, eval_games=p.eval_games,
             generation=g, export=ExportConfig(export_eval=False, only_wins=not p.export_losses),
             policy=PolicySpec(pi=self.config.bc.hidden, vf=self.config.bc.hidden),
@@ -245,6 +245,12 @@ class _Loop:
         result = train_ppo(config, self._folder("ppo"))
         return {**result.model_dump(mode="json", exclude={"updates", "evaluations"}), "hyperparameters": hp,
                 "last_update": result.updates[-1].model_dump() if result.updates else None}
+
+    def _ppo_start(self) -> Path:
+        """The checkpoint this generation's PPO starts from (see ``PPOStepConfig.warm_start``)."""
+        if self.config.ppo.warm_start == "ppo" and self.state.current_ppo:
+            return Path(self.state.current_ppo)
+        return Path(self.state.current_bc or "")
 
     def _win_rate(self, ppo: dict[str, Any]) -> BaseModel:
         from toolkit.loop.gates import win_rate_gate
