@@ -206,3 +206,19 @@ def test_ppo_starts_from_the_promoted_bc_student_or_continues_the_promoted_ppo(r
     records = RunFolder(layout, "continued").records()
     assert _ppo_parent(records[1]) == Path(records[0]["models"]["bc"]).name.removesuffix(".json")
     assert _ppo_parent(records[2]) == Path(records[1]["models"]["ppo"]).name.removesuffix(".json")
+
+
+def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_path: Path) -> None:
+    home = Layout.at(tmp_path / "home")
+    assert run_loop(home, tiny(name="first")).status == "finished"
+    first = RunFolder(home, "first").load().batches()
+    for name, other_runs, seed in (("second", "exclude", 11), ("third", "include", 12)):
+        data = {**TINY["data"], "other_runs": other_runs}
+        assert run_loop(home, tiny(name=name, data=data, seed=seed)).status == "finished"
+        own = RunFolder(home, name).load().batches()
+        theirs = first - own
+        assert theirs and own
+        for record in RunFolder(home, name).records():
+            used = set(record["attempts"][0]["build"]["batches"])
+            assert used & own
+            assert used.isdisjoint(theirs) if other_runs == "exclude" else theirs <= used

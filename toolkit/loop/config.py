@@ -43,6 +43,12 @@ class DataConfig(BaseModel):
     min_reward: float | None = Field(None, description="Minimum episode return of policy-written episodes.")
     wins_only: list[str] = Field(default_factory=list, description="Sources of which only won episodes are kept.")
     holdout: HoldoutConfig = Field(default_factory=HoldoutConfig, description="The FIXED holdout; never change it mid-loop.")
+    other_runs: Literal["exclude", "include"] = Field(
+        "exclude",
+        description="Batches that other loop runs in the same data root ingested (their self-play exports): left "
+        "out of this run's datasets (default), or used like any other data. Batches ingested outside any loop "
+        "(e.g. real Forge logs) are always used.",
+    )
 
 
 class BCStepConfig(BaseModel):

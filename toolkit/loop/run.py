@@ -295,13 +295,17 @@ class _Loop:
         from toolkit.build.config import BuildConfig
 
         data = self.config.data
+        foreign = self._other_runs_batches() if data.other_runs == "exclude" else set()
         with Catalog.open(self.layout, read_only=True) as catalog:
-            present = {s for (sources,) in catalog.con.execute(
-                "SELECT sources FROM batches WHERE status != 'rejected'").fetchall() for s in sources}
+            usable = [(batch, sources) for batch, sources in catalog.con.execute(
+                "SELECT batch_id, sources FROM batches WHERE status != 'rejected' ORDER BY batch_id").fetchall()
+                if batch not in foreign]
+        present = {s for _, sources in usable for s in sources}
         weights = {s: w for s, w in data.weights.items() if s in present}
         config = BuildConfig(name=self.config.dataset, weight_mode=data.weight_mode, weights=weights,
                              min_reward=data.min_reward, wins_only=[s for s in data.wins_only if s in present],
-                             holdout=data.holdout, seed=self._seed(4))
+                             holdout=data.holdout, seed=self._seed(4),
+                             batches=[batch for batch, _ in usable] if foreign else None)
         info = build_dataset(self.layout, config)
         m = info.manifest
         return {"name": m.name, "fingerprint": m.fingerprint, "path": str(info.dataset.root), "reused": info.reused,
@@ -309,6 +313,18 @@ class _Loop:
                 "rows_by_source": m.splits["train"].rows_by_source, "games_by_source": m.splits["train"].games_by_source,
                 "shares": m.shares, "duplicates": m.duplicates, "holdout_content": m.holdout["content"],
                 "batches": [i["batch_id"] for i in m.inputs]}
+
+    def _other_runs_batches(self) -> set[str]:
+        """Batches that only other loop runs in this data root ingested."""
+        theirs: set[str] = set()
+        for name in RunFolder.names(self.layout):
+            if name == self.config.name:
+                continue
+            try:
+                theirs |= RunFolder(self.layout, name).load().batches()
+            except ConfigError:  # a run of another Distill version: its batches are not known, so they count
+                continue
+        return theirs - self.state.batches()
 
     def _train_bc(self, built: dict[str, Any]) -> dict[str, Any]:
         from toolkit.train.bc import BCConfig, train_bc

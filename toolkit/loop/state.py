@@ -75,6 +75,11 @@ class LoopState(BaseModel):
     current_ppo: str | None = Field(None, description="Card of the promoted PPO model.")
     message: str | None = None
 
+    def batches(self) -> set[str]:
+        """Every batch this run's ingest steps recorded (bootstrap logs and self-play exports)."""
+        return {batch for gen in self.generations for step in gen.steps.values() if step.name == "ingest"
+                for batch in step.result.get("batches", [])}
+
     def gen(self, generation: int) -> GenerationState:
         while len(self.generations) <= generation:
             self.generations.append(GenerationState(generation=len(self.generations)))
@@ -83,6 +88,13 @@ class LoopState(BaseModel):
 
 class RunFolder:
     """The files of one loop run."""
+
+    @staticmethod
+    def names(layout: Layout) -> list[str]:
+        """The loop runs under ``layout``'s data root."""
+        if not layout.runs.is_dir():
+            return []
+        return sorted(p.name for p in layout.runs.iterdir() if (p / "state.json").is_file())
 
     def __init__(self, layout: Layout, name: str) -> None:
         self.root = layout.runs / name
