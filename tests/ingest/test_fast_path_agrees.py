@@ -74,3 +74,36 @@ def test_fast_path_and_pydantic_agree_on_mutated_records() -> None:
     assert not wrongly_passed, f"fast path passed invalid records: {[records[i] for i in wrongly_passed[:1]]}"
     wrongly_failed = sorted(valid - passed)
     assert not wrongly_failed, f"fast path flagged valid records: {[records[i] for i in wrongly_failed[:1]]}"
+
+
+def test_a_block_with_scattered_bad_lines_sets_aside_exactly_them_reading_each_line_a_few_times(monkeypatch) -> None:
+    """1% bad lines of the kinds Arrow names by row (a type change), does not name
+    (an unknown field) and accepts but the checks refuse (a range): exactly those
+    lines go to the per-row path, and the block is not re-read once per bad line."""
+    import toolkit.ingest.fastpath as fastpath
+
+    lines, bad = [], set()
+    for i in range(3000):
+        record = make_snapshot(game_id=f"g{i // 4}", seat=i % 4, decision_index=i)
+        if i % 100 == 37:
+            kind = (i // 100) % 3
+            if kind == 0:
+                record["turn"] = str(record["turn"])
+            elif kind == 1:
+                record["players"][1]["unexpected"] = 1
+            else:
+                record["players"][0]["life"] = 250_000
+            bad.add(i)
+        lines.append(orjson.dumps(record))
+    parsed_lines = []
+    real_parse = fastpath._parse_block
+
+    def counting_parse(data, n_lines, **kwargs):
+        parsed_lines.append(n_lines)
+        return real_parse(data, n_lines, **kwargs)
+
+    monkeypatch.setattr(fastpath, "_parse_block", counting_parse)
+    result = validate_lines(lines, np.arange(len(lines)))
+    assert set(result.fallback.tolist()) == bad
+    assert sorted(result.ids.tolist()) == sorted(set(range(len(lines))) - bad)
+    assert sum(parsed_lines) <= 5 * len(lines)  # peeling bad lines one by one read ~11x
