@@ -18,11 +18,11 @@ a middle and the full size, and PASS/FAIL against the targets; the report also g
 to ``bench/out/``.
 
 Last runs (2 cores, nothing else running; 1M rows of ~2.07 KB, 2.07 GB):
-ingest 104,323 and 97,763 rec/s, raw orjson 163,222 and 155,526: 0.64x and
-0.63x (target 0.6x); naive 16,402 and 15,356: 6.36x and 6.37x; peak RSS
-100k / 300k / 1M rows 504 / 507 / 603 and 497 / 508 / 564 MiB: 1.20x and
-1.13x from 100k to 1M (target 1.25x). With 0.1% / 1% corrupted lines:
-46,640 / 30,794 rec/s, 713 / 648 MiB.
+ingest 104,323 / 97,763 / 101,007 rec/s, raw orjson 163,222 / 155,526 /
+159,396: 0.64x / 0.63x / 0.63x (target 0.6x); naive ~16k rec/s: ~6.3x; peak
+RSS 100k / 300k / 1M rows 504 / 507 / 603, 497 / 508 / 564 and 497 / 496 /
+579 MiB: 1.20x / 1.13x / 1.16x from 100k to 1M (target 1.25x). With 0.1% /
+1% corrupted lines (last run): 61,588 / 39,224 rec/s, 701 / 660 MiB.
 """
 
 from __future__ import annotations
