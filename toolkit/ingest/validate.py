@@ -27,13 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.dialects import detect_dialect
 from toolkit.errors import ConfigError, DialectError
-from toolkit.ingest.fastpath import (
-    FastResult,
-    looks_like_object,
-    read_schema,
-    validate_block,
-    validate_lines,
-)
+from toolkit.ingest.fastpath import FastResult, looks_like_object, read_schema, validate_block, validate_lines
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.reader import CHUNK_BYTES, UTF8_BOM, Chunk, read_chunks, read_chunks_ahead
 from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
