@@ -222,3 +222,10 @@ def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_pat
             used = set(record["attempts"][0]["build"]["batches"])
             assert used & own
             assert used.isdisjoint(theirs) if other_runs == "exclude" else theirs <= used
+    # Same seed: every log it writes has the content of one of "first"'s, so each
+    # batch is "first"'s by path and this run's too: it keeps them all.
+    assert run_loop(home, tiny(name="fourth")).status == "finished"
+    [bootstrap] = RunFolder(home, "fourth").records()[0]["attempts"][0]["batches"]
+    assert bootstrap in first
+    for record in RunFolder(home, "fourth").records():
+        assert bootstrap in record["attempts"][0]["build"]["batches"]

@@ -139,8 +139,7 @@ def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: P
         if earlier is not None:
             return FileIngest(str(path), sha, "already_ingested", earlier[0], FileReport(str(path)),
                               note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}")
-        unpacked = (packed.unpack() for packed in early)
-        return _stage_and_publish(path, sha, itertools.chain(unpacked, parts), report, catalog, config, progress)
+        return _stage_and_publish(path, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress)
     finally:
         parts.close()
 
@@ -163,6 +162,13 @@ def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) 
             early.append(PackedPart.pack(part))
             rows += part.table.num_rows
         return digest.result(), early
+
+
+def _unpacked(early: list[PackedPart]) -> Iterator[Part]:
+    """The packed parts, unpacked in order, each let go of once handed over."""
+    early.reverse()
+    while early:
+        yield early.pop().unpack()
 
 
 def _seen_before(path: Path, catalog: Catalog) -> bool:

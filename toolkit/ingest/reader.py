@@ -47,6 +47,7 @@ class Chunk:
     ends_open: bool = False
     _lines: list[bytes] | None = None
     _breaks: np.ndarray | None = None
+    _released: bool = False
 
     @property
     def breaks(self) -> np.ndarray:
@@ -61,6 +62,8 @@ class Chunk:
 
     @property
     def lines(self) -> list[bytes]:
+        if self._released:
+            raise RuntimeError(f"the bytes of lines {self.first_line}..{self.last_line} were released")
         if self._lines is None:
             self._lines = bytes(self.body).split(b"\n")
         return self._lines
@@ -71,9 +74,10 @@ class Chunk:
 
     def release_bytes(self) -> None:
         """Drop the lines' bytes, keeping the count and place of the lines.
-        Only for a chunk whose lines will not be looked at again."""
+        Only for a chunk whose lines will not be looked at again: reading them
+        afterwards raises."""
         _ = self.breaks
-        self.body, self._lines = b"", None
+        self.body, self._lines, self._released = b"", None, True
 
     def raw(self, index: int) -> bytes:
         """The exact bytes of line ``index`` of this chunk as stored in the file."""

@@ -386,6 +386,8 @@ class _FileValidation:
 # of the work and can always wait, while those threads are each on the critical
 # path. While a file is hashed, validation only runs ahead a bounded way (see
 # ``toolkit.catalog.ingest``), so a hasher starved by the workers stalls them all.
+# A thread a worker starts would inherit the niceness for good: none does
+# (Arrow's JSON reader runs on the worker itself, with use_threads=False).
 _WORKER_NICENESS = 5
 
 

@@ -45,9 +45,9 @@ class DataConfig(BaseModel):
     holdout: HoldoutConfig = Field(default_factory=HoldoutConfig, description="The FIXED holdout; never change it mid-loop.")
     other_runs: Literal["exclude", "include"] = Field(
         "exclude",
-        description="Batches that other loop runs in the same data root ingested (their self-play exports): left "
-        "out of this run's datasets (default), or used like any other data. Batches ingested outside any loop "
-        "(e.g. real Forge logs) are always used.",
+        description="Batches of files other loop runs of the same data root wrote (runs/<other>/: their bootstrap "
+        "logs and self-play exports): left out of this run's datasets (default), or used like any other data. "
+        "Logs from anywhere else (e.g. real Forge logs, also when a run's bootstrap ingests them) always count.",
     )
 
 

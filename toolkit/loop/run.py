@@ -16,6 +16,7 @@ the old models or stops, as configured.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -315,15 +316,15 @@ class _Loop:
                 "batches": [i["batch_id"] for i in m.inputs]}
 
     def _other_runs_batches(self) -> set[str]:
-        """Batches that only other loop runs in this data root ingested."""
-        theirs: set[str] = set()
-        for name in RunFolder.names(self.layout):
-            if name == self.config.name:
-                continue
-            try:
-                theirs |= RunFolder(self.layout, name).load().batches()
-            except ConfigError:  # a run of another Distill version: its batches are not known, so they count
-                continue
+        """Batches of files that other loop runs of this data root wrote (their
+        bootstrap logs and self-play exports, under ``runs/<other>/``), unless
+        this run ingested the same content itself. Read from the catalog, which
+        records each batch's file in the same transaction as the batch."""
+        runs = str(self.layout.runs.resolve()) + os.sep
+        with Catalog.open(self.layout, read_only=True) as catalog:
+            files = catalog.con.execute("SELECT batch_id, path FROM files").fetchall()
+        theirs = {batch for batch, path in files
+                  if path.startswith(runs) and path[len(runs):].split(os.sep, 1)[0] != self.config.name}
         return theirs - self.state.batches()
 
     def _train_bc(self, built: dict[str, Any]) -> dict[str, Any]:

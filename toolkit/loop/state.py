@@ -89,12 +89,6 @@ class LoopState(BaseModel):
 class RunFolder:
     """The files of one loop run."""
 
-    @staticmethod
-    def names(layout: Layout) -> list[str]:
-        """The loop runs under ``layout``'s data root."""
-        if not layout.runs.is_dir():
-            return []
-        return sorted(p.name for p in layout.runs.iterdir() if (p / "state.json").is_file())
 
     def __init__(self, layout: Layout, name: str) -> None:
         self.root = layout.runs / name
