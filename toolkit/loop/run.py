@@ -296,8 +296,8 @@ class _Loop:
         from toolkit.build.config import BuildConfig
 
         data = self.config.data
-        foreign = self._other_runs_batches() if data.other_runs == "exclude" else set()
         with Catalog.open(self.layout, read_only=True) as catalog:
+            foreign = self._other_runs_batches(catalog) if data.other_runs == "exclude" else set()
             usable = [(batch, sources) for batch, sources in catalog.con.execute(
                 "SELECT batch_id, sources FROM batches WHERE status != 'rejected' ORDER BY batch_id").fetchall()
                 if batch not in foreign]
@@ -315,14 +315,13 @@ class _Loop:
                 "shares": m.shares, "duplicates": m.duplicates, "holdout_content": m.holdout["content"],
                 "batches": [i["batch_id"] for i in m.inputs]}
 
-    def _other_runs_batches(self) -> set[str]:
+    def _other_runs_batches(self, catalog: Catalog) -> set[str]:
         """Batches of files that other loop runs of this data root wrote (their
         bootstrap logs and self-play exports, under ``runs/<other>/``), unless
         this run ingested the same content itself. Read from the catalog, which
         records each batch's file in the same transaction as the batch."""
         runs = str(self.layout.runs.resolve()) + os.sep
-        with Catalog.open(self.layout, read_only=True) as catalog:
-            files = catalog.con.execute("SELECT batch_id, path FROM files").fetchall()
+        files = catalog.con.execute("SELECT batch_id, path FROM files").fetchall()
         theirs = {batch for batch, path in files
                   if path.startswith(runs) and path[len(runs):].split(os.sep, 1)[0] != self.config.name}
         return theirs - self.state.batches()
