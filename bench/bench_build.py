@@ -48,6 +48,11 @@ GAMES_PER_PART = 5_000
 PLAYERS = ("heuristic", "heuristic", "heuristic", "random")
 
 
+def lake_home(decisions: int) -> Path:
+    """Where the lake of ``decisions`` decisions is cached (shared with bench_check)."""
+    return OUT / ("build-lake" if decisions >= 5_000_000 else f"build-lake-{decisions}")
+
+
 def make_lake(home: Path, decisions: int) -> int:
     """Simulate and ingest parts until the lake holds ``decisions`` decisions; returns how many it holds."""
     from toolkit.catalog.ingest import ingest_paths
@@ -131,7 +136,7 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=2, help="Runs per path; the fastest counts.")
     args = parser.parse_args()
-    home = OUT / ("build-lake" if args.decisions >= 5_000_000 else f"build-lake-{args.decisions}")
+    home = lake_home(args.decisions)
     tee = Tee()
     tee(f"# bench_build  {dt.datetime.now().isoformat(timespec='seconds')}  {platform.node()}")
     held = make_lake(home, args.decisions)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Tee, best_of, report_child, run_child, timed  # noqa: E402
-from bench_build import OUT, make_lake  # noqa: E402
+from bench_build import OUT, lake_home, make_lake  # noqa: E402
 
 NAME = "bench-check"
 TARGET_S = 60.0
@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=2, help="Runs; the fastest counts.")
     args = parser.parse_args()
-    home = OUT / ("build-lake" if args.decisions >= 5_000_000 else f"build-lake-{args.decisions}")
+    home = lake_home(args.decisions)
     tee = Tee()
     tee(f"# bench_check  {dt.datetime.now().isoformat(timespec='seconds')}  {platform.node()}")
     held = make_lake(home, args.decisions)
