@@ -82,19 +82,30 @@ BATCH_STATES = ("ingested", "accepted", "rejected")
 class Catalog:
     """A connection to the catalog of one data root, with the views registered."""
 
-    def __init__(self, layout: Layout, connection: duckdb.DuckDBPyConnection, read_only: bool) -> None:
+    def __init__(self, layout: Layout, connection: duckdb.DuckDBPyConnection, read_only: bool,
+                 sandbox: bool = False) -> None:
         self.layout = layout
         self.con = connection
         self.read_only = read_only
+        self.sandbox = sandbox
 
     @classmethod
-    def open(cls, layout: Layout, *, read_only: bool = False) -> Catalog:
+    def open(cls, layout: Layout, *, read_only: bool = False, sandbox: bool = False) -> Catalog:
         """Open (creating it when writable) the catalog of ``layout``.
+
+        With ``sandbox`` (implies read-only) the connection is sealed for
+        untrusted SQL (``distill sql``): the views read the lake and the
+        quarantine through Arrow datasets opened beforehand, the generation
+        records are copied into a temporary table, and then DuckDB's own file
+        access is switched off, extension auto-loading with it, and the
+        configuration is locked. No statement on it can read or write a file,
+        attach a database, install an extension or undo those settings.
 
         Raises:
             CatalogError: read-only on a data root with no catalog, a catalog
                 locked by another process, or an unknown format version.
         """
+        read_only = read_only or sandbox
         if read_only and not layout.catalog.exists():
             raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
         if read_only and layout.staging.exists() and any(layout.staging.iterdir()):
@@ -104,7 +115,7 @@ class Catalog:
             con = duckdb.connect(str(layout.catalog), read_only=read_only)
         except duckdb.IOException as error:
             raise CatalogError(f"cannot open {layout.catalog}: {error}", hint="is another distill running?") from error
-        catalog = cls(layout, con, read_only)
+        catalog = cls(layout, con, read_only, sandbox)
         if not read_only:
             con.execute(_TABLES)
             con.execute(
@@ -114,6 +125,8 @@ class Catalog:
             catalog.recover()
         catalog._check_version()
         catalog._register_views()
+        if sandbox:
+            catalog._seal()
         return catalog
 
     def close(self) -> None:
@@ -168,10 +181,17 @@ class Catalog:
             body = f"SELECT * FROM {source} QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
         else:
             body = "SELECT NULL::VARCHAR AS loop, NULL::INTEGER AS generation, NULL::VARCHAR AS outcome WHERE false"
-        self.con.execute(f"CREATE OR REPLACE TEMP VIEW generations AS {body}")
+        kind = "TABLE" if self.sandbox else "VIEW"  # a sealed connection cannot read the files later
+        self.con.execute(f"CREATE OR REPLACE TEMP {kind} generations AS {body}")
 
     def _register_parquet_view(self, name: str, pattern: str, schema: pa.Schema) -> None:
-        if glob.glob(pattern):
+        files = sorted(glob.glob(pattern))
+        if files and self.sandbox:  # opened now, scanned later by DuckDB without a path it could misuse
+            import pyarrow.dataset as ds
+
+            self.con.register(f"_files_{name}", ds.dataset(files, format="parquet"))
+            source = f"_files_{name}"
+        elif files:
             source = f"read_parquet('{_sql_str(pattern)}', hive_partitioning = false)"
         else:  # no file yet: an empty relation with the right columns
             # from_batches, not empty_table: building arrays makes pyarrow import pandas (0.2 s)
@@ -181,6 +201,13 @@ class Catalog:
             f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source} "
             f"WHERE {col.BATCH_ID} IN (SELECT batch_id FROM batches)"
         )
+
+    def _seal(self) -> None:
+        """No file access, no extension loading, and no way to turn either back on (see :meth:`open`)."""
+        for setting in ("autoinstall_known_extensions", "autoload_known_extensions", "allow_community_extensions",
+                        "enable_external_access"):
+            self.con.execute(f"SET {setting} = false")
+        self.con.execute("SET lock_configuration = true")
 
     def refresh_views(self) -> None:
         """Re-register the views (after files were published by this connection)."""

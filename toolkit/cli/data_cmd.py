@@ -142,7 +142,7 @@ def sql(
 
     if sum([as_csv, as_json, parquet is not None]) > 1:
         raise UsageError("choose one of --csv, --json, --parquet")
-    with Catalog.open(layout(), read_only=True) as catalog:
+    with Catalog.open(layout(), sandbox=True) as catalog:
         result = run_query(catalog, statement)
     if parquet is not None:
         import pyarrow.parquet as pq
