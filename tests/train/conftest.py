@@ -38,7 +38,7 @@ def bc_checkpoint(tmp_path: Path) -> Path:
 
 def tiny_ppo(**overrides) -> PPOConfig:
     base = dict(total_steps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=2, eval_every=128, eval_games=8,
-                policy=SMALL, run_id="test", export=ExportConfig(only_wins=False))
+                policy=SMALL, run_id="test", export=ExportConfig(games=8))
     base.update(overrides)
     return PPOConfig(**base)
 

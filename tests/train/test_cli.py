@@ -25,7 +25,7 @@ def test_train_bc_then_ppo_from_it_then_evaluate(tiny_dataset, tmp_path: Path) -
     ppo_config.write_text("n_steps: 64\nbatch_size: 64\nn_epochs: 1\neval_games: 8\npolicy:\n  pi: [32, 32]\n  vf: [32, 32]\n")
     ppo = runner.invoke(app, [*home, "train", "ppo", "--config", str(ppo_config), "--steps", "128", "--envs", "2",
                               "--warm-start", bc_result["checkpoint"], "--eval-every", "0", "--out", str(tmp_path),
-                              "--generation", "3", "--export-losses", "--json"])
+                              "--generation", "3", "--export-games", "4", "--json"])
     assert ppo.exit_code == 0, ppo.output
     ppo_result = json.loads(ppo.output)
     assert ppo_result["export"]["files"] and "ppo" in Path(ppo_result["final"]).name

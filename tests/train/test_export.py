@@ -14,7 +14,8 @@ from toolkit.game.players import make_player
 from toolkit.layout import Layout
 from toolkit.schema.models import DecisionSnapshot
 from toolkit.train.evaluate import EvaluateConfig, evaluate
-from toolkit.train.export import DecisionExporter, ExportConfig
+from toolkit.game.league import OpponentPool
+from toolkit.train.export import DecisionExporter, ExportConfig, play_league
 
 
 def _episodes(n: int, seed: int = 0, illegal_every: int = 0) -> list[EpisodeRecord]:
@@ -42,9 +43,10 @@ def _lines(paths: list[Path]) -> list[dict]:
     return [orjson.loads(line) for p in paths for line in p.read_bytes().splitlines()]
 
 
-def test_default_filters_keep_only_won_episodes_of_three_decisions(tmp_path: Path) -> None:
+def test_the_wins_only_filter_keeps_won_episodes_of_three_decisions(tmp_path: Path) -> None:
     episodes = _episodes(30)
-    exporter = DecisionExporter(tmp_path, batch="b1", generation=4, seed=9, config=ExportConfig(min_decisions=3))
+    exporter = DecisionExporter(tmp_path, batch="b1", generation=4, seed=9,
+                                config=ExportConfig(only_wins=True, min_decisions=3))
     kept = [exporter.add_episode(e) for e in episodes]
     counts = exporter.close()
     won = [e.finished.winner[0] == e.learner_seat and not e.finished.truncated[0] for e in episodes]
@@ -66,6 +68,15 @@ def test_default_filters_keep_only_won_episodes_of_three_decisions(tmp_path: Pat
         assert len(game) >= 3 and len({r["seat"] for r in game}) == 1  # the learner's decisions only
         assert game[-1]["is_terminal"] and game[-1]["placement"] == 1
         assert np.isclose(sum(r["reward"] for r in game), game[0]["episode_return"])
+
+
+def test_by_default_every_episode_is_kept_losses_included(tmp_path: Path) -> None:
+    episodes = _episodes(20, seed=2)
+    exporter = DecisionExporter(tmp_path, batch="b0", generation=1, seed=2, config=ExportConfig(min_decisions=1))
+    assert all(exporter.add_episode(e) for e in episodes)
+    counts = exporter.close()
+    assert counts.exported_episodes == 20 and counts.skipped_loss == 0
+    assert counts.exported_decisions == sum(len(e.finished.log["game"]) for e in episodes)
 
 
 def test_exports_ingest_with_zero_rejects_losses_included(tmp_path: Path) -> None:
@@ -93,4 +104,20 @@ def test_evaluation_games_are_exported_under_their_own_source(tmp_path: Path) ->
     assert counts.files[0].name.startswith("ml-decisions-ppo-eval-b3")
     assert {r["source"] for r in rows} == {"ppo-eval"}
     assert counts.exported_episodes + counts.skipped_short == result.games
+    assert ingest_paths(counts.files, Layout.at(tmp_path / "home")).rows_rejected == 0
+
+
+def test_league_games_export_every_seat_the_player_holds(tmp_path: Path) -> None:
+    teacher = make_player("heuristic")
+    pool = OpponentPool([teacher, make_player("random")], weights=[1, 1])  # the teacher also fills some seats
+    exporter = DecisionExporter(tmp_path, batch="b4", generation=3, seed=4, config=ExportConfig(min_decisions=1))
+    kept = play_league(teacher, pool, exporter, games=24, seed=4)
+    counts = exporter.close()
+    rows = _lines(counts.files)
+    seats_per_game: dict[str, set[int]] = {}
+    for row in rows:
+        seats_per_game.setdefault(row["game_id"], set()).add(row["seat"])
+    assert kept == counts.exported_episodes == sum(len(s) for s in seats_per_game.values())
+    assert len(seats_per_game) == 24 and max(len(s) for s in seats_per_game.values()) > 1  # self-play seats too
+    assert {r["source"] for r in rows} == {"ppo"} and any(not r["seat_won"] for r in rows)
     assert ingest_paths(counts.files, Layout.at(tmp_path / "home")).rows_rejected == 0

@@ -72,7 +72,8 @@ def train_ppo_command(
     steps: Annotated[int | None, typer.Option("--steps", help="Learner decisions to train on.")] = None,
     envs: Annotated[int | None, typer.Option("--envs", help="Envs stepped together.")] = None,
     warm_start: Annotated[Path | None, typer.Option("--warm-start", help="BC checkpoint to start from.")] = None,
-    opponents: Annotated[str | None, typer.Option("--opponents", help="Pool: heuristic,tuned,random,self,CKPT.json")] = None,
+    opponents: Annotated[str | None, typer.Option("--opponents", help="League: heuristic,tuned,random,self,CKPT.json")] = None,
+    weights: Annotated[str | None, typer.Option("--opponent-weights", help="League weights, e.g. 1,1,2.")] = None,
     eval_every: Annotated[int | None, typer.Option("--eval-every", help="Steps between evaluations.")] = None,
     eval_games: Annotated[int | None, typer.Option("--eval-games", help="Games per evaluation.")] = None,
     eval_vs: Annotated[str | None, typer.Option("--eval-vs", help="Evaluation opponents, comma-separated.")] = None,
@@ -80,7 +81,8 @@ def train_ppo_command(
     ent_coef: Annotated[float | None, typer.Option("--ent-coef", help="Entropy bonus.")] = None,
     lstm_hidden: Annotated[int | None, typer.Option("--lstm-hidden", help="LSTM size (recurrent).")] = None,
     no_export: Annotated[bool, typer.Option("--no-export", help="Do not write the learner's decisions.")] = False,
-    export_losses: Annotated[bool, typer.Option("--export-losses", help="Export lost games too.")] = False,
+    export_games: Annotated[int | None, typer.Option("--export-games", help="Games the final policy plays and exports.")] = None,
+    wins_only: Annotated[bool, typer.Option("--wins-only", help="Export only the games it won.")] = False,
     seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """PPO self-play on the Distill game: evaluation in pods, best checkpoint, decision export."""
@@ -89,10 +91,10 @@ def train_ppo_command(
 
     cfg = load_config(PPOConfig, config, {
         "policy_kind": policy, "total_steps": steps, "n_envs": envs, "warm_start": warm_start,
-        "opponents": _names(opponents), "eval_every": eval_every, "eval_games": eval_games, "eval_opponents": _names(eval_vs),
+        "opponents": _names(opponents), "opponent_weights": _names(weights), "eval_every": eval_every, "eval_games": eval_games, "eval_opponents": _names(eval_vs),
         "learning_rate": lr, "ent_coef": ent_coef, "lstm_hidden": lstm_hidden, "seed": seed, "run_id": run_id,
         "generation": generation, "export.enabled": False if no_export else None,
-        "export.only_wins": False if export_losses else None,
+        "export.only_wins": True if wins_only else None, "export.games": export_games,
     })
     folder = out or layout().runs / "train"
     if as_json:
@@ -110,8 +112,8 @@ def train_ppo_command(
     console.print(table)
     if result.export:
         e = result.export
-        console.print(f"exported {e['exported_episodes']} episodes ({e['exported_decisions']} decisions); skipped "
-                      f"{e['skipped_loss']} not won, {e['skipped_short']} short")
+        console.print(f"exported {e.exported_episodes} episodes ({e.exported_decisions} decisions); skipped "
+                      f"{e.skipped_loss} not won, {e.skipped_short} short")
     console.print(f"best {result.best} (win rate {result.best_win_rate:.1%})\nfinal {result.final}")
 
 

@@ -95,25 +95,43 @@ class _Log:
         return taken
 
 
-def _ask(players: Sequence[Player], state: rules.GameState, g: np.ndarray, mask: np.ndarray,
-         rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Each seat's player chooses for the games where that seat acts; one call per distinct player."""
-    seats = state.seat[g]
-    actions = np.full(len(g), rules.PASS, np.intp)
-    targets = np.full(len(g), -1, np.intp)
-    groups: dict[int, list[int]] = {}
-    for i, player in enumerate(players):
-        groups.setdefault(id(player), []).append(i)
-    for seat_list in groups.values():
-        pick = np.flatnonzero(np.isin(seats, seat_list)) if len(seat_list) > 1 else np.flatnonzero(seats == seat_list[0])
-        if not len(pick):
-            continue
-        batch = DecisionBatch(state, g[pick], seats[pick], mask[pick], rng)
-        chosen, chosen_targets = players[seat_list[0]].act(batch)
-        actions[pick] = chosen
-        if chosen_targets is not None:
-            targets[pick] = chosen_targets
-    return actions, targets
+class Seating:
+    """Who sits where: distinct players, and per game slot and seat the index of its player (-1: nobody here).
+
+    The same player object at several seats is one entry, so it is asked
+    once per step for all of them (one forward pass for a policy).
+    """
+
+    def __init__(self, players: Sequence[Player], n_slots: int, n_seats: int) -> None:
+        self.players: list[Player] = []
+        self._index: dict[int, int] = {}
+        for player in players:
+            self.index_of(player)
+        self.table = np.full((n_slots, n_seats), -1, np.int32)
+
+    def index_of(self, player: Player) -> int:
+        """The entry of ``player``, added if new."""
+        key = id(player)
+        if key not in self._index:
+            self._index[key] = len(self.players)
+            self.players.append(player)
+        return self._index[key]
+
+    def ask(self, state: rules.GameState, g: np.ndarray, mask: np.ndarray,
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Actions and attack targets for the acting seat of each game in ``g``: one call per distinct player."""
+        seats = state.seat[g]
+        who = self.table[g, seats]
+        actions = np.full(len(g), rules.PASS, np.intp)
+        targets = np.full(len(g), -1, np.intp)
+        for index in np.unique(who).tolist():
+            pick = np.flatnonzero(who == index)
+            batch = DecisionBatch(state, g[pick], seats[pick], mask[pick], rng)
+            chosen, chosen_targets = self.players[index].act(batch)
+            actions[pick] = chosen
+            if chosen_targets is not None:
+                targets[pick] = chosen_targets
+        return actions, targets
 
 
 def play(
@@ -125,51 +143,65 @@ def play(
     batch_size: int = 1024,
     record: bool = False,
     flush_every: int = 256,
+    lineups: np.ndarray | None = None,
+    deals: np.ndarray | None = None,
 ) -> Iterator[Finished]:
-    """Play ``n_games`` games with ``players[i]`` at seat ``i``; yield finished games as they come.
+    """Play ``n_games`` games; yield finished games as they come.
 
     Args:
-        players: one player per seat (the same object may sit at several seats).
+        players: one player per seat (the same object may sit at several
+            seats); with ``lineups``, the pool the lineups index into.
         n_games: games to play, numbered 0..n_games-1.
-        seed: the run's seed; game k is dealt from ``default_rng([seed, k])``.
-        config: the rules (the pod size must equal ``len(players)``).
+        seed: the run's seed; game k is dealt from ``default_rng([seed, deals[k]])``.
+        config: the rules (the pod size must equal ``len(players)``, or the lineups' width).
         batch_size: games stepped at once.
         record: keep every decision's state for the decision logger.
         flush_every: yield once at least this many games have finished (and at the end).
+        lineups: [n_games, seats] indices into ``players``: game k's player at each
+            seat (tournaments and seat rotations in one run). Default: ``players`` in seat order.
+        deals: [n_games] the deal of each game (one deal replayed in several
+            seatings); default: game k is deal k.
 
     Raises:
-        ConfigError: if the number of players does not match the pod size.
+        ConfigError: if the seats do not match the pod size.
     """
-    config = config or rules.RulesConfig(n_seats=len(players))
-    if len(players) != config.n_seats:
-        raise ConfigError(f"{len(players)} players for a pod of {config.n_seats}", hint="give one player per seat")
+    width = len(players) if lineups is None else lineups.shape[1]
+    config = config or rules.RulesConfig(n_seats=width)
+    if width != config.n_seats:
+        raise ConfigError(f"{width} players for a pod of {config.n_seats}", hint="give one player per seat")
+    if lineups is not None and (lineups.shape[0] != n_games or lineups.min() < 0 or lineups.max() >= len(players)):
+        raise ConfigError(f"lineups must be [{n_games}, {width}] indices into {len(players)} players",
+                          hint="give one row of player indices per game")
+    lineups = np.broadcast_to(np.arange(width), (n_games, width)) if lineups is None else lineups
     size = max(1, min(batch_size, n_games))
     state = rules.new_state(size, config)
-    slot_game = np.full(size, -1, np.int64)
-    decisions = np.zeros(size, np.int64)
+    seating = Seating(players, size, width)
+    entry = np.array([seating.index_of(p) for p in players], np.int32)  # pool position -> seating entry
+    dealer = _Dealer(state, seating, entry[lineups], np.arange(n_games) if deals is None else np.asarray(deals),
+                     seed, config)
     rng = np.random.default_rng([seed, 2**31])
     log = _Log() if record else None
     pending: list[Finished] = []
-    next_game = _refill(state, slot_game, decisions, np.arange(size), 0, n_games, seed, config)
+    dealer.refill(np.arange(size))
     while True:
         g = np.flatnonzero(~state.done)
         if not len(g):
             break
         mask = rules.legal_mask(state, g)
-        actions, targets = _ask(players, state, g, mask, rng)
+        actions, targets = seating.ask(state, g, mask, rng)
         if log is not None:
-            chunk = {"game": slot_game[g], "seat": state.seat[g].copy(), "turn": state.turn[g].copy(),
+            chunk = {"game": dealer.slot_game[g], "seat": state.seat[g].copy(), "turn": state.turn[g].copy(),
                      "phase": state.phase[g].copy(), "action": actions.astype(np.int8), "mask": mask,
                      **_snapshot(state, g)}
-        result = rules.apply(state, g, actions, targets)
-        decisions[g] += 1
+        result = rules.apply(state, g, actions, targets, mask)
+        dealer.decisions[g] += 1
         if log is not None:
             chunk.update(target=result.target, card=result.card, reward=result.reward)
             log.add(chunk)
         over = g[state.done[g]]
         if len(over):
-            pending.append(_finish(state, slot_game, decisions, over))
-            next_game = _refill(state, slot_game, decisions, over, next_game, n_games, seed, config)
+            pending.append(_finish(state, dealer.slot_game, dealer.decisions, over))
+            dealer.refill(over)
             if sum(len(f.game) for f in pending) >= flush_every:
                 yield _merge(pending, log)
                 pending = []
@@ -177,16 +209,27 @@ def play(
         yield _merge(pending, log)
 
 
-def _refill(state: rules.GameState, slot_game: np.ndarray, decisions: np.ndarray, slots: np.ndarray,
-            next_game: int, n_games: int, seed: int, config: rules.RulesConfig) -> int:
-    """Deal the next games into free ``slots``; returns the next game number to deal."""
-    slots = slots[: max(0, n_games - next_game)]
-    numbers = np.arange(next_game, next_game + len(slots))
-    slot_game[slots] = numbers
-    decisions[slots] = 0
-    if len(slots):
-        rules.deal(state, slots, [np.random.default_rng([seed, int(k)]) for k in numbers], config)
-    return next_game + len(slots)
+class _Dealer:
+    """Deals the next games into free slots, seating each game's lineup."""
+
+    def __init__(self, state: rules.GameState, seating: Seating, lineups: np.ndarray, deals: np.ndarray, seed: int,
+                 config: rules.RulesConfig) -> None:
+        self.state, self.seating, self.lineups, self.deals, self.seed, self.config = state, seating, lineups, deals, seed, config
+        self.slot_game = np.full(state.n_games, -1, np.int64)
+        self.decisions = np.zeros(state.n_games, np.int64)
+        self.next_game = 0
+
+    def refill(self, slots: np.ndarray) -> None:
+        """Deal the next games (if any are left) into ``slots``."""
+        slots = slots[: max(0, len(self.deals) - self.next_game)]
+        numbers = np.arange(self.next_game, self.next_game + len(slots))
+        self.next_game += len(slots)
+        self.slot_game[slots] = numbers
+        self.decisions[slots] = 0
+        if len(slots):
+            self.seating.table[slots] = self.lineups[numbers]
+            rules.deal(self.state, slots, [np.random.default_rng([self.seed, int(k)]) for k in self.deals[numbers]],
+                       self.config)
 
 
 def _finish(state: rules.GameState, slot_game: np.ndarray, decisions: np.ndarray, over: np.ndarray) -> Finished:

@@ -17,8 +17,9 @@ the acting seat's player (``forge`` for the heuristic, ``random``, ``ppo``...),
 ``sim-<seed>-<game>``. ``phase`` is the main phase the decision was taken in
 (never the phase the action leads to: that would leak the label into the
 features). ``reward`` is
-the shaped reward plus, on each seat's last decision of a game with a result,
-+1 (winner) or -1; ``episode_return`` sums the acting seat's rewards over the
+the shaped reward plus, on each seat's last decision, +1 for the winner and -1
+for every other seat, at the turn limit too (``rules.outcome_reward``: a win is
+the only success); ``episode_return`` sums the acting seat's rewards over the
 game. A truncated game has ``timed_out`` true, no winner, ``seat_won`` false,
 ``truncated`` true on each seat's last decision and ``placement`` null for the
 seats still alive.
@@ -230,7 +231,7 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
     truncated = finished.truncated[at]
     won = (finished.winner[at] == seat) & ~truncated
     reward = log["reward"].astype(np.float64)
-    reward[last & ~truncated] += np.where(won, rules.WIN_REWARD, rules.LOSS_REWARD)[last & ~truncated]
+    reward[last] += rules.outcome_reward(won)[last]
     reward = np.round(reward, 6)
     episode = np.round(np.bincount(key, weights=reward, minlength=len(finished.game) * n)[key], 6)
     heads, tails = _game_seat_pieces(finished, seed, sources, model_version, generation, game_prefix)

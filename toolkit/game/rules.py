@@ -64,10 +64,13 @@ The game
 
 Rewards (per decision, for the acting seat)
 -------------------------------------------
-Shaped terms, small by design: +0.002 per point of life damage dealt to an
-opponent and +0.05 per opponent eliminated by the action. Terminal terms, on
-each seat's last decision of a game that ended with a result: +1 for the
-winner, -1 for every other seat. A truncation adds nothing.
+Success has one definition: a win. Terminal terms, on each seat's last
+decision of every game: +1 for the winner, -1 for every other seat (see
+:func:`outcome_reward`). A game that hits the turn limit is nobody's win, so
+it ends with -1 for every seat: surviving without winning earns nothing.
+Shaped terms, small by design, reward only progress towards a win: +0.002 per
+point of life damage dealt to an opponent and +0.05 per opponent eliminated
+by the action.
 """
 
 from __future__ import annotations
@@ -99,6 +102,11 @@ HOLD_MIN_MANA: Final = 2
 DAMAGE_REWARD: Final = 0.002
 ELIMINATION_REWARD: Final = 0.05
 WIN_REWARD, LOSS_REWARD = 1.0, -1.0
+
+
+def outcome_reward(won: np.ndarray) -> np.ndarray:
+    """The terminal reward of each seat's last decision: +1 for a win, -1 for anything else (turn limit included)."""
+    return np.where(won, WIN_REWARD, LOSS_REWARD)
 
 
 class RulesConfig(BaseModel):
@@ -263,7 +271,8 @@ def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
     kind = C.KIND[:-1]
     free_slot = (state.creatures[g, s] < 0).any(1)
     mask[:, CAST_CREATURE] = (affordable & (kind == C.CREATURE)).any(1) & free_slot
-    mask[:, CAST_REMOVAL] = (affordable & (kind == C.REMOVAL)).any(1) & (strongest_threat(state, g, s)[0] >= 0)
+    opponent_creature = ((state.creatures[g] >= 0).any(-1) & (np.arange(state.n_seats)[None, :] != s[:, None])).any(1)
+    mask[:, CAST_REMOVAL] = (affordable & (kind == C.REMOVAL)).any(1) & opponent_creature
     mask[:, CAST_DRAW] = (affordable & (kind == C.DRAW)).any(1)
     land_ok = ~state.land_played[g] & (hand[:, kind == C.LAND] > 0).any(1)
     mask[:, CAST_RAMP] = land_ok | (affordable & (kind == C.RAMP)).any(1)
@@ -391,12 +400,34 @@ def _react_with_removal(state: GameState, g: np.ndarray, d: np.ndarray, a: np.nd
     attacking[react] &= ~dead
 
 
-def _attack(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Resolve combat of seat ``a`` against seat ``d``; returns (life damage dealt, defender eliminated)."""
-    m, rows = len(g), np.arange(len(g))[:, None]
-    attacking = ready_attackers(state, g, a)
-    state.tapped[g, a] |= attacking
-    _react_with_removal(state, g, d, a, attacking)
+@dataclass
+class Combat:
+    """How a combat resolves under the block rule, per game (nothing is changed by computing it).
+
+    ``a_order`` / ``b_order`` [M,SLOTS] map the ranked attackers / blockers back to their slots;
+    ``a_dead`` / ``b_dead`` are in ranked order.
+    """
+
+    damage: np.ndarray  # [M] life damage to the defender
+    commander_damage: np.ndarray  # [M] the defender's commander damage from the attacker afterwards
+    eliminates: np.ndarray  # [M] the defender is out afterwards
+    a_order: np.ndarray
+    b_order: np.ndarray
+    a_dead: np.ndarray  # [M,SLOTS] ranked attackers that die
+    b_dead: np.ndarray  # [M,SLOTS] ranked blockers that die
+    power_lost: np.ndarray  # [M] summed power of the attacker's creatures that die
+    power_killed: np.ndarray  # [M] summed power of the defender's creatures that die
+
+
+def resolve_combat(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray,
+                   attacking: np.ndarray | None = None) -> Combat:
+    """The block rule applied to ``attacking`` [M,SLOTS] (default: every ready creature) of seat ``a`` against ``d``.
+
+    Pure: players use it to foresee an attack (without the defender's held
+    removal, which they cannot see); :func:`_attack` applies it.
+    """
+    rows = np.arange(len(g))[:, None]
+    attacking = ready_attackers(state, g, a) if attacking is None else attacking
     att_cards = np.where(attacking, state.creatures[g, a], C.NO_CARD)
     a_order = np.argsort(-C.POWER[att_cards], axis=1, kind="stable")
     a_card = att_cards[rows, a_order]
@@ -415,17 +446,36 @@ def _attack(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray) -> tu
     block = np.where(lethal[:, None], pair, good)
     unblocked = a_on & ~block
     damage = (a_pow * unblocked).sum(1)
-    state.life[g, d] = life - damage
-    state.cmd_damage[g, d, a] = taken + (a_pow * (unblocked & a_cmd)).sum(1)
+    commander_damage = taken + (a_pow * (unblocked & a_cmd)).sum(1)
+    others = np.where(np.arange(state.n_seats)[None, :] == a[:, None], 0, state.cmd_damage[g, d]).max(1)
+    a_dead = block & (b_pow >= a_tough)
+    b_dead = block & (a_pow >= b_tough)
+    return Combat(
+        damage=damage, commander_damage=commander_damage,
+        eliminates=(life - damage <= 0) | (np.maximum(commander_damage, others) >= COMMANDER_LETHAL),
+        a_order=a_order, b_order=b_order, a_dead=a_dead, b_dead=b_dead,
+        power_lost=(a_pow * a_dead).sum(1), power_killed=(b_pow * b_dead).sum(1),
+    )
+
+
+def _attack(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Resolve combat of seat ``a`` against seat ``d``; returns (life damage dealt, defender eliminated)."""
+    m, rows = len(g), np.arange(len(g))[:, None]
+    attacking = ready_attackers(state, g, a)
+    state.tapped[g, a] |= attacking
+    _react_with_removal(state, g, d, a, attacking)
+    combat = resolve_combat(state, g, a, d, attacking)
+    state.life[g, d] -= combat.damage
+    state.cmd_damage[g, d, a] = combat.commander_damage
     a_dead, b_dead = np.zeros((m, SLOTS), bool), np.zeros((m, SLOTS), bool)
-    a_dead[rows, a_order] = block & (b_pow >= a_tough)
-    b_dead[rows, b_order] = block & (a_pow >= b_tough)
+    a_dead[rows, combat.a_order] = combat.a_dead
+    b_dead[rows, combat.b_order] = combat.b_dead
     _destroy(state, g, a, a_dead)
     _destroy(state, g, d, b_dead)
-    out = (state.life[g, d] <= 0) | (state.cmd_damage[g, d].max(1) >= COMMANDER_LETHAL)
+    out = combat.eliminates
     _eliminate(state, g[out], d[out])
     state.phase[g] = MAIN_2
-    return damage, out
+    return combat.damage, out
 
 
 def _end_turn(state: GameState, g: np.ndarray, hold: np.ndarray) -> None:
@@ -460,13 +510,17 @@ class StepResult:
     target: np.ndarray
 
 
-def apply(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarray | None = None) -> StepResult:
+def apply(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarray | None = None,
+          mask: np.ndarray | None = None) -> StepResult:
     """Apply each game's chosen action for its acting seat; ``target`` (-1 = the rule) picks whom to attack.
+
+    ``mask`` is the legal mask of these decisions when the caller has it
+    already (it is computed otherwise); every action is checked against it.
 
     Raises:
         GameError: if an action is illegal for its game (a bug in the player that chose it).
     """
-    mask = legal_mask(state, g)
+    mask = legal_mask(state, g) if mask is None else mask
     action = np.asarray(action, dtype=np.intp)
     illegal = ~mask[np.arange(len(g)), action]
     if illegal.any():

@@ -24,7 +24,7 @@ import torch
 
 from toolkit.errors import TrainError
 from toolkit.game import rules
-from toolkit.game.players import DecisionBatch, Player, PolicyPlayer, leader_target
+from toolkit.game.players import DecisionBatch, Player, PolicyPlayer, policy_targets
 from toolkit.train.checkpoints import Card, load_tensors
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, check_spec, greedy_policy
 
@@ -133,4 +133,5 @@ class RecurrentPlayer:
         self.illegal += int(illegal.sum())
         self.decisions += m
         self.episode_starts += int(starts.sum())
-        return np.where(illegal, FALLBACK_ACTION, actions), leader_target(batch.state, batch.games, batch.seats.astype(np.intp))
+        actions = np.where(illegal, FALLBACK_ACTION, actions)
+        return actions, policy_targets(batch, actions)

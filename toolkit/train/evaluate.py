@@ -1,10 +1,9 @@
 """Evaluation in 4-player pods: a policy rotated through every seat against fixed opponents.
 
-``evaluate(make_player, opponents, games, seed)`` plays ``games / n`` games
-with the policy at each seat ``0..n-1`` in turn, with the SAME seed every
-rotation, so the same deals are replayed once per seat (the 4-player
-analogue of colour-swapped pairs). Games run in the batched core
-(``core.play``), many at once.
+``evaluate(make_player, opponents, games, seed)`` plays ``games / n`` deals
+with the policy at each seat ``0..n-1`` in turn, so the same deals are
+replayed once per seat (the 4-player analogue of colour-swapped pairs). All
+of it is one run of the batched core (``core.play`` with a lineup per game).
 
 Results: win rate with a Wilson 95% interval, the placement score (1st 1,
 2nd 2/3, 3rd 1/3, 4th 0; for a pod of n, ``(n - place) / (n - 1)``), the mean
@@ -90,8 +89,11 @@ def evaluate(make: Callable[[], Player], config: EvaluateConfig, exporter: Decis
              opponents: Sequence[Player] | None = None) -> EvaluationResult:
     """Play the policy in every seat against ``config.opponents`` and measure it.
 
+    All rotations run in one batched run of the core: game ``k`` is deal
+    ``k % per_seat`` with the policy at seat ``k // per_seat``.
+
     Args:
-        make: a fresh player of the policy (called once per rotation).
+        make: a fresh player of the policy (called once).
         config: opponents, games, seed.
         exporter: if given, the policy's decisions are offered to it (its filters apply).
         opponents: players to use instead of the names in ``config.opponents``.
@@ -104,29 +106,30 @@ def evaluate(make: Callable[[], Player], config: EvaluateConfig, exporter: Decis
     if n > 6:
         raise ConfigError(f"a pod of {n} seats is too big", hint="give at most 5 opponents (--vs)")
     per_seat = math.ceil(config.games / n)
-    rules_config = rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds)
+    player = make()
+    seat_of_game = np.repeat(np.arange(n), per_seat)
+    lineups = np.array([[0 if s == seat else 1 + s - (s > seat) for s in range(n)] for seat in range(n)])[seat_of_game]
     outcomes: list[Outcome] = []
-    decisions = illegal = 0
+    decisions = 0
     start = time.perf_counter()
-    for seat in range(n):
-        player = make()
-        seats = others[:seat] + [player] + others[seat:]
-        for finished in core.play(seats, per_seat, seed=config.seed, config=rules_config,
-                                  batch_size=config.batch_size, record=exporter is not None):
-            outcomes += _outcomes(finished, seat, n)
-            decisions += int(finished.decisions.sum())
-            if exporter is not None:
-                exporter.add_games(finished, seat)
-        illegal += int(getattr(player, "illegal", 0))
+    for finished in core.play([player, *others], n * per_seat, seed=config.seed,
+                              config=rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds),
+                              batch_size=config.batch_size, record=exporter is not None, lineups=lineups,
+                              deals=np.tile(np.arange(per_seat), n)):
+        seats = seat_of_game[finished.game]
+        outcomes += _outcomes(finished, seats, per_seat, n)
+        decisions += int(finished.decisions.sum())
+        if exporter is not None:
+            exporter.add_games(finished, np.arange(n)[None, :] == seats[:, None])
     seconds = time.perf_counter() - start
     outcomes.sort(key=lambda o: (o.deal, o.seat))
     return _summarise(outcomes, list(config.opponents) if opponents is None else [p.source for p in others],
-                      decisions, illegal, seconds)
+                      decisions, int(getattr(player, "illegal", 0)), seconds)
 
 
-def _outcomes(finished: core.Finished, seat: int, n: int) -> list[Outcome]:
+def _outcomes(finished: core.Finished, seats: np.ndarray, per_seat: int, n: int) -> list[Outcome]:
     out = []
-    for g in range(len(finished.game)):
+    for g, seat in enumerate(seats.tolist()):
         place = int(finished.placement[g, seat])
         if place:
             placement, score = float(place), (n - place) / (n - 1)
@@ -134,7 +137,7 @@ def _outcomes(finished: core.Finished, seat: int, n: int) -> list[Outcome]:
             k = int((finished.placement[g] == 0).sum())
             placement, score = (k + 1) / 2, sum((n - p) / (n - 1) for p in range(1, k + 1)) / k
         won = bool(finished.winner[g] == seat and not finished.truncated[g])
-        out.append(Outcome(deal=int(finished.game[g]), seat=seat, won=won, score=round(score, 6),
+        out.append(Outcome(deal=int(finished.game[g]) % per_seat, seat=seat, won=won, score=round(score, 6),
                            placement=placement, truncated=bool(finished.truncated[g])))
     return out
 

@@ -1,15 +1,18 @@
 """The decision exporter: a learning agent's decisions -> canonical JSONL for the lake.
 
-PPO training hands every finished episode of its learner (the env's
-``info["episode_record"]``) to a :class:`DecisionExporter`; evaluation hands
-it the games it played through ``core.play`` (only the policy's seat is
-kept). The exporter filters episodes (by default: won games only, and at
-least 3 decisions), renumbers the kept games, and writes them with the game's
+After training, PPO's final policy plays games against its league
+(:func:`play_league`) and hands them to a :class:`DecisionExporter`: its
+greedy choices are the labels the next student learns from. Evaluation
+hands it the games it played through ``core.play``; a user of the
+single-game env can hand it each finished episode (the env's
+``info["episode_record"]``). Only the agent's seats are kept. The exporter
+filters episodes (by default: every episode of at least 3 decisions; wins
+only on request), renumbers the kept games, and writes them with the game's
 own decision logger (``records.build_jsonl``) through a ``DecisionWriter``:
 
     <out>/ml-decisions-<source>-<batch>-part-0000.jsonl
 
-``source`` is ``ppo`` for training rollouts and ``ppo-eval`` for evaluation
+``source`` is ``ppo`` for the teacher's games and ``ppo-eval`` for evaluation
 games, so the two never mix in the lake; ``model_version`` is
 ``gen-NNN`` and ``generation`` NNN; game ids are
 ``<source>-<batch>-<seed>-<k>``, unique per batch (and batches are unique per
@@ -20,15 +23,17 @@ policy's illegal request was replaced by ``pass``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.game import records
+from toolkit.game import core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
+from toolkit.game.league import OpponentPool
+from toolkit.game.players import Player
 
 _GAME_FIELDS = ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
 
@@ -39,28 +44,25 @@ class ExportConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = Field(True, description="Write the learner's decisions at all (--no-export turns it off).")
-    only_wins: bool = Field(True, description="Keep only episodes the learner won (--export-losses keeps all).")
+    games: int = Field(1000, ge=0, description="Games the trained policy plays against the league after training, "
+                       "its decisions written as the teacher's labels (--export-games).")
+    only_wins: bool = Field(False, description="Keep only episodes the agent won (--wins-only); by default every "
+                            "episode: a teacher's play is worth learning in the games it loses too.")
     min_decisions: int = Field(3, ge=1, description="Skip episodes with fewer learner decisions than this.")
     episodes_per_flush: int = Field(256, ge=1, description="Episodes buffered before rows are built and written.")
     compression: records.Compression = Field("none", description="none, gzip or zstd.")
     export_eval: bool = Field(True, description="Also write evaluation games, as source `<source>-eval`.")
 
 
-@dataclass
-class ExportCounts:
-    """What an exporter wrote and skipped (skipped_loss counts every episode not won, truncations included)."""
+class ExportCounts(BaseModel):
+    """What an exporter wrote and skipped (episodes: one agent seat of one game)."""
 
     source: str
     exported_episodes: int = 0
     exported_decisions: int = 0
-    skipped_loss: int = 0
+    skipped_loss: int = Field(0, description="Episodes not won (the turn limit included), when only wins are kept.")
     skipped_short: int = 0
-    files: list[Path] = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return {"source": self.source, "exported_episodes": self.exported_episodes,
-                "exported_decisions": self.exported_decisions, "skipped_loss": self.skipped_loss,
-                "skipped_short": self.skipped_short, "files": [str(f) for f in self.files]}
+    files: list[Path] = Field(default_factory=list)
 
 
 @dataclass
@@ -84,7 +86,7 @@ class DecisionExporter:
             config: filters and writing options.
         """
         self.config = config or ExportConfig()
-        self.counts = ExportCounts(source)
+        self.counts = ExportCounts(source=source)
         self.generation, self.seed, self.source = generation, seed, source
         self.model_version = f"gen-{generation:03d}"
         self.game_prefix = f"{source}-{batch}"
@@ -96,35 +98,41 @@ class DecisionExporter:
         """Offer one env episode of the learner; returns whether it will be written."""
         f = record.finished
         rows = len(f.log["game"])
-        if not self._accept(bool(f.winner[0] == record.learner_seat and not f.truncated[0]), rows):
+        won = bool(f.winner[0] == record.learner_seat and not f.truncated[0])
+        if not self._accept(np.array([won]), np.array([rows]))[0]:
             return False
         self._queue(_Pending(f, np.ones(rows, bool), record.requested))
         return True
 
-    def add_games(self, finished: Finished, seat: int) -> int:
-        """Offer games from ``core.play(record=True)`` where the agent sat at ``seat``; returns games kept."""
-        log = finished.log
-        mine = log["seat"] == seat
-        counts = np.bincount(np.searchsorted(finished.game, log["game"][mine]), minlength=len(finished.game))
-        won = (finished.winner == seat) & ~finished.truncated
-        accepted = np.array([self._accept(bool(w), int(c)) for w, c in zip(won, counts, strict=True)], bool)
-        if not accepted.any():
+    def add_games(self, finished: Finished, mine: np.ndarray) -> int:
+        """Offer games from ``core.play(record=True)``; ``mine`` [G,N] marks the agent's seats; returns episodes kept.
+
+        Each (game, seat) of the agent is one episode, filtered on its own.
+        """
+        log, n = finished.log, mine.shape[1]
+        row_game = np.searchsorted(finished.game, log["game"])
+        row_seat = log["seat"].astype(np.intp)
+        counts = np.bincount(row_game * n + row_seat, minlength=mine.size).reshape(mine.shape)
+        won = (finished.winner[:, None] == np.arange(n)[None, :]) & ~finished.truncated[:, None]
+        accepted = np.zeros_like(mine)
+        accepted[mine] = self._accept(won[mine], counts[mine])
+        games = accepted.any(1)
+        if not games.any():
             return 0
-        games = finished.game[accepted]
-        rows = np.isin(log["game"], games)
-        sub = Finished(**{k: getattr(finished, k)[accepted] for k in _GAME_FIELDS},
+        rows = games[row_game]
+        sub = Finished(**{k: getattr(finished, k)[games] for k in _GAME_FIELDS},
                        log={k: v[rows] for k, v in log.items()})
-        self._queue(_Pending(sub, sub.log["seat"] == seat, np.full(int(rows.sum()), -1, np.int64)))
+        keep = accepted[row_game[rows], row_seat[rows]]
+        self._queue(_Pending(sub, keep, np.full(int(rows.sum()), -1, np.int64)))
         return int(accepted.sum())
 
-    def _accept(self, won: bool, decisions: int) -> bool:
-        if decisions < self.config.min_decisions:
-            self.counts.skipped_short += 1
-            return False
-        if self.config.only_wins and not won:
-            self.counts.skipped_loss += 1
-            return False
-        return True
+    def _accept(self, won: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+        """Which episodes pass the filters (counting those that do not, by reason)."""
+        short = decisions < self.config.min_decisions
+        lost = ~short & ~won if self.config.only_wins else np.zeros_like(short)
+        self.counts.skipped_short += int(short.sum())
+        self.counts.skipped_loss += int(lost.sum())
+        return ~short & ~lost
 
     def _queue(self, pending: _Pending) -> None:
         self._pending.append(pending)
@@ -153,7 +161,7 @@ class DecisionExporter:
                                      requested=requested, game_prefix=self.game_prefix)
         rows = int(keep.sum())
         self.writer.write(blocks, rows)
-        self.counts.exported_episodes += len(merged.game)
+        self.counts.exported_episodes += len(np.unique(merged.log["game"][keep] * n_seats + merged.log["seat"][keep]))
         self.counts.exported_decisions += rows
 
     def close(self) -> ExportCounts:
@@ -162,3 +170,26 @@ class DecisionExporter:
         self.writer.close()
         self.counts.files = list(self.writer.files)
         return self.counts
+
+
+def play_league(player: Player, pool: OpponentPool, exporter: DecisionExporter, *, games: int, seed: int,
+                pod_size: int = 4, max_rounds: int = 30, batch_size: int = 512) -> int:
+    """``player`` plays ``games`` games against opponents drawn from ``pool``; every seat it holds is exported.
+
+    Game ``k`` seats the player at ``k % pod_size`` and draws each other seat
+    from the pool's weights (a fixed pool fills them in order); a pool entry
+    that is the player itself (self-play) is the player's too. Returns the
+    episodes the exporter kept.
+    """
+    rng = np.random.default_rng([seed, 1])
+    players = [player, *pool.players]
+    lineups = np.empty((games, pod_size), np.int64)
+    for k in range(games):
+        seat = k % pod_size
+        lineups[k] = np.insert(1 + pool.draw(rng, pod_size - 1), seat, 0)
+    is_player = np.array([p is player for p in players])
+    kept = 0
+    for finished in core.play(players, games, seed=seed, config=rules.RulesConfig(n_seats=pod_size, max_rounds=max_rounds),
+                              batch_size=batch_size, record=True, lineups=lineups):
+        kept += exporter.add_games(finished, is_player[lineups[finished.game]])
+    return kept

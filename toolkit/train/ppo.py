@@ -1,26 +1,34 @@
-"""The PPO stage: MaskablePPO (or RecurrentPPO) self-play on our game, evaluated, exported, checkpointed.
+"""The PPO stage: MaskablePPO (or RecurrentPPO) self-play on the vectorised game, evaluated, exported, checkpointed.
 
 ``train_ppo(PPOConfig(...), out)`` trains one learner seat (drawn per
-episode, so it rotates) against opponents drawn per episode and seat from a
-pool (``heuristic``, ``tuned``, ``random``, ``self`` — the learner's current
-greedy policy — or a checkpoint path), optionally in curriculum stages with
-promotion rules. Throughput settings follow the field notes for 2 cores:
-``DummyVecEnv`` over several envs, ``n_steps=512``, ``batch_size=512``,
-``torch.set_num_threads(1)``.
+episode, so it rotates) in ``n_envs`` games stepped together by
+:class:`~toolkit.game.vec_env.CommanderVecEnv`, against a league: each
+opponent seat is drawn per episode from ``opponents`` (``heuristic``,
+``tuned``, ``random``, ``self`` — the learner's current greedy policy — or a
+checkpoint path, such as earlier generations' models) with
+``opponent_weights``, optionally in curriculum stages with promotion rules.
+Throughput settings follow the field notes for 2 cores: 256 envs x 64
+steps, minibatches of 2048, 4 epochs, ``torch.set_num_threads(1)``.
+
+A warm start from a flat PPO checkpoint loads its whole policy, critic
+included (a generation continues where the last one stopped); from a BC
+checkpoint it loads the actor, and ``critic_warmup_updates`` can train the
+untrained critic first with the actor frozen.
 
 Every update logs policy loss, value loss, entropy, approximate KL, clip
 fraction, learning rate and the true (pre-clip) gradient norm: sb3's own
 clipping is disabled (``max_grad_norm=inf``) and an optimizer step pre-hook
 clips with ``config.max_grad_norm`` and records the norm it measured. The
 learning rate follows a schedule (sb3 reads it every update; the model is
-never rebuilt). ``critic_warmup_updates`` freezes the actor for the first
-updates (a warm-started actor's critic starts untrained).
+never rebuilt).
 
 An evaluation callback plays ``eval_games`` games in pods (policy rotated
 through the seats) every ``eval_every`` steps and once before training,
-keeping the best checkpoint by win rate. The decision exporter receives
-every finished learner episode of the rollouts (and, tagged ``ppo-eval``,
-the evaluation games).
+keeping the best checkpoint by win rate. After training, the final policy
+plays ``export.games`` games against the league (every seat it holds
+exported: it is the teacher, and its greedy choices are the labels the
+next student learns from) through the decision exporter, and, tagged
+``ppo-eval``, the evaluation games can be exported too.
 
 Artefacts in ``out`` (kind ``ppo`` or ``ppo-recurrent``, see checkpoints)::
 
@@ -45,18 +53,20 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.errors import ConfigError, TrainError
-from toolkit.game.env import CommanderEnv
+from toolkit.game import core, rules
+from toolkit.game.league import OpponentPool
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
+from toolkit.game.vec_env import CommanderVecEnv
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
-from toolkit.train.export import DecisionExporter, ExportConfig, ExportCounts
+from toolkit.train.export import DecisionExporter, ExportConfig, ExportCounts, play_league
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, sb3_greedy_policy, warm_start
 
 Progress = Callable[[int, int], None]  # (steps done, steps in total)
 SELF = "self"
-_RECURRENT_DEFAULTS = {"n_steps": 256, "batch_size": 2048, "n_epochs": 4}
-_FLAT_DEFAULTS = {"n_steps": 512, "batch_size": 512, "n_epochs": 10}
+_RECURRENT_DEFAULTS = {"n_steps": 32, "batch_size": 2048, "n_epochs": 4}
+_FLAT_DEFAULTS = {"n_steps": 64, "batch_size": 2048, "n_epochs": 4}
 
 
 class CurriculumStage(BaseModel):
@@ -82,15 +92,15 @@ class PPOConfig(BaseModel):
                                description="Names this run's files; default: UTC time + random suffix (--run-id).")
     seed: int = Field(0, ge=0, description="Seeds the model, the envs and the opponent draws (--seed).")
     total_steps: int = Field(100_000, ge=1, description="Learner decisions to train on (--steps).")
-    n_envs: int = Field(8, ge=1, le=256, description="Envs stepped together in a DummyVecEnv (--envs).")
-    n_steps: int | None = Field(None, ge=2, description="Steps per env per rollout; default 512 (flat), 256 (recurrent).")
-    batch_size: int | None = Field(None, ge=2, description="Minibatch size; default 512 (flat), 2048 (recurrent).")
-    n_epochs: int | None = Field(None, ge=1, description="Passes over each rollout; default 10 (flat), 4 (recurrent).")
+    n_envs: int = Field(256, ge=1, le=4096, description="Games stepped together in the vectorised env (--envs).")
+    n_steps: int | None = Field(None, ge=2, description="Steps per env per rollout; default 64 (flat), 32 (recurrent).")
+    batch_size: int | None = Field(None, ge=2, description="Minibatch size; default 2048.")
+    n_epochs: int | None = Field(None, ge=1, description="Passes over each rollout; default 4.")
     learning_rate: float = Field(3e-4, gt=0, le=1, description="Initial learning rate (--lr).")
     lr_schedule: Literal["constant", "linear"] = Field("linear", description="constant, or linear down to "
                                                        "lr_final_fraction x the initial rate at the end.")
     lr_final_fraction: float = Field(0.1, ge=0, le=1, description="Final rate of the linear schedule, as a fraction.")
-    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gamma: float = Field(0.995, gt=0, le=1, description="Discount factor (a game is ~30-60 learner decisions).")
     gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
     clip_range: float = Field(0.2, gt=0, le=1, description="PPO ratio clip.")
     ent_coef: float = Field(0.01, ge=0, le=1, description="Entropy bonus (keeps a sharp BC start exploring) (--ent-coef).")
@@ -101,15 +111,17 @@ class PPOConfig(BaseModel):
     policy: PolicySpec = Field(default_factory=PolicySpec, description="Network shape; taken from the BC "
                                "checkpoint when warm-starting.")
     lstm_hidden: int = Field(128, ge=1, le=4096, description="LSTM hidden size (recurrent) (--lstm-hidden).")
-    warm_start: Path | None = Field(None, description="BC (or flat PPO) checkpoint whose actor the policy starts "
-                                    "from (--warm-start).")
-    opponents: tuple[str, ...] = Field(("heuristic", "tuned", "random"), min_length=1,
-                                       description="Pool each opponent seat is drawn from per episode: heuristic, "
-                                       "tuned, random, self, or a checkpoint path (--opponents).")
+    warm_start: Path | None = Field(None, description="Checkpoint to start from (--warm-start): a flat PPO one "
+                                    "gives its whole policy, critic included; a BC one its actor.")
+    opponents: tuple[str, ...] = Field(("heuristic", "tuned", "self"), min_length=1,
+                                       description="The league each opponent seat is drawn from per episode: "
+                                       "heuristic, tuned, random, self, or a checkpoint path (--opponents).")
+    opponent_weights: tuple[float, ...] | None = Field(None, description="Relative weight of each opponent in the "
+                                                       "draw (default: equal).")
     curriculum: tuple[CurriculumStage, ...] = Field((), description="Stages of opponent pools with promotion rules; "
                                                     "replaces `opponents` when given.")
     pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game is truncated.")
+    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game stops at the turn limit.")
     eval_every: int = Field(20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every).")
     eval_games: int = Field(100, ge=1, description="Games per evaluation, seats rotated (--eval-games).")
     eval_opponents: tuple[str, ...] = Field(("heuristic",) * 3, min_length=1, description="Opponents of the "
@@ -126,6 +138,9 @@ class PPOConfig(BaseModel):
                 raise ValueError(f"opponent {name!r}: use {', '.join(PLAYER_TYPES)}, {SELF} or a checkpoint .json")
         if self.policy_kind == "recurrent" and SELF in self.opponents:
             raise ValueError("opponent 'self' is for the flat policy; use a checkpoint of the recurrent one")
+        if self.opponent_weights is not None and (len(self.opponent_weights) != len(self.opponents)
+                                                  or min(self.opponent_weights) < 0 or sum(self.opponent_weights) <= 0):
+            raise ValueError("opponent_weights: one non-negative weight per opponent, not all zero")
         for name in self.eval_opponents:
             if name not in PLAYER_TYPES:
                 raise ValueError(f"eval opponent {name!r}: use {', '.join(PLAYER_TYPES)}")
@@ -177,8 +192,8 @@ class PPOResult(BaseModel):
     best_win_rate: float | None
     updates: list[UpdateStats]
     evaluations: list[EvalPoint]
-    export: dict[str, Any] | None
-    eval_export: dict[str, Any] | None
+    export: ExportCounts | None = Field(description="The final policy's games against the league (the teacher's labels).")
+    eval_export: ExportCounts | None
     stages_reached: list[str]
 
 
@@ -190,32 +205,6 @@ class LinearSchedule:
 
     def __call__(self, progress_remaining: float) -> float:
         return self.start * (self.final_fraction + (1 - self.final_fraction) * progress_remaining)
-
-
-class _Pool:
-    """The opponent pool shared by the envs; a curriculum swaps its names between rollouts."""
-
-    def __init__(self, names: tuple[str, ...], resolve: Callable[[str], Player]) -> None:
-        self.names, self.resolve = names, resolve
-
-
-class PoolEnv(CommanderEnv):
-    """``CommanderEnv`` whose opponents are drawn from a pool at every reset (own generator, seeded)."""
-
-    def __init__(self, pool: _Pool, *, seed: int, rank: int, pod_size: int, max_rounds: int, record: bool) -> None:
-        self.pool, self._draw = pool, np.random.default_rng([seed, rank, 7])
-        self._players: dict[str, Player] = {}  # one player per name per env: recurrent ones keep per-table state
-        super().__init__(opponents=["random"] * (pod_size - 1), learner_seat=None, max_rounds=max_rounds, record=record)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        names = self._draw.choice(len(self.pool.names), size=len(self.opponents))
-        self.opponents = [self._player(self.pool.names[i]) for i in names]
-        return super().reset(seed=seed, options=options)
-
-    def _player(self, name: str) -> Player:
-        if name not in self._players:
-            self._players[name] = self.pool.resolve(name)
-        return self._players[name]
 
 
 class _GradMeter:
@@ -239,6 +228,32 @@ class _GradMeter:
         return (float(np.mean(norms)), float(np.max(norms))) if norms else (math.nan, math.nan)
 
 
+class _League:
+    """The players of the opponent names, one per name, loaded once; ``self`` plays the live model greedily."""
+
+    def __init__(self, config: PPOConfig) -> None:
+        self.config = config
+        self.model: Any = None  # set once the model exists (the env needs the league first)
+        self.players: dict[str, Player] = {}
+
+    def player(self, name: str) -> Player:
+        if name not in self.players:
+            if name in PLAYER_TYPES:
+                self.players[name] = make_player(name)
+            elif name == SELF:
+                self.players[name] = PolicyPlayer(lambda obs, mask: sb3_greedy_policy(self.model.policy)(obs, mask),
+                                                  source="ppo")
+            else:
+                self.players[name] = load_agent(Path(name)).player()
+        return self.players[name]
+
+    def pool(self, names: tuple[str, ...], weights: tuple[float, ...] | None = None,
+             teacher: Player | None = None) -> OpponentPool:
+        """The pool of ``names`` (equal weights by default); with ``teacher``, ``self`` seats are the teacher's."""
+        players = [teacher if name == SELF and teacher is not None else self.player(name) for name in names]
+        return OpponentPool(players, weights=weights or [1.0] * len(names), names=list(names))
+
+
 @dataclass
 class _Run:
     """State shared by the callbacks of one run."""
@@ -247,11 +262,11 @@ class _Run:
     run_id: str
     out: Path
     model: Any
+    env: CommanderVecEnv
+    league: _League
     meter: _GradMeter
     metrics: Any  # open file
-    exporter: DecisionExporter | None
     eval_exporter: DecisionExporter | None
-    pool: _Pool
     stage: int
     stage_start: int
     updates: list[UpdateStats]
@@ -272,7 +287,6 @@ def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) ->
     """
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.vec_env import DummyVecEnv
 
     torch.set_num_threads(config.torch_threads)
     run_id = config.run_id or checkpoints.new_run_id()
@@ -281,26 +295,21 @@ def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) ->
     if metrics_path.exists():
         raise ConfigError(f"{metrics_path} exists: run {run_id} already ran here", hint="choose another --run-id")
     stages = config.curriculum
-    live: dict[str, Any] = {}
-    pool = _Pool(stages[0].opponents if stages else config.opponents, lambda name: _resolve(name, live, config))
-    record = config.export.enabled
-    env = DummyVecEnv([_env_factory(pool, config, rank, record) for rank in range(config.n_envs)])
-    model = _make_model(config, env)
-    live["model"] = model
+    league = _League(config)
+    pool = league.pool(stages[0].opponents) if stages else league.pool(config.opponents, config.opponent_weights)
+    env = CommanderVecEnv(config.n_envs, pool, seed=config.seed, pod_size=config.pod_size, max_rounds=config.max_rounds)
+    model = league.model = _make_model(config, env)
     parent, dataset = _warm_start(config, model) if config.warm_start is not None else (None, None)
     model.set_logger(Logger(folder=None, output_formats=[]))
     meter = _install_meter(model, config)
     exports = out / "exports"
-    exporter = eval_exporter = None
-    if record:
-        exporter = DecisionExporter(exports, batch=run_id, generation=config.generation, seed=config.seed,
-                                    config=config.export)
-        if config.export.export_eval:
-            eval_exporter = DecisionExporter(exports, batch=run_id, generation=config.generation, seed=config.seed,
-                                             source="ppo-eval", config=config.export)
+    eval_exporter = None
+    if config.export.enabled and config.export.export_eval:
+        eval_exporter = DecisionExporter(exports, batch=run_id, generation=config.generation, seed=config.seed,
+                                         source="ppo-eval", config=config.export)
     start = time.perf_counter()
     with open(metrics_path, "w", encoding="utf-8") as metrics:
-        run = _Run(config, run_id, out, model, meter, metrics, exporter, eval_exporter, pool, 0, 0, [], [],
+        run = _Run(config, run_id, out, model, env, league, meter, metrics, eval_exporter, 0, 0, [], [],
                    parent=parent, dataset=dataset, progress=progress)
         callback = _make_callback(BaseCallback, run)
         model.learn(total_timesteps=config.total_steps, callback=callback, log_interval=None)
@@ -308,30 +317,36 @@ def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) ->
         if not run.evaluations or run.evaluations[-1].steps != model.num_timesteps:
             _evaluate(run, final=True)
     final = _save(run, "final", {"steps": model.num_timesteps})
-    counts = exporter.close() if exporter is not None else None
+    counts = _export_teacher_games(run, exports) if config.export.enabled and config.export.games else None
     eval_counts = eval_exporter.close() if eval_exporter is not None else None
     steps = int(model.num_timesteps)
     return PPOResult(
         run_id=run_id, kind=config.kind, steps=steps, seconds=round(seconds, 3),
         steps_per_second=round(steps / max(seconds, 1e-9), 1), best=run.best, final=final, metrics=metrics_path,
         best_win_rate=run.best_win_rate, updates=run.updates, evaluations=run.evaluations,
-        export=counts.as_dict() if counts else None, eval_export=eval_counts.as_dict() if eval_counts else None,
-        stages_reached=[s.name for s in stages[: run.stage + 1]],
+        export=counts, eval_export=eval_counts, stages_reached=[s.name for s in stages[: run.stage + 1]],
     )
 
 
-def _env_factory(pool: _Pool, config: PPOConfig, rank: int, record: bool) -> Callable[[], PoolEnv]:
-    return lambda: PoolEnv(pool, seed=config.seed, rank=rank, pod_size=config.pod_size,
-                           max_rounds=config.max_rounds, record=record)
+def _export_teacher_games(run: _Run, exports: Path) -> ExportCounts:
+    """The final policy plays ``export.games`` games against the league; its decisions are exported."""
+    config = run.config
+    teacher = _policy_player(run)
+    names = config.curriculum[run.stage].opponents if config.curriculum else config.opponents
+    weights = None if config.curriculum else config.opponent_weights
+    exporter = DecisionExporter(exports, batch=run.run_id, generation=config.generation, seed=config.seed,
+                                config=config.export)
+    play_league(teacher, run.league.pool(names, weights, teacher=teacher), exporter, games=config.export.games,
+                seed=config.seed + 3, pod_size=config.pod_size, max_rounds=config.max_rounds)
+    return exporter.close()
 
 
-def _resolve(name: str, live: dict[str, Any], config: PPOConfig) -> Player:
-    """A player for a pool entry; ``self`` follows the live model, checkpoints are loaded once per env."""
-    if name in PLAYER_TYPES:
-        return make_player(name)
-    if name == SELF:
-        return PolicyPlayer(lambda obs, mask: sb3_greedy_policy(live["model"].policy)(obs, mask), source="ppo")
-    return load_agent(Path(name)).player()
+def _policy_player(run: _Run) -> Player:
+    """A player of the live model, greedy (flat) or with its LSTM state (recurrent)."""
+    run.model.policy.set_training_mode(False)
+    if run.config.policy_kind == "recurrent":
+        return RecurrentPlayer(run.model.policy)
+    return PolicyPlayer(sb3_greedy_policy(run.model.policy))
 
 
 def _make_model(config: PPOConfig, env: Any) -> Any:
@@ -353,16 +368,24 @@ def _make_model(config: PPOConfig, env: Any) -> Any:
 
 
 def _warm_start(config: PPOConfig, model: Any) -> tuple[str, checkpoints.DatasetRef | None]:
-    """Load the warm-start checkpoint's actor into the model; returns its name and its dataset."""
+    """Load the warm-start checkpoint into the model; returns its name and its dataset.
+
+    A flat PPO checkpoint of the same shape gives its whole policy (actor and
+    critic: the run continues it); otherwise the actor is copied.
+    """
     agent = load_agent(config.warm_start)  # type: ignore[arg-type]
     if agent.actor is None:
         raise TrainError(f"{config.warm_start} is a recurrent checkpoint", hint="warm-start from a bc or ppo checkpoint")
     if config.policy_kind == "recurrent":
         transfer_compatible(model.policy, agent.actor)
+        return agent.name, agent.card.dataset
+    if agent.actor.spec.pi != config.policy.pi or agent.actor.spec.activation != config.policy.activation:
+        raise TrainError(f"the warm-start network {agent.card.arch} differs from policy {config.policy.model_dump()}",
+                         hint="set policy.pi / policy.activation to the BC checkpoint's (see its card)")
+    if agent.card.kind == "ppo" and tuple(agent.card.arch.get("vf", ())) == config.policy.vf:
+        _, tensors = checkpoints.load_tensors(config.warm_start)  # type: ignore[arg-type]
+        model.policy.load_state_dict(tensors, strict=True)  # in place: the optimizer keeps these tensors
     else:
-        if agent.actor.spec.pi != config.policy.pi or agent.actor.spec.activation != config.policy.activation:
-            raise TrainError(f"the warm-start network {agent.card.arch} differs from policy {config.policy.model_dump()}",
-                             hint="set policy.pi / policy.activation to the BC checkpoint's (see its card)")
         warm_start(model.policy, agent.actor)
     return agent.name, agent.card.dataset
 
@@ -393,7 +416,7 @@ def _install_meter(model: Any, config: PPOConfig) -> _GradMeter:
 
 def _make_callback(base: type, run: _Run) -> Any:
     class _Callback(base):  # type: ignore[misc, valid-type]
-        """Feeds the exporter, logs every update, evaluates on schedule."""
+        """Logs every update, evaluates on schedule."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -403,11 +426,6 @@ def _make_callback(base: type, run: _Run) -> Any:
             _evaluate(run)
 
         def _on_step(self) -> bool:
-            if run.exporter is not None:
-                for info in self.locals["infos"]:
-                    record = info.get("episode_record")
-                    if record is not None:
-                        run.exporter.add_episode(record)
             if self.num_timesteps >= self.next_eval:
                 self.next_eval += run.config.eval_every
                 _evaluate(run)
@@ -446,13 +464,10 @@ def _log_update(run: _Run) -> None:
 def _evaluate(run: _Run, final: bool = False) -> EvaluationResult:
     """Play the evaluation pods, keep the best checkpoint, and apply the curriculum's promotion rule."""
     config, model = run.config, run.model
-    if config.policy_kind == "recurrent":
-        def make() -> Player:
-            return RecurrentPlayer(model.policy)
-    else:
-        def make() -> Player:
-            return PolicyPlayer(sb3_greedy_policy(model.policy))
-    model.policy.set_training_mode(False)
+
+    def make() -> Player:
+        return _policy_player(run)
+
     eval_config = EvaluateConfig(opponents=config.eval_opponents, games=config.eval_games, seed=config.seed + 1,
                                  max_rounds=config.max_rounds)
     result = evaluate(make, eval_config, exporter=run.eval_exporter if not final else None)
@@ -475,7 +490,7 @@ def _maybe_promote(run: _Run, make: Callable[[], Player], steps: int) -> None:
     if run.stage + 1 >= len(stages) or steps - run.stage_start < stages[run.stage].min_steps:
         return
     stage = stages[run.stage]
-    pool_players = [make_player(n) if n in PLAYER_TYPES else load_agent(Path(n)).player() for n in stage.opponents]
+    pool_players = [run.league.player(n) for n in stage.opponents]
     others = [pool_players[i % len(pool_players)] for i in range(run.config.pod_size - 1)]
     check = evaluate(make, EvaluateConfig(games=run.config.eval_games, seed=run.config.seed + 2,
                                           max_rounds=run.config.max_rounds, opponents=stage.opponents[:1]),
@@ -483,7 +498,7 @@ def _maybe_promote(run: _Run, make: Callable[[], Player], steps: int) -> None:
     if check.win_rate >= stage.promote_win_rate:
         run.stage += 1
         run.stage_start = steps
-        run.pool.names = stages[run.stage].opponents
+        run.env.set_pool(run.league.pool(stages[run.stage].opponents))
         run.metrics.write(json.dumps({"type": "promotion", "steps": steps, "from": stage.name,
                                       "to": stages[run.stage].name, "win_rate": check.win_rate}) + "\n")
 

@@ -1,0 +1,198 @@
+"""The vectorised self-play environment: many games on the batched core, one learner seat in each.
+
+:class:`CommanderVecEnv` is a stable-baselines3 ``VecEnv`` of ``n_envs``
+games stepped together. A step applies the learner's action in every game
+at once, then lets the opponents play, all games together, until each game
+is back at a learner decision: every round of that loop asks each distinct
+opponent once for all the games where it acts (one vectorised heuristic
+call, one forward pass of a policy), through the core's
+:class:`~toolkit.game.core.Seating`. ``action_masks()`` serves the masks of
+every env from one array, which is what sb3-contrib's ``MaskablePPO`` asks
+for (``env_method("action_masks")``).
+
+Episodes follow the single-game :class:`~toolkit.game.env.CommanderEnv`
+exactly: env ``i`` draws its episodes (learner seat, opponents from the
+pool, the deal) from a generator seeded :func:`~toolkit.game.league.env_seed`
+``(seed, i)``; rewards are the learner's shaped terms and, when its episode
+ends, ``rules.outcome_reward`` (+1 win, -1 otherwise, the turn limit
+included). A finished env is reset at once, as sb3 expects: its last
+observation is in ``info["terminal_observation"]`` and its episode in
+``info["episode"]`` (``r`` return, ``l`` length, as sb3's Monitor writes
+it), with ``won``, ``placement``, ``timed_out`` and ``opponents`` (pool
+indices of its table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from toolkit.errors import ConfigError
+from toolkit.game import core, rules
+from toolkit.game.env import action_space, learner_observation, observation_space
+from toolkit.game.league import OpponentPool, draw_episode, env_seed
+from toolkit.game.players import Player, attack_target
+
+LEARNER = -1  # the learner's entry in the seating table: asked through step(), never by the core
+
+
+class CommanderVecEnv(VecEnv):
+    """``n_envs`` games, one learner seat each, opponents answered in batches."""
+
+    def __init__(
+        self,
+        n_envs: int,
+        opponents: Sequence[str | Player] | OpponentPool = ("heuristic", "heuristic", "heuristic"),
+        *,
+        seed: int = 0,
+        learner_seat: int | None = None,
+        pod_size: int | None = None,
+        max_rounds: int = 30,
+    ) -> None:
+        """Args:
+            n_envs: games stepped together.
+            opponents: a fixed table (one per other seat) or an :class:`OpponentPool` league.
+            seed: env ``i`` draws its episodes from ``default_rng(env_seed(seed, i))``.
+            learner_seat: the learner's seat, or None to draw it per episode.
+            pod_size: seats at the table (default: one more than a fixed table's opponents, else 4).
+            max_rounds: rounds before a game stops at the turn limit.
+        """
+        if n_envs < 1:
+            raise ConfigError(f"n_envs must be at least 1, got {n_envs}", hint="step one game or more")
+        self.pool = opponents if isinstance(opponents, OpponentPool) else OpponentPool(opponents)
+        n = pod_size or (len(self.pool.players) + 1 if self.pool.fixed else 4)
+        self.config = rules.RulesConfig(n_seats=n, max_rounds=max_rounds)
+        if learner_seat is not None and not 0 <= learner_seat < n:
+            raise ConfigError(f"learner_seat {learner_seat} is outside the pod of {n}", hint=f"use 0..{n - 1}")
+        self.render_mode = None  # nothing to render (sb3 reads it through get_attr)
+        super().__init__(n_envs, observation_space(), action_space())
+        self.fixed_seat = learner_seat
+        self.state = rules.new_state(n_envs, self.config)
+        self.seating = core.Seating(self.pool.players, n_envs, n)
+        self._entries = np.array([self.seating.index_of(p) for p in self.pool.players], np.int32)
+        self.learner = np.zeros(n_envs, np.intp)
+        self.opponents = np.zeros((n_envs, n - 1), np.int64)
+        self._episode_rngs = [np.random.default_rng(env_seed(seed, i)) for i in range(n_envs)]
+        self._rng = np.random.default_rng([seed, 2**31])  # random players' draws
+        self._mask = np.zeros((n_envs, rules.PASS + 1), bool)
+        self._returns = np.zeros(n_envs)
+        self._lengths = np.zeros(n_envs, np.int64)
+        self._actions = np.zeros(n_envs, np.intp)
+        self.illegal_actions = 0
+
+    # -- the VecEnv interface -------------------------------------------------------------
+
+    def reset(self) -> np.ndarray:
+        every = np.arange(self.num_envs)
+        self._start(every)
+        return learner_observation(self.state, every, self._mask)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions, np.intp).reshape(self.num_envs)
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        every = np.arange(self.num_envs)
+        actions = self._actions
+        illegal = ~self._mask[every, actions]
+        if illegal.any():  # only a policy without masking asks for one (e.g. a recurrent one): pass instead
+            self.illegal_actions += int(illegal.sum())
+            actions = np.where(illegal, rules.PASS, actions)
+        targets = np.full(self.num_envs, -1, np.intp)
+        attacks = np.flatnonzero(actions == rules.ATTACK)
+        if len(attacks):
+            targets[attacks] = attack_target(self.state, attacks, self.learner[attacks])[0]
+        rewards = rules.apply(self.state, every, actions, targets, self._mask).reward.astype(np.float32)
+        self._advance(every)
+        st = self.state
+        ended = np.flatnonzero(st.done | st.eliminated[every, self.learner])
+        won = st.done[ended] & ~st.truncated[ended] & (st.winner[ended] == self.learner[ended])
+        rewards[ended] += rules.outcome_reward(won).astype(np.float32)
+        self._returns += rewards
+        self._lengths += 1
+        dones = np.zeros(self.num_envs, bool)
+        dones[ended] = True
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if len(ended):
+            self._close(ended, won, infos)
+        return learner_observation(st, every, self._mask), rewards, dones, infos
+
+    def action_masks(self) -> np.ndarray:
+        """The legal-action masks of every env's current learner decision, [n_envs, 8] bool."""
+        return self._mask.copy()
+
+    def close(self) -> None:
+        pass
+
+    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
+        if method_name != "action_masks":
+            raise AttributeError(f"CommanderVecEnv has no per-env method {method_name!r}")
+        return list(self.action_masks()[self._get_indices(indices)])
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def has_attr(self, attr_name: str) -> bool:
+        return attr_name == "action_masks" or hasattr(self, attr_name)
+
+    def set_pool(self, pool: OpponentPool) -> None:
+        """Draw the opponents of every episode that starts from now on from ``pool`` (a curriculum's next stage)."""
+        self.pool = pool
+        self._entries = np.array([self.seating.index_of(p) for p in pool.players], np.int32)
+
+    # -- episodes ---------------------------------------------------------------------------
+
+    def _start(self, slots: np.ndarray) -> None:
+        """Start the next episode of each env in ``slots`` and play up to its learner's first decision."""
+        n = self.config.n_seats
+        deals = []
+        for i in slots.tolist():
+            episode = draw_episode(self._episode_rngs[i], n, self.fixed_seat, self.pool)
+            self.learner[i] = episode.learner_seat
+            self.opponents[i] = episode.opponents
+            seats = episode.seat_players(n)
+            self.seating.table[i] = np.where(seats < 0, LEARNER, self._entries[np.maximum(seats, 0)])
+            deals.append(episode.deal)
+        rules.deal(self.state, slots, deals, self.config)
+        self._returns[slots] = 0.0
+        self._lengths[slots] = 0
+        self._advance(slots)
+
+    def _close(self, ended: np.ndarray, won: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """Report the episodes of ``ended`` in ``infos`` and start their next ones."""
+        st = self.state
+        terminal = learner_observation(st, ended, self._mask[ended])
+        for k, i in enumerate(ended.tolist()):
+            infos[i] = {
+                "terminal_observation": terminal[k],
+                "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])},
+                "won": bool(won[k]), "placement": int(st.placement[i, self.learner[i]]),
+                "timed_out": bool(st.truncated[i]), "opponents": self.opponents[i].tolist(),
+            }
+        self._start(ended)
+
+    def _advance(self, slots: np.ndarray) -> None:
+        """Opponents play, all games together, until each game of ``slots`` waits on its learner or its episode ended."""
+        st = self.state
+        while True:
+            live = slots[~st.done[slots] & ~st.eliminated[slots, self.learner[slots]]]
+            waiting = st.seat[live] == self.learner[live]
+            self._mask[live[waiting]] = rules.legal_mask(st, live[waiting]) if waiting.any() else False
+            g = live[~waiting]
+            slots = g
+            if not len(g):
+                break
+            mask = rules.legal_mask(st, g)
+            actions, targets = self.seating.ask(st, g, mask, self._rng)
+            rules.apply(st, g, actions, targets, mask)
+        over = np.flatnonzero(st.done | st.eliminated[np.arange(self.num_envs), self.learner])
+        self._mask[over] = False
+        self._mask[over, rules.PASS] = True  # a finished episode still offers one legal action
