@@ -1,63 +1,63 @@
-"""Training speed: PPO env steps/s against sb3 defaults, BC samples/s against a plain torch loop, evaluation games/s.
+"""Training speed: PPO on the vectorised env against the single-game env path, BC against a plain torch loop, evaluation.
 
-Run: ``.venv/bin/python bench/bench_train.py [--steps 8192]``.
+Run: ``.venv/bin/python bench/bench_train.py [--steps 100000]``.
 
 All in one process, one torch thread, each baseline run alongside what it
 is compared with, so the ratios hold on a busy machine even when the
-absolute figures move.
-
-Last run (2 shared cores, other test suites running; --steps 8192):
-  PPO (ours: 8 DummyVecEnv envs, n_steps 512, batch 512, 1 thread) 282 steps/s,
-  with the exporter 250; sb3 MaskablePPO defaults on the same env 287 (0.98x):
-  the env itself is the ceiling (793 steps/s stepping 8 envs alone, each step
-  also plays ~3 opponent decisions one game at a time), so the field notes'
-  n_steps/batch gains cannot show until a VecEnv over the batched core exists.
-  BC 120,904 samples/s streamed from Parquet vs 161,869 for a plain in-memory
-  torch loop over the same 168,870 rows (0.75x); holdout accuracy 0.95 after 3
-  epochs. Evaluation 139 games/s (24.7k decisions/s) vs 3 heuristics.
+absolute figures move. Targets (the learning issue): ``distill train ppo``
+with its defaults >= 5,000 agent steps/s end to end and >= 10x the
+single-game env path (MaskablePPO over a DummyVecEnv of 8 single-game envs,
+the origin's settings: n_steps 512, batch 512, 10 epochs); the vectorised
+env alone with a random agent >= 25,000 agent steps/s (bench_game prints it
+too).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def ppo_figures(steps: int, tmp: Path) -> dict[str, float]:
+PPO_TARGET = 5_000
+PPO_RATIO_TARGET = 10.0
+VEC_ENV_TARGET = 25_000
+
+
+def ppo_figures(steps: int, baseline_steps: int, tmp: Path) -> dict[str, float]:
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from toolkit.game.env import CommanderEnv
+    from toolkit.game.league import OpponentPool
+    from toolkit.train.export import ExportConfig
     from toolkit.train.ppo import PPOConfig, train_ppo
 
-    out = {}
-    for label, overrides in (("ours", {}), ("ours+export", {"export": {"enabled": True}})):
-        config = PPOConfig(total_steps=steps, eval_every=0, eval_games=4, run_id=label.replace("+", "-"),
-                           export={"enabled": "export" in label, "only_wins": False})
-        start = time.perf_counter()
-        result = train_ppo(config, tmp / label)
-        out[f"ppo_{label}_steps_per_s"] = result.steps_per_second
-        out[f"ppo_{label}_wall_s"] = round(time.perf_counter() - start, 1)
-    env = DummyVecEnv([lambda: CommanderEnv(("heuristic", "tuned", "random"), learner_seat=None)])
-    model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")  # sb3 defaults: 1 env, n_steps 2048, batch 64
+    out: dict[str, float] = {}
+    config = PPOConfig(total_steps=steps, eval_every=0, eval_games=4, run_id="bench", export=ExportConfig(games=1000))
     start = time.perf_counter()
-    model.learn(steps)
-    out["ppo_sb3_defaults_steps_per_s"] = round(model.num_timesteps / (time.perf_counter() - start), 1)
-    rollout = DummyVecEnv([lambda: CommanderEnv(("heuristic", "tuned", "random"), learner_seat=None)] * 8)
-    rollout.reset()
-    start, n = time.perf_counter(), 0
-    while n < steps:
-        masks = np.stack(rollout.env_method("action_masks"))
-        rollout.step(np.array([np.flatnonzero(m)[0] for m in masks]))
-        n += 8
-    out["env_only_steps_per_s"] = round(n / (time.perf_counter() - start), 1)
-    out["ppo_ours_vs_sb3_defaults"] = round(out["ppo_ours_steps_per_s"] / out["ppo_sb3_defaults_steps_per_s"], 2)
+    result = train_ppo(config, tmp / "ppo")
+    out["ppo_defaults_steps_per_s"] = result.steps_per_second
+    out["ppo_defaults_wall_s_with_eval_and_export"] = round(time.perf_counter() - start, 1)
+    pool = OpponentPool(["heuristic", "tuned", "random"], weights=[1, 1, 1])
+    env = DummyVecEnv([lambda: CommanderEnv(pool, learner_seat=None) for _ in range(8)])
+    model = MaskablePPO("MlpPolicy", env, n_steps=512, batch_size=512, n_epochs=10, seed=0, device="cpu")
+    start = time.perf_counter()
+    model.learn(baseline_steps)
+    out["ppo_single_game_env_steps_per_s"] = round(model.num_timesteps / (time.perf_counter() - start), 1)
+    out["ppo_vectorised_vs_single_game"] = round(out["ppo_defaults_steps_per_s"] / out["ppo_single_game_env_steps_per_s"], 1)
     return out
+
+
+def vec_env_figures() -> dict[str, float]:
+    from bench_game import vec_env_rate
+
+    return {"vec_env_random_agent_steps_per_s": round(vec_env_rate(1024, 10.0), 1)}
 
 
 def bc_figures(tmp: Path) -> dict[str, float]:
@@ -105,15 +105,24 @@ def eval_figures(checkpoint: str) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=8192)
+    parser.add_argument("--steps", type=int, default=100_000, help="PPO steps with the defaults")
+    parser.add_argument("--baseline-steps", type=int, default=8_192, help="PPO steps on the single-game env path")
     args = parser.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         figures = {**bc_figures(Path(tmp))}
         figures.update(eval_figures(figures.pop("bc_checkpoint")))
-        figures.update(ppo_figures(args.steps, Path(tmp)))
+        figures.update(ppo_figures(args.steps, args.baseline_steps, Path(tmp)))
+        figures.update(vec_env_figures())
     for key, value in figures.items():
-        print(f"{key:36s} {value}")
+        print(f"{key:42s} {value}")
+    checks = [("PPO end to end, defaults", figures["ppo_defaults_steps_per_s"] >= PPO_TARGET, f">= {PPO_TARGET:,} steps/s"),
+              ("PPO vectorised / single-game env path", figures["ppo_vectorised_vs_single_game"] >= PPO_RATIO_TARGET,
+               f">= {PPO_RATIO_TARGET:.0f}x"),
+              ("vectorised env, random agent", figures["vec_env_random_agent_steps_per_s"] >= VEC_ENV_TARGET,
+               f">= {VEC_ENV_TARGET:,} steps/s")]
+    for label, ok, target in checks:
+        print(f"target {label}: {target}: {'met' if ok else 'NOT MET'}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from toolkit.stats import BernoulliSPRT, ScoreSPRT, entropy_bits, js_divergence, wilson_interval
+from toolkit.stats import MeanSPRT, entropy_bits, js_divergence, wilson_interval
 
 
 def test_entropy_of_a_uniform_eight_way_distribution_is_three_bits() -> None:
@@ -26,19 +26,6 @@ def test_wilson_interval_contains_the_estimate_and_narrows_with_data() -> None:
     assert wilson_interval(0, 0) == (0.0, 1.0)
 
 
-@pytest.mark.parametrize(("truth", "expected"), [(0.25, "accept_h0"), (0.30, "accept_h1")])
-def test_sprt_error_rates_stay_near_alpha_and_beta(truth: float, expected: str) -> None:
-    rng = random.Random(11)
-    wrong = 0
-    runs = 300
-    for _ in range(runs):
-        test = BernoulliSPRT(0.25, 0.30)
-        while test.decision is None and test.trials < 20_000:
-            test.update(rng.random() < truth)
-        wrong += test.decision != expected
-    assert wrong / runs < 0.09  # nominal 0.05, with sampling slack
-
-
 # Placement scores of a 4-player pod (1, 2/3, 1/3, 0): equal strength has mean 0.5; a stronger player
 # finishes higher more often (mean 0.55 here).
 _EVEN = [0.25, 0.25, 0.25, 0.25]
@@ -46,17 +33,26 @@ _STRONGER = [0.31, 0.27, 0.22, 0.20]
 
 
 @pytest.mark.parametrize(("places", "expected"), [(_EVEN, "accept_h0"), (_STRONGER, "accept_h1")])
-def test_placement_score_sprt_error_rates_stay_near_alpha_and_beta(places: list[float], expected: str) -> None:
+def test_the_mean_sprt_on_placement_scores_keeps_its_error_rates(places: list[float], expected: str) -> None:
     rng = random.Random(5)
     scores = [1.0, 2 / 3, 1 / 3, 0.0]
     wrong, trials = 0, []
     runs = 300
     for _ in range(runs):
-        test = ScoreSPRT(0.5, 0.55)
+        test = MeanSPRT(0.5, 0.55)
         while test.trials < 20_000:  # as the loop's gate: no decision before 40 games
             if test.update(rng.choices(scores, places)[0]) and test.trials >= 40:
                 break
         wrong += test.decision != expected
         trials.append(test.trials)
     assert wrong / runs < 0.09
-    assert sum(trials) / runs < 350  # placement scores decide sooner than win/loss does (~420 games)
+    assert sum(trials) / runs < 350  # placement scores decide sooner than a win/loss test would (~420 games)
+
+
+def test_the_mean_sprt_refuses_scores_outside_its_range() -> None:
+    test = MeanSPRT(0.0, 0.03, low=-1.0, high=1.0)
+    test.update(-1.0)
+    with pytest.raises(ValueError):
+        test.update(1.5)
+    with pytest.raises(ValueError):
+        MeanSPRT(0.5, 0.4)

@@ -1,24 +1,37 @@
-"""Ratings across generations: seat-rotated tournaments in 4-player pods, one persistent rating pool.
+"""Ratings across generations: seat-rotated tournaments in 4-player pods, one persistent pool of games.
 
-The pool (a JSON file) holds an OpenSkill Plackett-Luce rating (mu, sigma,
-and the conservative ``ordinal`` mu - 3 sigma) and a pairwise Elo for every
-player that ever played, updated game by game and never reset: a new
-tournament starts from everything the pool has seen. Each tournament has an
-id; rating one that the pool already holds is a no-op, so a loop resumed
-after a crash never counts the same games twice.
+Success is a win, and only a win: every game is rated winner-vs-rest (the
+winner first, the three others tied behind it); a game that hits the turn
+limit is a loss for all. The pool (a JSON file) keeps every rated game, and
+the ratings are refitted from all of them each time, so they never depend
+on the order games were fed in:
 
-A tournament plays every lineup of 4 entrants that includes at least one of
+- ``elo``: the maximum a-posteriori fit of the winner model
+  ``P(i wins a pod S) = e^θi / (e^θ0 + Σ_{j∈S} e^θj)``, where ``θ0`` is the
+  turn limit's own strength (how often nobody wins), with a weak Gaussian
+  prior; on the Elo scale (``θ · 400 / ln 10``, so a 400-point gap is 10:1
+  odds head to head), anchored at 1500 for the ``heuristic`` baseline when
+  it is in the pool, and ``elo_se`` its standard error.
+- ``mu``, ``sigma``, ``ordinal`` (mu - 3 sigma): OpenSkill Plackett-Luce
+  over the same winner-vs-rest ranks, averaged over ``SHUFFLES`` shuffled
+  orders of the games (fixed seed, games first put in a canonical order).
+  Games at the turn limit carry no ranking there and are left out.
+
+Each tournament has an id; rating one the pool already holds is a no-op, so
+a loop resumed after a crash never counts the same games twice. A
+tournament plays every lineup of 4 entrants that includes at least one of
 the ``focus`` players (the new generation), each lineup on the same deals
-with the seats rotated, so no player gains from its seat or its cards.
+in every seat rotation, all in one batched run of the core.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,9 +42,14 @@ from toolkit.game.players import Player
 from toolkit.storage import write_text_atomic
 
 POD: Final = 4
-ELO_START: Final = 1500.0
-ELO_K: Final = 16.0
+ELO_ANCHOR: Final = 1500.0
+ANCHOR_PLAYER: Final = "heuristic"
+ELO_PER_NAT: Final = 400.0 / math.log(10.0)
+PRIOR_SD: Final = 3.0  # nats: weak, it only keeps an unbeaten player's rating finite
 ORDINAL_Z: Final = 3.0
+SHUFFLES: Final = 8
+NOBODY: Final = -1  # the winner of a game that hit the turn limit
+POOL_VERSION: Final = 2
 
 
 class Rating(BaseModel):
@@ -42,9 +60,10 @@ class Rating(BaseModel):
     name: str
     mu: float
     sigma: float
-    elo: float = ELO_START
-    games: int = 0
-    wins: int = 0
+    elo: float
+    elo_se: float = Field(description="Standard error of the Elo estimate.")
+    games: int
+    wins: int
 
     @property
     def ordinal(self) -> float:
@@ -52,15 +71,32 @@ class Rating(BaseModel):
         return self.mu - ORDINAL_Z * self.sigma
 
 
+@dataclass(frozen=True)
+class GameResult:
+    """One rated game: who sat where, and the winner's seat (:data:`NOBODY` at the turn limit)."""
+
+    players: tuple[str, ...]
+    winner: int
+
+
+class RatedGame(BaseModel):
+    """A game as the pool keeps it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tournament: str
+    players: list[str]
+    winner: int
+
+
 class PoolFile(BaseModel):
     """The pool on disk."""
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: int = 1
-    ratings: dict[str, Rating] = Field(default_factory=dict)
+    format_version: int = POOL_VERSION
     tournaments: list[str] = Field(default_factory=list, description="Ids of the tournaments rated, in order.")
-    games: int = 0
+    games: list[RatedGame] = Field(default_factory=list)
 
 
 class TournamentConfig(BaseModel):
@@ -68,78 +104,113 @@ class TournamentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    deals_per_lineup: int = Field(4, ge=1, description="Deals per lineup; each is played once per seat rotation.")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game is truncated.")
+    deals_per_lineup: int = Field(16, ge=1, description="Deals per lineup; each is played once per seat rotation.")
+    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game stops at the turn limit.")
     seed: int = Field(0, ge=0, description="Seed of the deals.")
-    batch_size: int = Field(256, ge=1, description="Games stepped at once.")
-
-
-@dataclass(frozen=True)
-class GameResult:
-    """One rated game: who sat where and their ranks (1 best; equal ranks tie)."""
-
-    players: tuple[str, ...]
-    ranks: tuple[int, ...]
+    batch_size: int = Field(1024, ge=1, description="Games stepped at once.")
 
 
 class RatingPool:
-    """The persistent pool; :meth:`save` writes it atomically."""
+    """The persistent pool of rated games; :meth:`save` writes it atomically."""
 
     def __init__(self, path: Path) -> None:
-        from openskill.models import PlackettLuce
-
         self.path = path
-        self.model = PlackettLuce()
         self.data = PoolFile.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else PoolFile()
+        if self.data.format_version != POOL_VERSION:
+            raise ConfigError(f"{path} is a rating pool of format {self.data.format_version}; this Distill reads "
+                              f"{POOL_VERSION}", hint="start a new loop run (ratings of older runs cannot be refitted)")
 
     def has(self, tournament: str) -> bool:
         return tournament in self.data.tournaments
 
     def rate(self, tournament: str, games: Sequence[GameResult]) -> None:
-        """Fold a tournament's games into the pool (a no-op for a tournament already rated)."""
+        """Add a tournament's games to the pool (a no-op for a tournament already rated)."""
         if self.has(tournament):
             return
-        for game in games:
-            self._rate_game(game)
+        self.data.games += [RatedGame(tournament=tournament, players=list(g.players), winner=g.winner) for g in games]
         self.data.tournaments.append(tournament)
-        self.data.games += len(games)
-
-    def _rate_game(self, game: GameResult) -> None:
-        entries = [self._entry(name) for name in game.players]
-        teams = [[self.model.rating(mu=e.mu, sigma=e.sigma)] for e in entries]
-        rated = self.model.rate(teams, ranks=list(game.ranks))
-        elo = _elo_deltas([e.elo for e in entries], game.ranks)
-        for entry, (new,), delta, rank in zip(entries, rated, elo, game.ranks, strict=True):
-            entry.mu, entry.sigma = float(new.mu), float(new.sigma)
-            entry.elo += delta
-            entry.games += 1
-            entry.wins += int(rank == 1 and list(game.ranks).count(1) == 1)
-
-    def _entry(self, name: str) -> Rating:
-        if name not in self.data.ratings:
-            fresh = self.model.rating()
-            self.data.ratings[name] = Rating(name=name, mu=float(fresh.mu), sigma=float(fresh.sigma))
-        return self.data.ratings[name]
 
     def table(self) -> list[Rating]:
-        """Every rating, best conservative estimate first."""
-        return sorted(self.data.ratings.values(), key=lambda r: (-r.ordinal, r.name))
+        """Every player's rating from all games, by Elo (best first)."""
+        return fit_ratings(self.data.games)
 
     def save(self) -> None:
-        write_text_atomic(self.path, self.data.model_dump_json(indent=1))
+        write_text_atomic(self.path, self.data.model_dump_json())
 
 
-def _elo_deltas(elos: list[float], ranks: Sequence[int]) -> list[float]:
-    """Pairwise Elo: every pair of a pod is one game (win, draw or loss by rank), K split over the pairs."""
-    n = len(elos)
-    k = ELO_K / (n - 1)
-    deltas = [0.0] * n
-    for i, j in itertools.combinations(range(n), 2):
-        expected = 1.0 / (1.0 + 10 ** ((elos[j] - elos[i]) / 400))
-        score = 1.0 if ranks[i] < ranks[j] else 0.5 if ranks[i] == ranks[j] else 0.0
-        deltas[i] += k * (score - expected)
-        deltas[j] -= k * (score - expected)
-    return deltas
+def fit_ratings(games: Sequence[RatedGame]) -> list[Rating]:
+    """Ratings of every player in ``games`` (see the module docstring), best Elo first; order-independent."""
+    games = sorted(games, key=lambda g: (g.tournament, g.players, g.winner))
+    names = sorted({p for g in games for p in g.players})
+    if not names:
+        return []
+    index = {name: i for i, name in enumerate(names)}
+    seats = np.array([[index[p] for p in g.players] for g in games], np.int64)
+    winner = np.array([g.winner for g in games], np.int64)
+    theta, se = _fit_winner_model(seats, winner, len(names))
+    anchor = theta[index[ANCHOR_PLAYER]] if ANCHOR_PLAYER in index else 0.0
+    mu, sigma = _openskill_averaged(games, names)
+    played = np.bincount(seats.ravel(), minlength=len(names))
+    won = np.bincount(seats[winner >= 0, winner[winner >= 0]], minlength=len(names))
+    ratings = [Rating(name=n, mu=round(mu[i], 4), sigma=round(sigma[i], 4),
+                      elo=round(ELO_ANCHOR + ELO_PER_NAT * (theta[i] - anchor), 1),
+                      elo_se=round(ELO_PER_NAT * se[i], 1), games=int(played[i]), wins=int(won[i]))
+               for i, n in enumerate(names)]
+    return sorted(ratings, key=lambda r: (-r.elo, r.name))
+
+
+def _fit_winner_model(seats: np.ndarray, winner: np.ndarray, k: int, iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """MAP strengths (nats) of ``k`` players and their standard errors, by Newton's method.
+
+    Parameter ``k`` is the turn limit's strength: it sits in every game as a fifth entrant that "wins" when nobody does.
+    """
+    g, n = seats.shape
+    entrants = np.concatenate([seats, np.full((g, 1), k)], axis=1)  # [G, n+1]
+    outcome = np.where(winner >= 0, winner, n)
+    theta = np.zeros(k + 1)
+    prior = np.eye(k + 1) / PRIOR_SD**2
+    hessian = prior
+    for _ in range(iterations):
+        logits = theta[entrants]
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        grad = -theta / PRIOR_SD**2
+        np.add.at(grad, entrants[np.arange(g), outcome], 1.0)
+        np.add.at(grad, entrants.ravel(), -p.ravel())
+        hessian = prior.copy()
+        np.add.at(hessian, (entrants.ravel(), entrants.ravel()), p.ravel())
+        for a in range(n + 1):
+            for b in range(n + 1):
+                np.add.at(hessian, (entrants[:, a], entrants[:, b]), -p[:, a] * p[:, b])
+        step = np.linalg.solve(hessian, grad)
+        theta += step
+        if np.abs(step).max() < 1e-9:
+            break
+    se = np.sqrt(np.diag(np.linalg.inv(hessian)))
+    return theta[:k], se[:k]
+
+
+def _openskill_averaged(games: Sequence[RatedGame], names: list[str]) -> tuple[list[float], list[float]]:
+    """OpenSkill mu and sigma per name, averaged over :data:`SHUFFLES` seeded orders of the won games."""
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    decided = [g for g in games if g.winner >= 0]
+    mu_sum, sigma_sum = np.zeros(len(names)), np.zeros(len(names))
+    index = {name: i for i, name in enumerate(names)}
+    rng = np.random.default_rng(0)
+    for _ in range(SHUFFLES):
+        ratings = {name: model.rating() for name in names}
+        for j in rng.permutation(len(decided)).tolist():
+            game = decided[j]
+            ranks = [1 if seat == game.winner else 2 for seat in range(len(game.players))]
+            rated = model.rate([[ratings[p]] for p in game.players], ranks=ranks)
+            for p, (new,) in zip(game.players, rated, strict=True):
+                ratings[p] = new
+        for name, r in ratings.items():
+            mu_sum[index[name]] += r.mu
+            sigma_sum[index[name]] += r.sigma
+    return list(mu_sum / SHUFFLES), list(sigma_sum / SHUFFLES)
 
 
 def lineups(entrants: Sequence[str], focus: Sequence[str]) -> list[tuple[str, ...]]:
@@ -152,29 +223,23 @@ def lineups(entrants: Sequence[str], focus: Sequence[str]) -> list[tuple[str, ..
 def play_tournament(
     entrants: dict[str, Callable[[], Player]], focus: Sequence[str], config: TournamentConfig
 ) -> list[GameResult]:
-    """Play every lineup on the same deals in every seat rotation; return the games with their ranks."""
-    rules_config = rules.RulesConfig(n_seats=POD, max_rounds=config.max_rounds)
-    results: list[GameResult] = []
-    for number, lineup in enumerate(lineups(list(entrants), focus)):
-        for shift in range(POD):
-            seated = lineup[shift:] + lineup[:shift]
-            players = [entrants[name]() for name in seated]
-            seed = config.seed * 100_003 + number
-            for finished in core.play(players, config.deals_per_lineup, seed=seed, config=rules_config,
-                                      batch_size=config.batch_size):
-                results += [GameResult(seated, ranks_of(finished.placement[g])) for g in range(len(finished.game))]
-    return results
+    """Play every lineup on the same deals in every seat rotation, in one batched run; return the games."""
+    names = list(entrants)
+    players = [entrants[name]() for name in names]
+    seatings = [lineup[shift:] + lineup[:shift] for lineup in lineups(names, focus) for shift in range(POD)]
+    deals = config.deals_per_lineup
+    table = np.repeat(np.array([[names.index(p) for p in seated] for seated in seatings]), deals, axis=0)
+    deal_ids = np.array([(k // (POD * deals)) * deals + k % deals for k in range(len(table))])
+    results: list[GameResult | None] = [None] * len(table)
+    for finished in core.play(players, len(table), seed=config.seed, config=rules.RulesConfig(n_seats=POD, max_rounds=config.max_rounds),
+                              batch_size=config.batch_size, lineups=table, deals=deal_ids):
+        for g, k in enumerate(finished.game.tolist()):
+            won = int(finished.winner[g]) if not finished.truncated[g] else NOBODY
+            results[k] = GameResult(tuple(names[i] for i in table[k]), won)
+    return [r for r in results if r is not None]
 
 
-def ranks_of(placement: np.ndarray) -> tuple[int, ...]:
-    """Ranks from a game's placements: 0 (still alive at a truncation) ties for first, ahead of the eliminated."""
-    return tuple(int(p) if p > 0 else 1 for p in placement.tolist())
-
-
-def standings(pool: RatingPool) -> list[dict[str, Any]]:
-    """The pool as rows for reports: name, mu, sigma, ordinal, elo, games, wins."""
-    return [
-        {"name": r.name, "mu": round(r.mu, 3), "sigma": round(r.sigma, 3), "ordinal": round(r.ordinal, 3),
-         "elo": round(r.elo, 1), "games": r.games, "wins": r.wins}
-        for r in pool.table()
-    ]
+def standings(pool: RatingPool) -> list[dict[str, float | int | str]]:
+    """The pool as rows for reports: name, elo, elo_se, mu, sigma, ordinal, games, wins."""
+    return [{"name": r.name, "elo": r.elo, "elo_se": r.elo_se, "mu": round(r.mu, 3), "sigma": round(r.sigma, 3),
+             "ordinal": round(r.ordinal, 3), "games": r.games, "wins": r.wins} for r in pool.table()]

@@ -78,77 +78,53 @@ class _WaldTest:
 
 
 @dataclass
-class BernoulliSPRT(_WaldTest):
-    """Wald's sequential probability ratio test of H0: p = p0 against H1: p = p1.
+class MeanSPRT(_WaldTest):
+    """A sequential test of the mean of scores in ``[low, high]``: H0 mean = mu0 against H1 mean = mu1.
 
-    Feed outcomes one by one; :attr:`decision` becomes ``"accept_h1"`` or
-    ``"accept_h0"`` once the log-likelihood ratio crosses a bound.
-    """
-
-    p0: float
-    p1: float
-    alpha: float = 0.05
-    beta: float = 0.05
-    llr: float = 0.0
-    trials: int = 0
-    successes: int = 0
-
-    def __post_init__(self) -> None:
-        if not (0 < self.p0 < self.p1 < 1):
-            raise ValueError(f"need 0 < p0 < p1 < 1, got p0={self.p0}, p1={self.p1}")
-
-    def update(self, success: bool) -> str | None:
-        self.trials += 1
-        if success:
-            self.successes += 1
-            self.llr += math.log(self.p1 / self.p0)
-        else:
-            self.llr += math.log((1 - self.p1) / (1 - self.p0))
-        return self.decision
-
-
-
-@dataclass
-class ScoreSPRT(_WaldTest):
-    """A sequential test of the mean of scores in [0, 1]: H0 mean = mu0 against H1 mean = mu1.
-
-    For placement scores (1, 2/3, 1/3, 0 in a 4-player pod) whose variance is
-    well below a win/loss coin's, a Bernoulli SPRT wastes games. This is the
-    normal approximation fishtest's GSPRT uses: after n scores with sum S and
-    sample variance v, ``llr = (mu1 - mu0) / v * (S - n (mu0 + mu1) / 2)``,
-    compared with Wald's bounds. The variance is floored so the first few
-    identical scores cannot decide alone (callers also set a minimum of games).
+    The normal approximation fishtest's GSPRT uses: after n scores with sum S
+    and sample variance v, ``llr = (mu1 - mu0) / v * (S - n (mu0 + mu1) / 2)``,
+    compared with Wald's bounds. It fits any bounded score whose variance is
+    estimated as it goes: placement scores in [0, 1], or paired differences
+    in [-1, 1] (a candidate's result minus its baseline's on the same deal:
+    H0 "no better", mu0 = 0). The variance is floored so the first few
+    identical scores cannot decide alone (callers also set a minimum of
+    scores).
     """
 
     mu0: float
     mu1: float
     alpha: float = 0.05
     beta: float = 0.05
+    low: float = 0.0
+    high: float = 1.0
     trials: int = 0
     total: float = 0.0
     total_sq: float = 0.0
-    min_variance: float = 0.01
+    min_variance: float = 0.001
 
     def __post_init__(self) -> None:
-        if not (0 < self.mu0 < self.mu1 < 1):
-            raise ValueError(f"need 0 < mu0 < mu1 < 1, got mu0={self.mu0}, mu1={self.mu1}")
+        if not (self.low <= self.mu0 < self.mu1 <= self.high):
+            raise ValueError(f"need {self.low} <= mu0 < mu1 <= {self.high}, got mu0={self.mu0}, mu1={self.mu1}")
 
     @property
     def variance(self) -> float:
         if self.trials < 2:
-            return 0.25
+            return ((self.high - self.low) / 2) ** 2
         mean = self.total / self.trials
         return max(self.min_variance, self.total_sq / self.trials - mean * mean)
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.trials if self.trials else math.nan
 
     @property
     def llr(self) -> float:  # type: ignore[override]
         return (self.mu1 - self.mu0) / self.variance * (self.total - self.trials * (self.mu0 + self.mu1) / 2)
 
     def update(self, score: float) -> str | None:
-        if not 0.0 <= score <= 1.0:
-            raise ValueError(f"a score must be in [0, 1], got {score}")
+        if not self.low <= score <= self.high:
+            raise ValueError(f"a score must be in [{self.low}, {self.high}], got {score}")
         self.trials += 1
         self.total += score
         self.total_sq += score * score
         return self.decision
-

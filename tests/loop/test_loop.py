@@ -22,21 +22,23 @@ from toolkit.loop.config import LoopConfig
 from toolkit.loop.run import resume_loop, run_loop
 from toolkit.loop.state import PAUSE, RunFolder
 
-# Small enough for the test suite; the win-rate gate plays against random players with a low bar so that the
-# whole generation (data gate, build, BC, regression gate, merge) runs.
+# Small enough for the test suite: PPO trains against random players, the export floor is off and the strength
+# gates pass anything not far worse, so that the whole generation (gates, merge, build, student) runs.
 TINY: dict[str, Any] = {
     "name": "tiny",
     "max_generations": 1,
     "max_rounds": 20,
     "bootstrap": {"games": 30},
-    "bc": {"epochs": 2, "hidden": [16, 16]},
-    "ppo": {"total_steps": 512, "n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1, "eval_games": 4,
-            "opponents": ["random"], "export_losses": True},
-    "win_rate_gate": {"mode": "threshold", "threshold": 0.05, "threshold_games": 8, "games_per_round": 8,
-                      "opponents": ["random", "random", "random"]},
+    "student": {"epochs": 2, "hidden": [16, 16]},
+    "ppo": {"total_steps": 512, "n_envs": 4, "n_steps": 64, "batch_size": 64, "n_epochs": 1, "export_games": 16,
+            "league": {"heuristic": 0, "tuned": 0, "random": 1, "self": 1, "past": 1}},
+    "floor": {"win_rate": None, "games": 16, "opponents": ["random"] * 3},
+    "strength_gate": {"delta0": -1.0, "delta1": -0.5, "min_deals": 4, "max_deals": 8, "deals_per_round": 8,
+                      "opponents": ["random"] * 3},
+    "accuracy_guard": {"floor": 0.05, "margin": 1.0},
+    "evaluation": {"games": 16},
     "retry": {"max_retries": 0},
-    "data": {"weights": {"forge": 1.0, "ppo": 1.0, "random": 0.0}},
-    "regression_gate": {"floor": 0.05, "margin": 1.0},
+    "data": {"weights": {"forge": 0.5, "ppo": 0.5}},
     "tournament": {"deals_per_lineup": 1},
 }
 VOLATILE = {"timings", "seconds", "recorded_at", "finished_at", "steps_per_second", "samples_per_second",
@@ -78,14 +80,21 @@ def _batch_status(layout: Layout, batch: str) -> tuple[str, str | None, int]:
 def test_a_tiny_loop_runs_every_step_and_records_every_field(reference) -> None:
     layout, records = reference
     assert [r["generation"] for r in records] == [0, 1] and [r["outcome"] for r in records] == ["passed", "passed"]
-    gen1 = records[1]["attempts"][0]
-    assert gen1["win_rate_gate"]["passed"] and gen1["data_gate"]["passed"] and gen1["regression_gate"]["passed"]
-    assert gen1["ppo"]["export"]["exported_episodes"] > 0 and gen1["batches"]
-    assert set(gen1["build"]["rows_by_source"]) == {"forge", "ppo"}
-    assert records[1]["bc_holdout_accuracy"] is not None and records[1]["baseline_accuracy"] is not None
-    assert gen1["hyperparameters"] == {"learning_rate": 3e-4, "ent_coef": 0.01}
-    assert {"gen-001-ppo", "gen-001-bc", "gen-000-bc", "heuristic"} <= {s["name"] for s in records[1]["ratings"]}
-    for batch in gen1["batches"]:
+    assert records[1]["teacher_promoted"] and records[1]["student_promoted"]
+    steps = records[1]["attempts"][0]["steps"]
+    order = [key.split(":")[1] for key in RunFolder(layout, "tiny").load().generations[1].steps]
+    assert order == list(GENERATION_STEPS) and set(steps) == set(GENERATION_STEPS)
+    assert steps["ppo_gate"]["passed"] and steps["data_gate"]["passed"] and steps["accuracy_guard"]["passed"]
+    assert steps["selfplay"]["export"]["exported_episodes"] >= 16  # every game of the teacher, losses too
+    assert [e["name"] for e in steps["selfplay"]["league"]] == ["random", "self", "gen-000-student"]
+    assert set(records[1]["rows_by_source"]) == {"forge", "ppo"}
+    assert records[1]["holdout_accuracy"] is not None and records[1]["previous_accuracy"] is not None
+    for record in records:  # fixed-size evaluations of the promoted models, on the same deals
+        assert record["evaluation"]["student"]["heuristic"]["games"] == 16
+    assert records[1]["evaluation"]["ppo"]["tuned"]["games"] == 16 and "ppo" not in records[0]["evaluation"]
+    assert records[1]["student_gain"]["heuristic"]["deals"] == 4 and records[0]["student_gain"] is None
+    assert {"gen-001-ppo", "gen-001-student", "gen-000-student", "heuristic"} <= {s["name"] for s in records[1]["ratings"]}
+    for batch in steps["ingest"]["batches"]:
         assert _batch_status(layout, batch)[0] == "accepted"
     result = CliRunner().invoke(app, ["--home", str(layout.home), "sql", "--json",
                                       "SELECT generation, outcome FROM generations ORDER BY generation"])
@@ -94,15 +103,28 @@ def test_a_tiny_loop_runs_every_step_and_records_every_field(reference) -> None:
     assert shown.exit_code == 0 and "gen-001-ppo" in shown.output
 
 
+def test_steps_are_saved_with_typed_inputs_and_reloaded_as_their_types(reference) -> None:
+    from toolkit.loop.steps.build import BuildStepResult
+    from toolkit.loop.steps.selfplay import SelfPlayInput
+
+    layout, _ = reference
+    state = RunFolder(layout, "tiny").load()
+    gen = state.generations[1]
+    play = gen.steps["0:selfplay"]
+    assert SelfPlayInput.model_validate(play.input).warm_start == Path(state.generations[0].steps["0:train_student"].result["checkpoint"])
+    assert BuildStepResult.model_validate(gen.steps["0:build"].result).rows_by_source["ppo"] > 0
+    assert [p.name for p in state.promoted] == ["gen-000-student", "gen-001-ppo", "gen-001-student"]
+
+
 @pytest.mark.parametrize(
     ("changes", "gate"),
     [
-        ({"win_rate_gate": {"mode": "sprt", "max_games": 8, "games_per_round": 8, "min_games": 8}}, "win-rate gate"),
+        ({"floor": {"win_rate": 0.99, "games": 8}}, "PPO gate: floor"),
+        ({"strength_gate": {**TINY["strength_gate"], "delta0": 0.9, "delta1": 1.0}}, "PPO gate: strength"),
         ({"data_gate_suite": "COLLAPSE_SUITE", "data_gate_entropy_floor": 1.0}, "data gate"),
-        ({"regression_gate": {"floor": 0.99}}, "regression gate"),
     ],
 )
-def test_a_failing_gate_rejects_the_batch_keeps_it_and_builds_without_it(tmp_path: Path, changes, gate) -> None:
+def test_a_failing_teacher_gate_rejects_the_batch_keeps_it_and_builds_without_it(tmp_path: Path, changes, gate) -> None:
     layout = Layout.at(tmp_path / "home")
     if changes.get("data_gate_suite") == "COLLAPSE_SUITE":  # the policy-collapse check, on however few rows
         suite = json.loads(default_suite_path("lake").read_text())
@@ -114,23 +136,46 @@ def test_a_failing_gate_rejects_the_batch_keeps_it_and_builds_without_it(tmp_pat
     state = run_loop(layout, tiny(name="failing", **changes))
     record = RunFolder(layout, "failing").records()[1]
     assert state.status == "finished" and record["outcome"] == "failed" and record["reason"].startswith(gate)
-    assert record["attempts"][0]["batches"]
-    for batch in record["attempts"][0]["batches"]:
+    assert not record["teacher_promoted"] and not record["student_promoted"] and record["ppo"] is None
+    batches = record["attempts"][0]["steps"]["ingest"]["batches"]
+    assert batches
+    for batch in batches:
         status, reason, rows = _batch_status(layout, batch)
         assert status == "rejected" and reason.startswith(gate) and rows > 0  # kept, with the reason
     from toolkit.build.build import build_dataset
     from toolkit.build.config import BuildConfig
 
     inputs = {i["batch_id"] for i in build_dataset(layout, BuildConfig(name="after")).manifest.inputs}
-    assert not inputs & set(record["attempts"][0]["batches"])
+    assert not inputs & set(batches)
+
+
+def test_a_student_no_better_than_the_last_is_not_promoted_but_the_teacher_is(tmp_path: Path) -> None:
+    layout = Layout.at(tmp_path / "home")
+    impossible = {**TINY["strength_gate"], "delta0": 0.9, "delta1": 1.0}
+    state = run_loop(layout, tiny(name="kept", student_gate=impossible))
+    first, record = RunFolder(layout, "kept").records()
+    assert state.status == "finished" and record["outcome"] == "passed"
+    assert record["teacher_promoted"] and not record["student_promoted"]
+    assert record["student"] == first["student"] and "student kept: no better" in record["reason"]
+    assert record["attempts"][0]["steps"]["student_gate"]["decision"] == "accept_h0"
+    for batch in record["attempts"][0]["steps"]["ingest"]["batches"]:
+        assert _batch_status(layout, batch)[0] == "accepted"  # the teacher's data is merged all the same
+
+
+def test_a_first_student_below_the_accuracy_floor_stops_the_run(tmp_path: Path) -> None:
+    layout = Layout.at(tmp_path / "home")
+    state = run_loop(layout, tiny(name="guarded", accuracy_guard={"floor": 0.99}))
+    [record] = RunFolder(layout, "guarded").records()
+    assert state.status == "failed" and "accuracy guard" in state.message
+    assert record["outcome"] == "failed" and record["student"] is None and record["evaluation"] is None
 
 
 class _Crash(Exception):
     pass
 
 
-GENERATION_STEPS = ["selfplay", "ingest", "win_rate_gate", "data_gate", "build", "train_bc", "regression_gate",
-                    "accept", "ratings"]
+GENERATION_STEPS = ["selfplay", "ingest", "ppo_gate", "data_gate", "accept", "build", "train_student",
+                    "accuracy_guard", "student_gate", "evaluate", "ratings"]
 
 
 @pytest.mark.parametrize("step", GENERATION_STEPS)
@@ -158,7 +203,7 @@ def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, refe
     process = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
-        if events.exists() and len(events.read_text().splitlines()) >= 9:  # in generation 1's self-play or after
+        if events.exists() and len(events.read_text().splitlines()) >= 10:  # in generation 1's self-play or after
             break
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
@@ -176,7 +221,7 @@ def test_a_pause_request_halts_at_the_next_step_and_resume_finishes(tmp_path: Pa
         if message.endswith(": ingest"):
             run.request(PAUSE)
 
-    state = run_loop(layout, tiny(max_generations=1, ppo={**TINY["ppo"], "total_steps": 128}),
+    state = run_loop(layout, tiny(max_generations=1, ppo={**TINY["ppo"], "total_steps": 256}),
                      progress=pause_after_bootstrap_ingest)
     assert state.status == "paused" and len(state.generations[0].steps) == 2  # simulate, ingest: then it paused
     assert run.requested() is None
@@ -193,19 +238,29 @@ def test_a_second_run_with_the_same_name_is_refused(reference) -> None:
 def _ppo_parent(record: dict[str, Any]) -> str | None:
     from toolkit.train.agents import load_agent
 
-    return load_agent(Path(record["attempts"][0]["ppo"]["final"])).card.parent
+    return load_agent(Path(record["attempts"][0]["steps"]["selfplay"]["final"])).card.parent
 
 
-def test_ppo_starts_from_the_promoted_bc_student_or_continues_the_promoted_ppo(reference, tmp_path: Path) -> None:
-    _, records = reference  # default: from the BC student promoted by the generation before
-    assert _ppo_parent(records[1]) == Path(records[0]["models"]["bc"]).name.removesuffix(".json")
+def _stem(card: str) -> str:
+    return Path(card).name.removesuffix(".json")
+
+
+@pytest.mark.parametrize("warm_start", ["ppo", "student"])
+def test_ppo_continues_the_promoted_ppo_or_starts_from_the_promoted_student(tmp_path: Path, warm_start: str) -> None:
     layout = Layout.at(tmp_path / "home")
-    ppo = {**TINY["ppo"], "warm_start": "ppo"}
-    state = run_loop(layout, tiny(name="continued", max_generations=2, ppo=ppo))
+    state = run_loop(layout, tiny(name="gens", max_generations=2, ppo={**TINY["ppo"], "warm_start": warm_start},
+                                  data={**TINY["data"], "teacher_generations": 1}))
     assert state.status == "finished", state.message
-    records = RunFolder(layout, "continued").records()
-    assert _ppo_parent(records[1]) == Path(records[0]["models"]["bc"]).name.removesuffix(".json")
-    assert _ppo_parent(records[2]) == Path(records[1]["models"]["ppo"]).name.removesuffix(".json")
+    records = RunFolder(layout, "gens").records()
+    assert _ppo_parent(records[1]) == _stem(records[0]["student"])  # generation 1 always starts from the student
+    expected = records[1]["ppo"] if warm_start == "ppo" else records[1]["student"]
+    assert _ppo_parent(records[2]) == _stem(expected)
+    league = [e["name"] for e in records[2]["attempts"][0]["steps"]["selfplay"]["league"]]
+    assert league == ["random", "self", "gen-000-student", "gen-001-ppo", "gen-001-student"]
+    # the student of generation 2 learns from generation 2's teacher only (teacher_generations 1)
+    built = set(records[2]["attempts"][0]["steps"]["build"]["batches"])
+    assert not built & set(records[1]["attempts"][0]["steps"]["ingest"]["batches"])
+    assert set(records[2]["attempts"][0]["steps"]["ingest"]["batches"]) <= built
 
 
 def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_path: Path) -> None:
@@ -214,18 +269,19 @@ def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_pat
     first = RunFolder(home, "first").load().batches()
     for name, other_runs, seed in (("second", "exclude", 11), ("third", "include", 12)):
         data = {**TINY["data"], "other_runs": other_runs}
-        assert run_loop(home, tiny(name=name, data=data, seed=seed)).status == "finished"
+        # (a tiny greedy teacher may play one action only: this test is about which batches a build reads)
+        assert run_loop(home, tiny(name=name, data=data, seed=seed, data_gate=False)).status == "finished"
         own = RunFolder(home, name).load().batches()
         theirs = first - own
         assert theirs and own
         for record in RunFolder(home, name).records():
-            used = set(record["attempts"][0]["build"]["batches"])
+            used = set(record["attempts"][0]["steps"]["build"]["batches"])
             assert used & own
             assert used.isdisjoint(theirs) if other_runs == "exclude" else theirs <= used
     # Same seed: every log it writes has the content of one of "first"'s, so each
     # batch is "first"'s by path and this run's too: it keeps them all.
     assert run_loop(home, tiny(name="fourth")).status == "finished"
-    [bootstrap] = RunFolder(home, "fourth").records()[0]["attempts"][0]["batches"]
+    [bootstrap] = RunFolder(home, "fourth").records()[0]["attempts"][0]["steps"]["ingest"]["batches"]
     assert bootstrap in first
     for record in RunFolder(home, "fourth").records():
-        assert bootstrap in record["attempts"][0]["build"]["batches"]
+        assert bootstrap in record["attempts"][0]["steps"]["build"]["batches"]

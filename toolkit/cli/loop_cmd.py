@@ -56,7 +56,7 @@ def status(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
     payload = {
         "name": state.name, "status": state.status, "message": state.message, "generation": state.generation,
         "attempt": gen.attempt if gen else 0, "last_step": done[-1] if done else None,
-        "current_bc": state.current_bc, "current_ppo": state.current_ppo, "updated_at": state.updated_at,
+        "current_student": state.current_student, "current_ppo": state.current_ppo, "updated_at": state.updated_at,
         "requests": run.requested(),
     }
     if as_json:
@@ -111,33 +111,51 @@ def _finish(name: str, as_json: bool) -> None:
 
 
 def show_history(records: list[dict[str, Any]]) -> None:
-    """The generation table, then the latest ratings."""
-    table = Table(title="generations")
-    for column in ("gen", "outcome", "tries", "PPO win rate (95%)", "SPRT", "data gate", "train rows by source",
-                   "BC holdout acc (prev)", "minutes"):
+    """The generation table (fixed-size evaluations, gate decisions, data), then the latest ratings."""
+    from toolkit.loop.record import GenerationRecord
+
+    table = Table(title="generations (win rates: fixed-size evaluations on the same deals every generation, 95%)")
+    for column in ("gen", "outcome", "tries", "student vs heuristics", "student vs tuned", "student gain on gen 0",
+                   "PPO vs heuristics", "PPO vs tuned", "gates: PPO / student", "holdout acc", "train rows",
+                   "minutes"):
         table.add_column(column, overflow="fold")
-    for r in records:
-        last = r["attempts"][-1]
-        win = last.get("win_rate_gate") or {}
-        build = last.get("build") or {}
-        rate = f"{win['win_rate']:.1%} [{win['win_low']:.0%}, {win['win_high']:.0%}]" if win else "-"
-        sprt = f"{win['decision']} llr {win['llr']:.2f}, {win['games']} g" if win else "-"
-        data = "-" if not last.get("data_gate") else ("pass" if last["data_gate"]["passed"] else "FAIL")
-        rows = ", ".join(f"{s} {n:,}" for s, n in (build.get("rows_by_source") or {}).items()) or "-"
-        acc = r.get("bc_holdout_accuracy")
-        base = r.get("baseline_accuracy")
-        accuracy = "-" if acc is None else f"{acc:.3f}" + (f" ({base:.3f})" if base is not None else "")
-        table.add_row(str(r["generation"]), r["outcome"], str(r["retries"] + 1), rate, sprt, data, rows, accuracy,
-                      f"{r['seconds'] / 60:.1f}")
+    for record in records:
+        r = GenerationRecord.model_validate(record)
+        steps = r.attempts[-1].steps
+        table.add_row(str(r.generation), r.outcome, str(r.retries + 1), _score(r, "student", "heuristic"),
+                      _score(r, "student", "tuned"), _gain(r), _score(r, "ppo", "heuristic"), _score(r, "ppo", "tuned"),
+                      f"{_gate(steps.get('ppo_gate'))} / {_gate(steps.get('student_gate'))}",
+                      "-" if r.holdout_accuracy is None else f"{r.holdout_accuracy:.3f}",
+                      ", ".join(f"{k} {v:,}" for k, v in (r.rows_by_source or {}).items()) or "-",
+                      f"{r.seconds / 60:.1f}")
     console.print(table)
     if records and records[-1].get("ratings"):
-        ratings = Table(title="ratings (persistent OpenSkill pool, sorted by mu - 3 sigma)")
-        for column in ("player", "mu", "sigma", "ordinal", "elo", "games"):
+        ratings = Table(title="ratings (winner vs rest, fitted from every game; Elo anchored at heuristic = 1500)")
+        for column in ("player", "elo", "+/-", "mu", "sigma", "ordinal", "games", "wins"):
             ratings.add_column(column, justify="left" if column == "player" else "right")
         for s in records[-1]["ratings"]:
-            ratings.add_row(s["name"], f"{s['mu']:.2f}", f"{s['sigma']:.2f}", f"{s['ordinal']:.2f}", f"{s['elo']:.0f}",
-                            str(s["games"]))
+            ratings.add_row(s["name"], f"{s['elo']:.0f}", f"{s['elo_se']:.0f}", f"{s['mu']:.2f}", f"{s['sigma']:.2f}",
+                            f"{s['ordinal']:.2f}", str(s["games"]), str(s["wins"]))
         console.print(ratings)
-    for r in records:
-        if r["outcome"] != "passed":
-            console.print(f"gen {r['generation']}: {r['outcome']} - {r['reason']}")
+    for record in records:
+        if record["outcome"] != "passed" or not record.get("student_promoted", True):
+            console.print(f"gen {record['generation']}: {record['outcome']} - {record['reason']}")
+
+
+def _score(r: Any, model: str, table: str) -> str:
+    score = ((r.evaluation or {}).get(model) or {}).get(table)
+    return "-" if score is None else f"{score.win_rate:.1%} [{score.win_low:.1%}, {score.win_high:.1%}]"
+
+
+def _gain(r: Any) -> str:
+    gain = (r.student_gain or {}).get("heuristic")
+    return "-" if gain is None else f"{gain.diff:+.1%} [{gain.low:+.1%}, {gain.high:+.1%}]"
+
+
+def _gate(result: dict[str, Any] | None) -> str:
+    if not result:
+        return "-"
+    verdict = result.get("strength") if "floor" in result else result
+    if verdict is None:
+        return "floor FAIL"
+    return f"{'pass' if verdict['passed'] else 'FAIL'} ({verdict['diff']:+.1%}, {verdict['deals']} deals)"

@@ -1,98 +1,142 @@
-"""The loop's two model gates: the PPO agent's win rate in 4-player pods, and BC accuracy on the FIXED holdout.
+"""The loop's gates: strength on paired deals, the absolute floor for export, and the accuracy guard.
 
-The win-rate gate plays rounds of seat-rotated games (every deal in every
-seat) against the gate's table and feeds each game to a sequential
-probability ratio test until it decides or runs out of games; an undecided
-test fails (the agent did not show it is better). The threshold mode is the
-origin lab's rule (win rate >= 30% over >= 20 games), kept for comparison.
+Strength decides promotion. A candidate (a PPO model or a student) and the
+previous promoted model of its kind play the same deals in every seat
+against the same table; a deal's unit is the candidate's wins minus the
+baseline's, averaged over the seats (in [-1, 1]), and a GSPRT on the units
+(``stats.MeanSPRT``; H0: no better) decides, in rounds of deals, after
+``min_deals`` and at most at ``max_deals`` (undecided fails: no evidence
+it is better). The verdict also reports the mean paired difference with its
+95% interval over the deals played.
 
-The regression gate measures the new BC model and the previous generation's
-model on the same holdout split, so a drop is the model's, not the data's.
+The floor is the seed's absolute rule for merging PPO's export: its win
+rate in a fixed-size evaluation against three heuristics must exceed 30%.
+
+The accuracy guard measures the new student and the previous promoted one
+on the same FIXED Forge holdout: a floor and a largest drop. It is a guard
+against a student that lost the game's basics, not what decides promotion:
+a student that learns a stronger teacher imitates the heuristic less.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from toolkit.build.dataset import HOLDOUT, Dataset
 from toolkit.game.players import Player
-from toolkit.loop.config import RegressionGateConfig, WinRateGateConfig
-from toolkit.stats import BernoulliSPRT, ScoreSPRT, wilson_interval
-from toolkit.train.evaluate import EvaluateConfig, evaluate
+from toolkit.loop.config import AccuracyGuardConfig, FloorConfig, StrengthGateConfig
+from toolkit.stats import Z95, MeanSPRT
+from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
 
 
-class WinRateVerdict(BaseModel):
-    """What the win-rate gate saw and decided."""
+class StrengthVerdict(BaseModel):
+    """What the strength gate saw and decided."""
 
     passed: bool
-    decision: str = Field(description="accept_h1 / accept_h0 / undecided (SPRT), pass / fail (threshold).")
+    decision: str = Field(description="accept_h1 (better), accept_h0 (no better) or undecided.")
     reason: str
-    mode: str
-    score: str
-    p0: float
-    p1: float
+    opponents: list[str]
+    deals: int = Field(description="Deals fed to the test (each played in every seat by both).")
+    games: int = Field(description="Games each model played.")
+    candidate_win_rate: float
+    baseline_win_rate: float
+    diff: float = Field(description="Mean paired win difference per game, candidate minus baseline.")
+    diff_low: float = Field(description="95% interval of the mean paired difference.")
+    diff_high: float
     llr: float
     lower: float
     upper: float
-    games: int
-    wins: int
+    delta0: float
+    delta1: float
+
+
+def deal_wins(result: EvaluationResult) -> np.ndarray:
+    """Wins per deal (in deal order), summed over the seats: [deals]."""
+    pods = len(result.per_seat)
+    return np.array([o.won for o in result.outcomes], float).reshape(-1, pods).sum(1)  # outcomes sorted (deal, seat)
+
+
+def strength_gate(candidate: Callable[[], Player], baseline: Callable[[], Player], config: StrengthGateConfig, *,
+                  seed: int, max_rounds: int) -> StrengthVerdict:
+    """Play both on the same deals, round by round, until the GSPRT decides or ``max_deals`` are played."""
+    sprt = MeanSPRT(config.delta0, config.delta1, config.alpha, config.beta, low=-1.0, high=1.0)
+    pods = len(config.opponents) + 1
+    used_c: list[float] = []
+    used_b: list[float] = []
+    decision: str | None = None
+    rounds = 0
+    while len(used_c) < config.max_deals and decision is None:
+        deals = min(config.deals_per_round, config.max_deals - len(used_c))
+        wins_c, wins_b = (deal_wins(evaluate(make, EvaluateConfig(opponents=config.opponents, games=deals * pods,
+                                                                  seed=seed * 10_007 + rounds, max_rounds=max_rounds)))
+                          for make in (candidate, baseline))
+        rounds += 1
+        for c, b in zip(wins_c.tolist(), wins_b.tolist(), strict=True):
+            used_c.append(c)
+            used_b.append(b)
+            sprt.update((c - b) / pods)
+            if len(used_c) >= config.min_deals and sprt.decision is not None:
+                decision = sprt.decision
+                break
+    return _verdict(sprt, decision or "undecided", np.array(used_c), np.array(used_b), config)
+
+
+def _verdict(sprt: MeanSPRT, decision: str, wins_c: np.ndarray, wins_b: np.ndarray,
+             config: StrengthGateConfig) -> StrengthVerdict:
+    pods = len(config.opponents) + 1
+    deals = len(wins_c)
+    units = (wins_c - wins_b) / pods
+    mean = float(units.mean())
+    half = Z95 * float(units.std(ddof=1)) / math.sqrt(deals) if deals > 1 else 1.0
+    shown = f"{mean:+.1%} wins per game over {deals} paired deals"
+    reason = {
+        "accept_h1": f"better than its baseline: {shown} (GSPRT)",
+        "accept_h0": f"no better than its baseline: {shown} (GSPRT)",
+        "undecided": f"not shown better: {shown} (llr {sprt.llr:.2f} within [{sprt.lower:.2f}, {sprt.upper:.2f}])",
+    }[decision]
+    return StrengthVerdict(
+        passed=decision == "accept_h1", decision=decision, reason=reason, opponents=list(config.opponents),
+        deals=deals, games=deals * pods, candidate_win_rate=round(float(wins_c.sum()) / (deals * pods), 4),
+        baseline_win_rate=round(float(wins_b.sum()) / (deals * pods), 4), diff=round(mean, 4),
+        diff_low=round(mean - half, 4), diff_high=round(mean + half, 4), llr=round(sprt.llr, 4),
+        lower=round(sprt.lower, 4), upper=round(sprt.upper, 4), delta0=config.delta0, delta1=config.delta1,
+    )
+
+
+class FloorVerdict(BaseModel):
+    """The absolute floor: a fixed-size evaluation's win rate against the floor's table."""
+
+    passed: bool
+    reason: str
     win_rate: float
     win_low: float
     win_high: float
-    placement_score: float
-    rounds: int
+    games: int
+    threshold: float | None
 
 
-def win_rate_gate(make: Callable[[], Player], config: WinRateGateConfig, *, seed: int, max_rounds: int) -> WinRateVerdict:
-    """Play the agent (``make`` gives a fresh player) against the gate's table until the test decides."""
-    p0, p1 = config.hypotheses()
-    sprt: BernoulliSPRT | ScoreSPRT = (
-        ScoreSPRT(p0, p1, config.alpha, config.beta) if config.score == "placement" else BernoulliSPRT(p0, p1, config.alpha, config.beta)
-    )
-    games = wins = rounds = 0
-    score_sum = 0.0
-    decision: str | None = None
-    limit = config.max_games if config.mode == "sprt" else max(config.threshold_games, config.games_per_round)
-    while games < limit and decision is None:
-        played = evaluate(make, EvaluateConfig(opponents=config.opponents, games=config.games_per_round,
-                                               seed=seed * 10_007 + rounds, max_rounds=max_rounds))
-        rounds += 1
-        for outcome in played.outcomes:
-            games += 1
-            wins += outcome.won
-            score_sum += outcome.score
-            sprt.update(outcome.score if config.score == "placement" else outcome.won)  # type: ignore[arg-type]
-            if config.mode == "sprt" and games >= config.min_games and sprt.decision is not None:
-                decision = sprt.decision
-                break
-    low, high = wilson_interval(wins, games)
-    win_rate = wins / games
-    if config.mode == "threshold":
-        passed = games >= config.threshold_games and win_rate >= config.threshold
-        decision = "pass" if passed else "fail"
-        reason = f"win rate {win_rate:.1%} over {games} games {'>=' if passed else '<'} {config.threshold:.0%}"
+def floor_gate(make: Callable[[], Player], config: FloorConfig, *, seed: int, max_rounds: int) -> FloorVerdict:
+    """The model must win more than ``config.win_rate`` of ``config.games`` games against the table."""
+    result = evaluate(make, EvaluateConfig(opponents=config.opponents, games=config.games, seed=seed,
+                                           max_rounds=max_rounds))
+    shown = (f"win rate {result.win_rate:.1%} [{result.win_low:.1%}, {result.win_high:.1%}] over {result.games} games "
+             f"vs {', '.join(config.opponents)}")
+    if config.win_rate is None:
+        passed, reason = True, f"{shown} (no floor set)"
     else:
-        decision = decision or "undecided"
-        passed = decision == "accept_h1"
-        what = "placement score" if config.score == "placement" else "win rate"
-        reason = {
-            "accept_h1": f"SPRT accepted H1 ({what} {p1}) after {games} games",
-            "accept_h0": f"SPRT accepted H0 ({what} {p0}) after {games} games: no better than the table",
-            "undecided": f"SPRT undecided after {games} games (llr {sprt.llr:.2f} within [{sprt.lower:.2f}, {sprt.upper:.2f}])",
-        }[decision]
-    return WinRateVerdict(
-        passed=passed, decision=decision, reason=reason, mode=config.mode, score=config.score, p0=p0, p1=p1,
-        llr=round(sprt.llr, 4), lower=round(sprt.lower, 4), upper=round(sprt.upper, 4), games=games, wins=wins,
-        win_rate=round(win_rate, 4), win_low=round(low, 4), win_high=round(high, 4),
-        placement_score=round(score_sum / games, 4), rounds=rounds,
-    )
+        passed = result.win_rate > config.win_rate
+        reason = f"{shown} {'>' if passed else '<='} {config.win_rate:.0%}"
+    return FloorVerdict(passed=passed, reason=reason, win_rate=result.win_rate, win_low=result.win_low,
+                        win_high=result.win_high, games=result.games, threshold=config.win_rate)
 
 
-class RegressionVerdict(BaseModel):
-    """What the regression gate compared and decided."""
+class GuardVerdict(BaseModel):
+    """What the accuracy guard compared and decided."""
 
     passed: bool
     reason: str
@@ -117,10 +161,8 @@ def holdout_accuracy(card: Path, dataset: Dataset) -> float:
     return float((greedy_policy(actor)(features, masks) == labels).mean())
 
 
-def regression_gate(
-    card: Path, previous: Path | None, dataset: Dataset, config: RegressionGateConfig
-) -> RegressionVerdict:
-    """The new model must reach the floor and stay within the margin of the previous one, on the same holdout."""
+def accuracy_guard(card: Path, previous: Path | None, dataset: Dataset, config: AccuracyGuardConfig) -> GuardVerdict:
+    """The new student must reach the floor and stay within the margin of the previous one, on the same holdout."""
     accuracy = holdout_accuracy(card, dataset)
     before = holdout_accuracy(previous, dataset) if previous is not None else None
     problems = []
@@ -128,9 +170,9 @@ def regression_gate(
         problems.append(f"holdout accuracy {accuracy:.3f} is below the floor {config.floor:.3f}")
     if before is not None and accuracy < before - config.margin:
         problems.append(f"holdout accuracy {accuracy:.3f} dropped more than {config.margin:.3f} below {before:.3f}")
-    compared = f" (previous model {before:.3f})" if before is not None else ""
+    compared = f" (previous student {before:.3f})" if before is not None else ""
     reason = "; ".join(problems) or f"holdout accuracy {accuracy:.3f}{compared}"
-    return RegressionVerdict(
+    return GuardVerdict(
         passed=not problems, reason=reason, accuracy=round(accuracy, 4),
         previous_accuracy=None if before is None else round(before, 4), floor=config.floor, margin=config.margin,
         holdout_rows=dataset.manifest.splits[HOLDOUT].rows, holdout_content=dataset.manifest.holdout["content"],

@@ -3,7 +3,7 @@
 ``runs/<name>/`` holds::
 
     config.json          the config the run started with (resume reuses it)
-    state.json           every generation's steps and results (rewritten atomically after each step)
+    state.json           every generation's steps, their typed inputs and results (rewritten atomically after each step)
     generations.jsonl    one complete record per finished generation (the view `generations` in distill sql)
     events.jsonl         one line per finished step, with its timing
     ratings.json         the persistent rating pool
@@ -29,14 +29,14 @@ from toolkit.errors import ConfigError
 from toolkit.layout import Layout
 from toolkit.storage import write_text_atomic
 
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2
 STOP: Final = "STOP"
 PAUSE: Final = "PAUSE"
 Status = Literal["running", "paused", "stopped", "converged", "finished", "failed"]
 
 
 class StepRecord(BaseModel):
-    """A finished step."""
+    """A finished step: its typed input and result, as saved (the driver reloads the result as its type)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -44,7 +44,19 @@ class StepRecord(BaseModel):
     attempt: int
     seconds: float
     finished_at: str
+    input: dict[str, Any]
     result: dict[str, Any]
+
+
+class PromotedModel(BaseModel):
+    """A model the loop promoted: the league's past opponents and the ratings' history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generation: int
+    kind: Literal["student", "ppo"]
+    name: str = Field(description="Its rating name, gen-NNN-student or gen-NNN-ppo.")
+    checkpoint: str
 
 
 class GenerationState(BaseModel):
@@ -57,6 +69,10 @@ class GenerationState(BaseModel):
     steps: dict[str, StepRecord] = Field(default_factory=dict, description="Key: '<attempt>:<step>'.")
     outcome: Literal["pending", "passed", "failed"] = "pending"
     reason: str | None = None
+
+    def batches(self) -> set[str]:
+        """The batches this generation's ingest steps recorded (every attempt)."""
+        return {batch for step in self.steps.values() if step.name == "ingest" for batch in step.result.get("batches", [])}
 
 
 class LoopState(BaseModel):
@@ -71,14 +87,14 @@ class LoopState(BaseModel):
     started_at: str
     updated_at: str
     generations: list[GenerationState] = Field(default_factory=list)
-    current_bc: str | None = Field(None, description="Card of the promoted BC model.")
+    current_student: str | None = Field(None, description="Card of the promoted student.")
     current_ppo: str | None = Field(None, description="Card of the promoted PPO model.")
+    promoted: list[PromotedModel] = Field(default_factory=list, description="Every promotion, in order.")
     message: str | None = None
 
     def batches(self) -> set[str]:
         """Every batch this run's ingest steps recorded (bootstrap logs and self-play exports)."""
-        return {batch for gen in self.generations for step in gen.steps.values() if step.name == "ingest"
-                for batch in step.result.get("batches", [])}
+        return {batch for gen in self.generations for batch in gen.batches()}
 
     def gen(self, generation: int) -> GenerationState:
         while len(self.generations) <= generation:

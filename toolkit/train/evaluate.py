@@ -169,10 +169,15 @@ def _summarise(outcomes: list[Outcome], opponents: list[str], decisions: int, il
 
 
 class Comparison(BaseModel):
-    """Two policies on the same deals: the difference of win rates and placement scores, with 95% intervals."""
+    """Two policies on the same deals: the difference of win rates and placement scores, with 95% intervals.
+
+    The intervals treat each deal (played in every seat by both) as one
+    unit, since games on one deal are not independent.
+    """
 
     a: EvaluationResult
     b: EvaluationResult
+    deals: int
     win_rate_diff: float
     win_rate_diff_low: float
     win_rate_diff_high: float
@@ -182,17 +187,24 @@ class Comparison(BaseModel):
 
 
 def compare(a: EvaluationResult, b: EvaluationResult) -> Comparison:
-    """``a - b`` on paired games (same deal, same seat): normal intervals of the mean paired difference."""
+    """``a - b`` on paired games (same deal, same seat): means per game, intervals over deal units."""
     pairs = {(o.deal, o.seat): o for o in b.outcomes}
-    common = [(o, pairs[(o.deal, o.seat)]) for o in a.outcomes if (o.deal, o.seat) in pairs]
-    wins = np.array([float(x.won) - float(y.won) for x, y in common])
-    scores = np.array([x.score - y.score for x, y in common])
+    wins: dict[int, list[float]] = {}
+    scores: dict[int, list[float]] = {}
+    for x in a.outcomes:
+        y = pairs.get((x.deal, x.seat))
+        if y is not None:
+            wins.setdefault(x.deal, []).append(float(x.won) - float(y.won))
+            scores.setdefault(x.deal, []).append(x.score - y.score)
 
-    def interval(d: np.ndarray) -> tuple[float, float, float]:
-        mean = float(d.mean()) if len(d) else 0.0
-        half = Z95 * float(d.std(ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else 1.0
+    def interval(by_deal: dict[int, list[float]]) -> tuple[float, float, float]:
+        units = np.array([np.mean(v) for v in by_deal.values()])
+        if not len(units):
+            return 0.0, -1.0, 1.0
+        mean = float(units.mean())
+        half = Z95 * float(units.std(ddof=1)) / math.sqrt(len(units)) if len(units) > 1 else 1.0
         return round(mean, 4), round(mean - half, 4), round(mean + half, 4)
 
     w, s = interval(wins), interval(scores)
-    return Comparison(a=a, b=b, win_rate_diff=w[0], win_rate_diff_low=w[1], win_rate_diff_high=w[2],
+    return Comparison(a=a, b=b, deals=len(wins), win_rate_diff=w[0], win_rate_diff_low=w[1], win_rate_diff_high=w[2],
                       score_diff=s[0], score_diff_low=s[1], score_diff_high=s[2])

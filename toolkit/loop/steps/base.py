@@ -1,0 +1,66 @@
+"""What every step shares: its name, its seed slot, and the context it runs in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from pathlib import Path
+
+import numpy as np
+
+from toolkit.layout import Layout
+from toolkit.loop.config import LoopConfig
+
+
+class StepName(StrEnum):
+    """The steps, as saved in the state (key ``<attempt>:<name>``) and shown in the progress."""
+
+    SIMULATE = "simulate"
+    INGEST = "ingest"
+    SELFPLAY = "selfplay"
+    PPO_GATE = "ppo_gate"
+    DATA_GATE = "data_gate"
+    ACCEPT = "accept"
+    REJECT = "reject"
+    BUILD = "build"
+    TRAIN_STUDENT = "train_student"
+    ACCURACY_GUARD = "accuracy_guard"
+    STUDENT_GATE = "student_gate"
+    EVALUATE = "evaluate"
+    RATINGS = "ratings"
+
+
+class SeedSlot(IntEnum):
+    """Where each seeded step draws its seed from (see :func:`derive_seed`)."""
+
+    SIMULATE = 1
+    SELFPLAY = 2
+    PPO_GATE = 3
+    BUILD = 4
+    TRAIN_STUDENT = 5
+    STUDENT_GATE = 6
+    TOURNAMENT = 7
+    EVALUATION = 8
+
+
+def derive_seed(*parts: int) -> int:
+    """A seed for one step, from the loop seed and the step's coordinates."""
+    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] % (2**31))
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """Where a step runs: the data root, the loop's config, its own output folder, its seed."""
+
+    layout: Layout
+    config: LoopConfig
+    out: Path
+    seed: int
+    generation: int
+    attempt: int
+
+    @property
+    def folder(self) -> Path:
+        """The step's output folder, created on first use (the driver empties it before the step runs)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        return self.out

@@ -1,0 +1,27 @@
+"""Merge or reject a generation's batches in the catalog (kept either way, with the reason)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from toolkit.catalog.store import Catalog
+from toolkit.loop.steps.base import StepContext
+
+
+class BatchStatusInput(BaseModel):
+    batches: list[str]
+    status: str
+    reason: str
+
+
+class BatchStatusResult(BaseModel):
+    batches: list[str]
+    status: str
+    reason: str
+
+
+def run(ctx: StepContext, step: BatchStatusInput) -> BatchStatusResult:
+    with Catalog.open(ctx.layout) as catalog:
+        for batch in step.batches:
+            catalog.set_batch_status(batch, step.status, step.reason)
+    return BatchStatusResult(batches=step.batches, status=step.status, reason=step.reason)

@@ -1,0 +1,74 @@
+"""The generation's dataset: the Forge-role data and the latest teachers' decisions, with the FIXED holdout."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel
+
+from toolkit.catalog.store import Catalog
+from toolkit.layout import Layout
+from toolkit.loop.steps.base import StepContext
+
+
+class BuildInput(BaseModel):
+    own_batches: list[str]
+    leave_out: list[str]
+
+
+class BuildStepResult(BaseModel):
+    name: str
+    fingerprint: str
+    path: str
+    reused: bool
+    train_rows: int
+    holdout_rows: int
+    rows_by_source: dict[str, int]
+    games_by_source: dict[str, int]
+    shares: dict[str, dict[str, float | None]]
+    duplicates: int
+    holdout_content: str
+    batches: list[str]
+
+
+def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
+    """Build ``loop-<name>`` from every usable batch: not rejected, not another run's, not left out."""
+    from toolkit.build.build import build_dataset
+    from toolkit.build.config import BuildConfig
+
+    data = ctx.config.data
+    with Catalog.open(ctx.layout, read_only=True) as catalog:
+        foreign = other_runs_batches(ctx.layout, catalog, ctx.config.name) - set(step.own_batches)
+        if data.other_runs == "include":
+            foreign = set()
+        skip = foreign | set(step.leave_out)
+        usable = [(batch, sources) for batch, sources in catalog.con.execute(
+            "SELECT batch_id, sources FROM batches WHERE status != 'rejected' ORDER BY batch_id").fetchall()
+            if batch not in skip]
+    present = {s for _, sources in usable for s in sources}
+    config = BuildConfig(
+        name=ctx.config.dataset, weight_mode=data.weight_mode,
+        weights={s: w for s, w in data.weights.items() if s in present}, min_reward=data.min_reward,
+        wins_only=[s for s in data.wins_only if s in present], holdout=data.holdout, seed=ctx.seed,
+        batches=[batch for batch, _ in usable] if skip else None,
+    )
+    info = build_dataset(ctx.layout, config)
+    m = info.manifest
+    return BuildStepResult(
+        name=m.name, fingerprint=m.fingerprint, path=str(info.dataset.root), reused=info.reused,
+        train_rows=m.splits["train"].rows, holdout_rows=m.splits["holdout"].rows,
+        rows_by_source=m.splits["train"].rows_by_source, games_by_source=m.splits["train"].games_by_source,
+        shares=m.shares, duplicates=m.duplicates, holdout_content=m.holdout["content"],
+        batches=[i["batch_id"] for i in m.inputs],
+    )
+
+
+def other_runs_batches(layout: Layout, catalog: Catalog, name: str) -> set[str]:
+    """Batches of files that other loop runs of this data root wrote (under ``runs/<other>/``).
+
+    Read from the catalog, which records each batch's file in the same
+    transaction as the batch.
+    """
+    runs = str(layout.runs.resolve()) + os.sep
+    files = catalog.con.execute("SELECT batch_id, path FROM files").fetchall()
+    return {batch for batch, path in files if path.startswith(runs) and path[len(runs):].split(os.sep, 1)[0] != name}

@@ -1,0 +1,33 @@
+"""The lake suite on each new batch: blocking failures reject the generation's data."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from toolkit.loop.steps.base import StepContext
+
+
+class DataGateInput(BaseModel):
+    batches: list[str]
+
+
+class DataGateResult(BaseModel):
+    passed: bool
+    reason: str
+    reports: list[str]
+    warnings: int = 0
+
+
+def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
+    config = ctx.config
+    if not config.data_gate or not step.batches:
+        return DataGateResult(passed=True, reason="no new batch" if not step.batches else "data gate disabled", reports=[])
+    from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
+
+    check = CheckConfig(suite=config.data_gate_suite, entropy_floor=config.data_gate_entropy_floor)
+    reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in step.batches]
+    failures = [f"{r.scope.get('batch')}: {', '.join(x.id for x in r.blocking_failures)}" for r in reports if not r.passed]
+    return DataGateResult(
+        passed=not failures, reason="; ".join(failures) or f"{len(reports)} batch(es) passed the lake suite",
+        reports=[str(r.paths.get("json")) for r in reports], warnings=sum(len(r.warnings) for r in reports),
+    )

@@ -1,0 +1,77 @@
+"""The fixed-size evaluation every generation reports: the promoted models on the same deals every generation.
+
+Each model plays ``evaluation.games`` games per table (seats rotated), with
+one seed for the whole run, so generations are compared on identical
+deals: the student's gain over the generation-0 student is a paired
+difference with its 95% interval (over deal units). Every win rate the
+history shows comes from here, never from where a sequential test stopped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from toolkit.loop.steps.base import StepContext
+from toolkit.storage import write_text_atomic
+
+STUDENT = "student"
+
+
+class Score(BaseModel):
+    """One model against one table."""
+
+    games: int
+    wins: int
+    win_rate: float
+    win_low: float
+    win_high: float
+    placement_score: float
+    truncations: int
+
+
+class Gain(BaseModel):
+    """A paired difference of win rates on the same deals, with its 95% interval."""
+
+    deals: int
+    diff: float
+    low: float
+    high: float
+
+
+class EvaluateInput(BaseModel):
+    models: dict[str, Path]
+    reference: Path | None = None  # the generation-0 evaluation folder, for the student's paired gain
+    seed: int
+
+
+class EvaluationStepResult(BaseModel):
+    scores: dict[str, dict[str, Score]]  # model -> table -> score
+    student_gain: dict[str, Gain] | None = None  # table -> gain over the generation-0 student
+    folder: str
+
+
+def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
+    from toolkit.train.agents import load_agent
+    from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, compare, evaluate
+
+    evaluation = ctx.config.evaluation
+    scores: dict[str, dict[str, Score]] = {}
+    gains: dict[str, Gain] = {}
+    for model, card in step.models.items():
+        agent = load_agent(card)
+        scores[model] = {}
+        for table, opponents in evaluation.tables.items():
+            result = evaluate(agent.player, EvaluateConfig(opponents=opponents, games=evaluation.games, seed=step.seed,
+                                                          max_rounds=ctx.config.max_rounds))
+            write_text_atomic(ctx.folder / f"{model}-{table}.json", result.model_dump_json())
+            scores[model][table] = Score(games=result.games, wins=result.wins, win_rate=result.win_rate,
+                                         win_low=result.win_low, win_high=result.win_high,
+                                         placement_score=result.placement_score, truncations=result.truncations)
+            reference = step.reference / f"{model}-{table}.json" if step.reference else None
+            if model == STUDENT and reference is not None and reference.exists():
+                diff = compare(result, EvaluationResult.model_validate_json(reference.read_text(encoding="utf-8")))
+                gains[table] = Gain(deals=diff.deals, diff=diff.win_rate_diff, low=diff.win_rate_diff_low,
+                                    high=diff.win_rate_diff_high)
+    return EvaluationStepResult(scores=scores, student_gain=gains or None, folder=str(ctx.folder))

@@ -1,0 +1,29 @@
+"""Logs into the lake: one batch per file, bad lines quarantined."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from toolkit.loop.steps.base import StepContext
+
+
+class IngestInput(BaseModel):
+    files: list[Path]
+
+
+class IngestStepResult(BaseModel):
+    batches: list[str]
+    rows: int
+    rejected: int
+
+
+def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
+    from toolkit.catalog.ingest import IngestConfig, ingest_paths
+
+    if not step.files:
+        return IngestStepResult(batches=[], rows=0, rejected=0)
+    result = ingest_paths(step.files, ctx.layout, IngestConfig())
+    return IngestStepResult(batches=sorted({f.batch_id for f in result.files if f.batch_id}), rows=result.rows_valid,
+                            rejected=result.rows_rejected)

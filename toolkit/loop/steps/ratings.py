@@ -1,0 +1,43 @@
+"""The rating tournament: this generation's models against the baselines and the generation before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from toolkit.loop.steps.base import StepContext
+from toolkit.ratings import RatingPool, TournamentConfig, play_tournament, standings
+
+
+class RatingsInput(BaseModel):
+    pool: Path
+    tournament: str
+    focus: dict[str, Path]  # this generation's models, by rating name
+    others: dict[str, Path]  # the generation before's
+
+
+class RatingsResult(BaseModel):
+    tournament: str
+    entrants: list[str]
+    focus: list[str]
+    games: int
+    standings: list[dict[str, float | int | str]]
+
+
+def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
+    from toolkit.game.players import make_player
+    from toolkit.train.agents import load_agent
+
+    entrants = {name: (lambda n=name: make_player(n)) for name in ctx.config.tournament.baselines}
+    for name, card in {**step.others, **step.focus}.items():
+        agent = load_agent(card)
+        entrants[name] = lambda a=agent: a.player()
+    pool = RatingPool(step.pool)
+    if not pool.has(step.tournament):
+        games = play_tournament(entrants, list(step.focus), TournamentConfig(
+            deals_per_lineup=ctx.config.tournament.deals_per_lineup, max_rounds=ctx.config.max_rounds, seed=ctx.seed))
+        pool.rate(step.tournament, games)
+        pool.save()
+    return RatingsResult(tournament=step.tournament, entrants=sorted(entrants), focus=sorted(step.focus),
+                         games=len(pool.data.games), standings=standings(pool))

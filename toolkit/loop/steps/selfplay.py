@@ -1,0 +1,66 @@
+"""Self-play: PPO against the league, then the trained policy's games exported as the teacher's labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from toolkit.loop.steps.base import StepContext
+from toolkit.train.export import ExportCounts
+from toolkit.train.ppo import UpdateStats
+
+
+class LeagueEntry(BaseModel):
+    """One opponent of the league: its name in reports, the player (a type or a checkpoint), its weight."""
+
+    name: str
+    player: str
+    weight: float
+
+
+class SelfPlayInput(BaseModel):
+    run_id: str
+    warm_start: Path
+    critic_warmup_updates: int
+    learning_rate: float
+    ent_coef: float
+    league: list[LeagueEntry]
+
+
+class SelfPlayResult(BaseModel):
+    final: str
+    steps: int
+    seconds: float
+    steps_per_second: float
+    export: ExportCounts
+    last_update: UpdateStats | None
+    league: list[LeagueEntry]
+    learning_rate: float
+    ent_coef: float
+    warm_start: str
+
+
+def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
+    from toolkit.train.export import ExportConfig
+    from toolkit.train.policy import PolicySpec
+    from toolkit.train.ppo import PPOConfig, train_ppo
+
+    p = ctx.config.ppo
+    hidden = ctx.config.student.hidden
+    config = PPOConfig(
+        run_id=step.run_id, seed=ctx.seed, total_steps=p.total_steps, n_envs=p.n_envs, n_steps=p.n_steps,
+        batch_size=p.batch_size, n_epochs=p.n_epochs, learning_rate=step.learning_rate, ent_coef=step.ent_coef,
+        warm_start=step.warm_start, critic_warmup_updates=step.critic_warmup_updates,
+        opponents=tuple(e.player for e in step.league), opponent_weights=tuple(e.weight for e in step.league),
+        max_rounds=ctx.config.max_rounds, eval_every=0, eval_games=40, generation=ctx.generation,
+        export=ExportConfig(games=p.export_games, export_eval=False),
+        policy=PolicySpec(pi=hidden, vf=hidden),
+    )
+    result = train_ppo(config, ctx.folder)
+    assert result.export is not None  # export.games >= 1
+    return SelfPlayResult(
+        final=str(result.final), steps=result.steps, seconds=result.seconds, steps_per_second=result.steps_per_second,
+        export=result.export, last_update=result.updates[-1] if result.updates else None, league=step.league,
+        learning_rate=step.learning_rate, ent_coef=step.ent_coef, warm_start=str(step.warm_start),
+    )

@@ -1,0 +1,46 @@
+"""Promotion gates: PPO (the export floor, then strength against its baseline) and the student (strength)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from toolkit.loop.gates import FloorVerdict, StrengthVerdict, floor_gate, strength_gate
+from toolkit.loop.steps.base import StepContext
+
+
+class StrengthInput(BaseModel):
+    candidate: Path
+    baseline: Path
+
+
+class PPOGateResult(BaseModel):
+    passed: bool
+    reason: str
+    floor: FloorVerdict
+    strength: StrengthVerdict | None = None
+
+
+def _player(card: Path):  # noqa: ANN202 - a player factory
+    from toolkit.train.agents import load_agent
+
+    agent = load_agent(card)
+    return agent.player
+
+
+def student_gate(ctx: StepContext, step: StrengthInput) -> StrengthVerdict:
+    """The student against the previous promoted student on paired deals."""
+    config = ctx.config.student_gate or ctx.config.strength_gate
+    return strength_gate(_player(step.candidate), _player(step.baseline), config, seed=ctx.seed,
+                         max_rounds=ctx.config.max_rounds)
+
+
+def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
+    """The export floor first (the seed's > 30% against three heuristics), then strength against the baseline."""
+    floor = floor_gate(_player(step.candidate), ctx.config.floor, seed=ctx.seed, max_rounds=ctx.config.max_rounds)
+    if not floor.passed:
+        return PPOGateResult(passed=False, reason=f"floor: {floor.reason}", floor=floor)
+    strength = strength_gate(_player(step.candidate), _player(step.baseline), ctx.config.strength_gate,
+                             seed=ctx.seed, max_rounds=ctx.config.max_rounds)
+    return PPOGateResult(passed=strength.passed, reason=f"strength: {strength.reason}", floor=floor, strength=strength)
