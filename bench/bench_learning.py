@@ -131,7 +131,7 @@ def main() -> None:
     for t, c in gains.items():
         print(f"  vs 3 {t:9}: {c.win_rate_diff:+.1%} [{c.win_rate_diff_low:+.1%}, {c.win_rate_diff_high:+.1%}] "
               f"over {c.deals} deals")
-    print(f"accuracy on the Forge holdout vs strength (win rate vs 3 heuristics), per generation: "
+    print("accuracy on the Forge holdout vs strength (win rate vs 3 heuristics), per generation: "
           + ", ".join(f"g{r['generation']} {a:.3f}/{s:.1%}" for r, a, s in zip(rows, accuracy, strength, strict=True))
           + f"; correlation {corr:+.2f}")
     fs, fp = finals["final student"], finals.get("final ppo")

@@ -8,7 +8,6 @@ import numpy as np
 import orjson
 
 from toolkit.catalog.ingest import ingest_paths
-from toolkit.game import rules
 from toolkit.game.env import CommanderEnv, EpisodeRecord
 from toolkit.game.players import make_player
 from toolkit.layout import Layout

@@ -30,7 +30,6 @@ from toolkit.ingest.rowpath import Problem
 from toolkit.ingest.validate import FileReport, PackedPart, Part, ReadOptions, Reject, validate_file
 from toolkit.layout import Layout
 from toolkit.storage import file_sha256
-from toolkit.schema import columns as col
 
 
 class IngestConfig(BaseModel):

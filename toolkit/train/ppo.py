@@ -53,7 +53,6 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.errors import ConfigError, TrainError
-from toolkit.game import core, rules
 from toolkit.game.league import OpponentPool
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
