@@ -99,11 +99,15 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=2_000, help="games per model and table")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "learning")
+    parser.add_argument("--warm-start", choices=("ppo", "student"), default=None,
+                        help="override ppo.warm_start (to compare the two; default: the loop's default)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     shutil.rmtree(args.out, ignore_errors=True)
     layout = Layout.at(args.out / "home")
     config = LoopConfig(name="learning", max_generations=args.generations, seed=args.seed)
+    if args.warm_start:
+        config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"warm_start": args.warm_start})})
     start = time.perf_counter()
     state = run_loop(layout, config, progress=lambda message: print(f"[{(time.perf_counter() - start) / 60:5.1f} min] {message}",
                                                                     flush=True))
@@ -124,15 +128,16 @@ def main() -> None:
             finals[name] = {t: evaluate(agent.player, EvaluateConfig(opponents=o, games=args.games, seed=EVAL_SEED))
                             for t, o in TABLES.items()}
     gains = {t: compare(finals["final student"][t], finals["gen-0 student"][t]) for t in TABLES}
-    accuracy = [r["holdout_accuracy"] for r in rows]
-    strength = [r["student_vs_heuristic"]["win_rate"] for r in rows]
-    corr = float(np.corrcoef(accuracy, strength)[0, 1]) if len(rows) > 2 else float("nan")
+    trained = [r for r in rows if "student_vs_heuristic" in r and r["holdout_accuracy"] is not None]
+    accuracy = [r["holdout_accuracy"] for r in trained]
+    strength = [r["student_vs_heuristic"]["win_rate"] for r in trained]
+    corr = float(np.corrcoef(accuracy, strength)[0, 1]) if len(trained) > 2 else float("nan")
     print(f"\nfinal student {final_student.name} minus generation-0 student, paired on the same deals:")
     for t, c in gains.items():
         print(f"  vs 3 {t:9}: {c.win_rate_diff:+.1%} [{c.win_rate_diff_low:+.1%}, {c.win_rate_diff_high:+.1%}] "
               f"over {c.deals} deals")
     print("accuracy on the Forge holdout vs strength (win rate vs 3 heuristics), per generation: "
-          + ", ".join(f"g{r['generation']} {a:.3f}/{s:.1%}" for r, a, s in zip(rows, accuracy, strength, strict=True))
+          + ", ".join(f"g{r['generation']} {a:.3f}/{s:.1%}" for r, a, s in zip(trained, accuracy, strength, strict=True))
           + f"; correlation {corr:+.2f}")
     fs, fp = finals["final student"], finals.get("final ppo")
     checks = [

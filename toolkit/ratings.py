@@ -147,22 +147,27 @@ def fit_ratings(games: Sequence[RatedGame]) -> list[Rating]:
     index = {name: i for i, name in enumerate(names)}
     seats = np.array([[index[p] for p in g.players] for g in games], np.int64)
     winner = np.array([g.winner for g in games], np.int64)
-    theta, se = _fit_winner_model(seats, winner, len(names))
-    anchor = theta[index[ANCHOR_PLAYER]] if ANCHOR_PLAYER in index else 0.0
+    anchor = index.get(ANCHOR_PLAYER)
+    theta, se = _fit_winner_model(seats, winner, len(names), anchor)
     mu, sigma = _openskill_averaged(games, names)
     played = np.bincount(seats.ravel(), minlength=len(names))
     won = np.bincount(seats[winner >= 0, winner[winner >= 0]], minlength=len(names))
     ratings = [Rating(name=n, mu=round(mu[i], 4), sigma=round(sigma[i], 4),
-                      elo=round(ELO_ANCHOR + ELO_PER_NAT * (theta[i] - anchor), 1),
+                      elo=round(ELO_ANCHOR + ELO_PER_NAT * theta[i], 1),
                       elo_se=round(ELO_PER_NAT * se[i], 1), games=int(played[i]), wins=int(won[i]))
                for i, n in enumerate(names)]
     return sorted(ratings, key=lambda r: (-r.elo, r.name))
 
 
-def _fit_winner_model(seats: np.ndarray, winner: np.ndarray, k: int, iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
-    """MAP strengths (nats) of ``k`` players and their standard errors, by Newton's method.
+def _fit_winner_model(seats: np.ndarray, winner: np.ndarray, k: int, anchor: int | None,
+                      iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
+    """MAP strengths (nats) of ``k`` players relative to ``anchor`` (else to their mean), with standard errors.
 
-    Parameter ``k`` is the turn limit's strength: it sits in every game as a fifth entrant that "wins" when nobody does.
+    By Newton's method. Parameter ``k`` is the turn limit's strength: it sits
+    in every game as a fifth entrant that "wins" when nobody does. Only
+    differences of strengths are identified, so both the estimates and
+    their standard errors are of the difference to the anchor (whose own
+    error is then 0) or to the mean.
     """
     g, n = seats.shape
     entrants = np.concatenate([seats, np.full((g, 1), k)], axis=1)  # [G, n+1]
@@ -186,8 +191,14 @@ def _fit_winner_model(seats: np.ndarray, winner: np.ndarray, k: int, iterations:
         theta += step
         if np.abs(step).max() < 1e-9:
             break
-    se = np.sqrt(np.diag(np.linalg.inv(hessian)))
-    return theta[:k], se[:k]
+    reference = np.zeros(k + 1)  # the contrast each estimate is measured against
+    if anchor is None:
+        reference[:k] = 1.0 / k
+    else:
+        reference[anchor] = 1.0
+    contrast = np.eye(k + 1)[:k] - reference  # row i: theta_i - reference
+    covariance = contrast @ np.linalg.inv(hessian) @ contrast.T
+    return contrast @ theta, np.sqrt(np.maximum(np.diag(covariance), 0.0))
 
 
 def _openskill_averaged(games: Sequence[RatedGame], names: list[str]) -> tuple[list[float], list[float]]:

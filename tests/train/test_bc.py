@@ -53,6 +53,17 @@ def test_early_stopping_stops_when_the_holdout_stops_improving(tiny_dataset, tmp
     assert result.stopped_early and len(result.epochs) == 2 and result.best_epoch == 1
 
 
+def test_last_epoch_selection_runs_every_epoch_and_keeps_the_last_weights(tiny_dataset, tmp_path: Path) -> None:
+    layout, _ = tiny_dataset
+    last = train_bc(layout, _config(epochs=3, patience=1, min_delta=10.0, select="last_epoch"), out=tmp_path / "last")
+    assert not last.stopped_early and len(last.epochs) == 3 and last.best_epoch == 3
+    early = train_bc(layout, _config(epochs=3, patience=1, min_delta=10.0), out=tmp_path / "early")
+    assert early.best_epoch == 1  # same seed, same first epoch: the two runs differ by what they keep
+    kept_last, kept_early = (checkpoints.load_tensors(r.checkpoint)[1] for r in (last, early))
+    assert not all(torch.equal(kept_last[k], kept_early[k]) for k in kept_last)
+    assert last.holdout_accuracy == last.epochs[-1].holdout_accuracy
+
+
 def test_an_unknown_dataset_names_the_command_that_builds_it(tiny_dataset, tmp_path: Path) -> None:
     layout, _ = tiny_dataset
     with pytest.raises(BuildError, match="distill build"):

@@ -111,45 +111,47 @@ def _finish(name: str, as_json: bool) -> None:
 
 
 def show_history(records: list[dict[str, Any]]) -> None:
-    """The generation table (fixed-size evaluations, gate decisions, data), then the latest ratings."""
+    """Strength per generation (fixed-size evaluations), then gates and data, then the latest ratings."""
     from toolkit.loop.record import GenerationRecord
 
-    table = Table(title="generations (win rates: fixed-size evaluations on the same deals every generation, 95%)")
-    for column in ("gen", "outcome", "tries", "student vs heuristics", "student vs tuned", "student gain on gen 0",
-                   "PPO vs heuristics", "PPO vs tuned", "gates: PPO / student", "holdout acc", "train rows",
-                   "minutes"):
-        table.add_column(column, overflow="fold")
-    for record in records:
-        r = GenerationRecord.model_validate(record)
+    parsed = [GenerationRecord.model_validate(record) for record in records]
+    strength = Table(title="strength: fixed-size evaluations, same deals every generation (win rate, 95%)")
+    for column in ("gen", "student vs heuristics", "student vs tuned", "student gain over gen 0", "PPO vs heuristics",
+                   "PPO vs tuned"):
+        strength.add_column(column)
+    gates = Table(title="gates and data")
+    for column in ("gen", "outcome", "tries", "PPO gate", "student gate", "holdout acc", "train rows", "minutes"):
+        gates.add_column(column)
+    for r in parsed:
         steps = r.attempts[-1].steps
-        table.add_row(str(r.generation), r.outcome, str(r.retries + 1), _score(r, "student", "heuristic"),
-                      _score(r, "student", "tuned"), _gain(r), _score(r, "ppo", "heuristic"), _score(r, "ppo", "tuned"),
-                      f"{_gate(steps.get('ppo_gate'))} / {_gate(steps.get('student_gate'))}",
-                      "-" if r.holdout_accuracy is None else f"{r.holdout_accuracy:.3f}",
-                      ", ".join(f"{k} {v:,}" for k, v in (r.rows_by_source or {}).items()) or "-",
-                      f"{r.seconds / 60:.1f}")
-    console.print(table)
-    if records and records[-1].get("ratings"):
+        strength.add_row(str(r.generation), _score(r, "student", "heuristic"), _score(r, "student", "tuned"), _gain(r),
+                         _score(r, "ppo", "heuristic"), _score(r, "ppo", "tuned"))
+        gates.add_row(str(r.generation), r.outcome, str(r.retries + 1), _gate(steps.get("ppo_gate")),
+                      _gate(steps.get("student_gate")), "-" if r.holdout_accuracy is None else f"{r.holdout_accuracy:.3f}",
+                      ", ".join(f"{k} {v:,}" for k, v in (r.rows_by_source or {}).items()) or "-", f"{r.seconds / 60:.1f}")
+    console.print(strength)
+    console.print(gates)
+    if parsed and parsed[-1].ratings:
         ratings = Table(title="ratings (winner vs rest, fitted from every game; Elo anchored at heuristic = 1500)")
         for column in ("player", "elo", "+/-", "mu", "sigma", "ordinal", "games", "wins"):
             ratings.add_column(column, justify="left" if column == "player" else "right")
-        for s in records[-1]["ratings"]:
+        for s in parsed[-1].ratings:
             ratings.add_row(s["name"], f"{s['elo']:.0f}", f"{s['elo_se']:.0f}", f"{s['mu']:.2f}", f"{s['sigma']:.2f}",
                             f"{s['ordinal']:.2f}", str(s["games"]), str(s["wins"]))
         console.print(ratings)
-    for record in records:
-        if record["outcome"] != "passed" or not record.get("student_promoted", True):
-            console.print(f"gen {record['generation']}: {record['outcome']} - {record['reason']}")
+    for r in parsed:
+        if r.outcome != "passed" or (r.generation > 0 and not r.student_promoted):
+            console.print(f"gen {r.generation}: {r.outcome} - {r.reason}")
 
 
 def _score(r: Any, model: str, table: str) -> str:
     score = ((r.evaluation or {}).get(model) or {}).get(table)
-    return "-" if score is None else f"{score.win_rate:.1%} [{score.win_low:.1%}, {score.win_high:.1%}]"
+    return "-" if score is None else f"{score.win_rate:.1%} [{score.win_low:.1%},{score.win_high:.1%}]"
 
 
 def _gain(r: Any) -> str:
     gain = (r.student_gain or {}).get("heuristic")
-    return "-" if gain is None else f"{gain.diff:+.1%} [{gain.low:+.1%}, {gain.high:+.1%}]"
+    return "-" if gain is None else f"{gain.diff:+.1%} [{gain.low:+.1%},{gain.high:+.1%}]"
 
 
 def _gate(result: dict[str, Any] | None) -> str:
@@ -158,4 +160,4 @@ def _gate(result: dict[str, Any] | None) -> str:
     verdict = result.get("strength") if "floor" in result else result
     if verdict is None:
         return "floor FAIL"
-    return f"{'pass' if verdict['passed'] else 'FAIL'} ({verdict['diff']:+.1%}, {verdict['deals']} deals)"
+    return f"{'pass' if verdict['passed'] else 'FAIL'} {verdict['diff']:+.1%}/{verdict['deals']}d"

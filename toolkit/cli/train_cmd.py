@@ -41,6 +41,7 @@ def train_bc_command(
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
     class_weighting: Annotated[str | None, typer.Option("--class-weighting", help="none or balanced.")] = None,
     patience: Annotated[int | None, typer.Option("--patience", help="Early-stopping patience, epochs.")] = None,
+    select: Annotated[str | None, typer.Option("--select", help="holdout_loss (early stopping) or last_epoch.")] = None,
     seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Behaviour cloning on a built dataset; holdout accuracy, recall and loss after every epoch."""
@@ -49,7 +50,7 @@ def train_bc_command(
 
     cfg = load_config(BCConfig, config, {"dataset": dataset, "fingerprint": fingerprint, "epochs": epochs,
                                          "batch_size": batch_size, "learning_rate": lr, "class_weighting": class_weighting,
-                                         "patience": patience, "seed": seed, "run_id": run_id, "generation": generation})
+                                         "patience": patience, "select": select, "seed": seed, "run_id": run_id, "generation": generation})
     if as_json:
         print_json(train_bc(layout(), cfg, out).model_dump(mode="json"))
         return

@@ -8,7 +8,10 @@ MASKED logits (illegal actions never compete), weighted per row by
 frequency of the label. After every epoch it measures the FIXED holdout:
 loss, accuracy and per-action recall. Early stopping keeps the weights of
 the lowest holdout loss and stops after ``patience`` epochs without an
-improvement of ``min_delta``.
+improvement of ``min_delta``; with ``select: last_epoch`` every epoch runs and
+the last one's weights are kept (the loop's student: it learns a teacher
+whose play departs from the holdout's source, so holdout loss is the wrong
+yardstick for it).
 
 It writes ``bc-<run_id>-best.{safetensors,json}`` (the card names the
 dataset and its fingerprint, the feature spec version, the config, every
@@ -60,6 +63,9 @@ class BCConfig(BaseModel):
     use_sample_weights: bool = Field(True, description="Weight each row's loss by its sample_weight.")
     class_weighting: Literal["none", "balanced"] = Field("none", description="balanced: also weight rows by the "
                                                           "inverse frequency of their label (--class-weighting).")
+    select: Literal["holdout_loss", "last_epoch"] = Field(
+        "holdout_loss", description="Which weights to keep: those of the lowest holdout loss (early stopping), or the "
+        "last epoch's (for a student distilled from a teacher that plays unlike the holdout's source) (--select).")
     patience: int = Field(3, ge=1, description="Epochs without holdout-loss improvement before stopping (--patience).")
     min_delta: float = Field(1e-4, ge=0, description="Smallest holdout-loss decrease that counts as improvement.")
     policy: PolicySpec = Field(default_factory=PolicySpec, description="Network shape (must match PPO's to warm-start).")
@@ -130,7 +136,9 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
             if progress is not None:
                 progress(epoch, config.epochs)
             score = epoch_metrics.holdout_loss if epoch_metrics.holdout_loss is not None else train_loss
-            if score < best_loss - config.min_delta:
+            if config.select == "last_epoch":
+                best_epoch = epoch
+            elif score < best_loss - config.min_delta:
                 best_state = {k: v.clone() for k, v in actor.state_dict().items()}
                 best_loss, best_epoch, waited = score, epoch, 0
             else:

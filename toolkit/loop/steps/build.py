@@ -1,4 +1,4 @@
-"""The generation's dataset: the Forge-role data and the latest teachers' decisions, with the FIXED holdout."""
+"""The generation's dataset: the bootstrap data (generation 0), then the latest teachers' decisions, with the FIXED holdout."""
 
 from __future__ import annotations
 
@@ -46,9 +46,12 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
             "SELECT batch_id, sources FROM batches WHERE status != 'rejected' ORDER BY batch_id").fetchall()
             if batch not in skip]
     present = {s for _, sources in usable for s in sources}
+    if ctx.generation == 0:  # the first student learns the bootstrap data, all of it
+        weights, mode = {s: 1.0 for s in present}, "ratio"
+    else:
+        weights, mode = {s: w for s, w in data.weights.items() if s in present}, data.weight_mode
     config = BuildConfig(
-        name=ctx.config.dataset, weight_mode=data.weight_mode,
-        weights={s: w for s, w in data.weights.items() if s in present}, min_reward=data.min_reward,
+        name=ctx.config.dataset, weight_mode=mode, weights=weights, min_reward=data.min_reward,
         wins_only=[s for s in data.wins_only if s in present], holdout=data.holdout, seed=ctx.seed,
         batches=[batch for batch, _ in usable] if skip else None,
     )

@@ -50,7 +50,8 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
     hidden = ctx.config.student.hidden
     config = PPOConfig(
         run_id=step.run_id, seed=ctx.seed, total_steps=p.total_steps, n_envs=p.n_envs, n_steps=p.n_steps,
-        batch_size=p.batch_size, n_epochs=p.n_epochs, learning_rate=step.learning_rate, ent_coef=step.ent_coef,
+        batch_size=p.batch_size, n_epochs=p.n_epochs, learning_rate=step.learning_rate, lr_schedule=p.lr_schedule,
+        ent_coef=step.ent_coef,
         warm_start=step.warm_start, critic_warmup_updates=step.critic_warmup_updates,
         opponents=tuple(e.player for e in step.league), opponent_weights=tuple(e.weight for e in step.league),
         max_rounds=ctx.config.max_rounds, eval_every=0, eval_games=40, generation=ctx.generation,
