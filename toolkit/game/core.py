@@ -1,11 +1,14 @@
-"""The batched core: many games stepped at once, each seat's player asked in batch.
+"""The batched core: many games stepped at once, each distinct player asked once per step for all its games.
 
 :func:`play` keeps ``batch_size`` game slots busy: every step, all unfinished
 games take one decision; a game that ends is replaced by the next one to
-play. Game ``k`` is dealt from its own generator ``default_rng([seed, k])``,
-so with deterministic players a game does not depend on the batch it ran
-in; random players draw from one generator per run, so a run is identical
-for the same seed and batch size.
+play. Each game seats its own lineup (``lineups``), so seat rotations and
+whole tournaments run in one pass, and game ``k`` is dealt from its own
+generator ``default_rng([seed, deals[k]])`` (one deal can be replayed in
+several seatings), so with deterministic players a game does not depend on
+the batch it ran in; random players draw from one generator per run, so a
+run is identical for the same seed and batch size. :class:`Seating` (who
+sits where, and the batched asking) is shared with the vectorised env.
 
 Finished games come out in :class:`Finished` chunks, with (when asked) the
 columnar log of every decision of those games, in game then decision order.
