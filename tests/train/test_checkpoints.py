@@ -53,3 +53,42 @@ def test_a_card_for_other_features_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(card))
     with pytest.raises(TrainError, match="features v99"):
         load_agent(path)
+
+
+@pytest.mark.parametrize("weights", ["../elsewhere.safetensors", "/tmp/elsewhere.safetensors", "sub/w.safetensors",
+                                     "w.pt", ".hidden.safetensors"])
+def test_a_card_whose_weights_are_not_next_to_it_is_refused(tmp_path: Path, weights: str) -> None:
+    path = save_actor(tmp_path / "ckpt", ActorNet(SMALL))
+    outside = tmp_path / "elsewhere.safetensors"
+    outside.write_bytes(path.with_suffix(".safetensors").read_bytes())  # same bytes: the hash would match
+    card = json.loads(path.read_text())
+    card["weights"] = weights if not weights.startswith("/tmp") else str(outside)
+    path.write_text(json.dumps(card))
+    with pytest.raises(TrainError, match="next to the card"):
+        load_agent(path)
+
+
+def test_a_link_from_the_card_folder_to_weights_elsewhere_is_refused(tmp_path: Path) -> None:
+    path = save_actor(tmp_path / "ckpt", ActorNet(SMALL))
+    weights = path.with_suffix(".safetensors")
+    outside = tmp_path / "outside.safetensors"
+    weights.rename(outside)
+    weights.symlink_to(outside)
+    with pytest.raises(TrainError, match="outside its folder"):
+        load_agent(path)
+
+
+def test_corrupt_weights_with_a_matching_hash_raise_our_error(tmp_path: Path) -> None:
+    path = save_actor(tmp_path, ActorNet(SMALL))
+    weights = path.with_suffix(".safetensors")
+    weights.write_bytes(b"\xff" * 64)  # not safetensors at all
+    card = json.loads(path.read_text())
+    card["weights_sha256"] = checkpoints.file_sha256(weights)  # a card rewritten to match
+    path.write_text(json.dumps(card))
+    with pytest.raises(TrainError, match="not valid safetensors"):
+        load_agent(path)
+
+
+def test_weights_are_as_readable_as_their_card(tmp_path: Path) -> None:
+    path = save_actor(tmp_path, ActorNet(SMALL))
+    assert path.stat().st_mode & 0o777 == path.with_suffix(".safetensors").stat().st_mode & 0o777

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from safetensors.torch import load_file, save_file
 
 from toolkit import __version__
@@ -72,6 +72,14 @@ class Card(BaseModel):
     weights: str = Field(description="File name of the safetensors weights, next to the card.")
     weights_sha256: str
 
+    @field_validator("weights")
+    @classmethod
+    def _next_to_the_card(cls, name: str) -> str:
+        """A bare file name: weights are only ever read from the card's own folder."""
+        if not name.endswith(WEIGHTS_SUFFIX) or Path(name).name != name or "\\" in name or name.startswith("."):
+            raise ValueError(f"weights must name a {WEIGHTS_SUFFIX} file next to the card, not {name!r}")
+        return name
+
 
 def new_run_id() -> str:
     """A run id that no other run shares: UTC second plus 24 random bits."""
@@ -111,6 +119,7 @@ def save_checkpoint(folder: Path, tensors: dict[str, torch.Tensor], *, kind: Kin
         seen.add(t.data_ptr())
     tmp = weights.with_name(weights.name + ".tmp")
     save_file(plain, str(tmp))
+    os.chmod(tmp, 0o666 & ~_umask())  # safetensors writes 0600; weights are as readable as their card
     digest = file_sha256(tmp)
     os.replace(tmp, weights)
     card = Card(kind=kind, run_id=run_id, tag=tag, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -159,13 +168,31 @@ def read_card(path: Path) -> Card:
 def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
     """The card and tensors of a checkpoint, after checking the weights' sha256 against the card.
 
+    The weights are read only from the card's own folder (a link that leads
+    elsewhere is refused too).
+
     Raises:
-        TrainError: see :func:`read_card`; or the weights are missing or do not match the card.
+        TrainError: see :func:`read_card`; or the weights are missing, outside
+            the card's folder, do not match the card, or are not valid safetensors.
     """
     card = read_card(path)
-    weights = card_path(path).parent / card.weights
+    folder = card_path(path).parent
+    weights = folder / card.weights
+    if weights.resolve().parent != folder.resolve():
+        raise TrainError(f"weights {weights} of card {card_path(path)} lead outside its folder",
+                         hint="keep a checkpoint's weights next to its card")
     if not weights.is_file():
         raise TrainError(f"weights {weights} of card {card_path(path)} are missing", hint="restore or re-train the checkpoint")
     if file_sha256(weights) != card.weights_sha256:
         raise TrainError(f"weights {weights} do not match their card's sha256", hint="the file changed: re-train it")
-    return card, load_file(str(weights))
+    try:
+        return card, load_file(str(weights))
+    except Exception as error:  # safetensors raises its own SafetensorError (and OSError) on a bad file
+        raise TrainError(f"weights {weights} are not valid safetensors: {error}",
+                         hint="the file is corrupt: restore or re-train the checkpoint") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
