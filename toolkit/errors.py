@@ -51,6 +51,10 @@ class CatalogError(DistillError):
     """The catalog or the lake is missing, locked, or of an unknown format version."""
 
 
+class DataRootError(UsageError):
+    """The data root cannot be used: it is a file, or cannot be read or written."""
+
+
 class QueryError(UsageError):
     """A SQL statement was refused or failed."""
 

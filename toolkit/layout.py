@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from toolkit.errors import DataRootError
+
 HOME_ENV: Final = "DISTILL_HOME"
 DEFAULT_HOME: Final = "datasets"
 LAKE_FORMAT_VERSION: Final = 1
@@ -52,6 +54,25 @@ class Layout:
     @classmethod
     def at(cls, home: str | os.PathLike[str] | None = None) -> Layout:
         return cls(resolve_home(home))
+
+    def check(self, *, write: bool) -> None:
+        """Refuse a data root that is a file, or one this process cannot read (or, to write, create or write).
+
+        Raises:
+            DataRootError: naming the folder and why.
+        """
+        hint = f"point --home (or ${HOME_ENV}) at a folder you can {'write to' if write else 'read'}"
+        if self.home.exists() and not self.home.is_dir():
+            raise DataRootError(f"the data root {self.home} is a file, not a folder", hint=hint)
+        if write:
+            try:
+                self.home.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise DataRootError(f"cannot create the data root {self.home}: {error.strerror}", hint=hint) from None
+            if not os.access(self.home, os.W_OK | os.X_OK):
+                raise DataRootError(f"the data root {self.home} is not writable", hint=hint)
+        elif self.home.exists() and not os.access(self.home, os.R_OK | os.X_OK):
+            raise DataRootError(f"the data root {self.home} is not readable", hint=hint)
 
     @property
     def catalog(self) -> Path:

@@ -25,7 +25,7 @@ def entropy_bits(counts: Sequence[float]) -> float:
     total = float(sum(counts))
     if total <= 0:
         return 0.0
-    return -sum((c / total) * math.log2(c / total) for c in counts if c > 0)
+    return max(0.0, -sum((c / total) * math.log2(c / total) for c in counts if c > 0))  # never -0.0
 
 
 def js_divergence(p: Sequence[float], q: Sequence[float]) -> float:

@@ -15,6 +15,7 @@ unrecorded staging folders.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import shutil
 from pathlib import Path
@@ -106,15 +107,15 @@ class Catalog:
                 locked by another process, or an unknown format version.
         """
         read_only = read_only or sandbox
+        layout.check(write=not read_only)
         if read_only and not layout.catalog.exists():
             raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
         if read_only and layout.staging.exists() and any(layout.staging.iterdir()):
             cls.open(layout).close()  # finish or discard interrupted batches first
-        layout.home.mkdir(parents=True, exist_ok=True)
         try:
             con = duckdb.connect(str(layout.catalog), read_only=read_only)
         except duckdb.IOException as error:
-            raise CatalogError(f"cannot open {layout.catalog}: {error}", hint="is another distill running?") from error
+            raise _open_error(layout.catalog, error) from error
         catalog = cls(layout, con, read_only, sandbox)
         if not read_only:
             con.execute(_TABLES)
@@ -228,8 +229,12 @@ class Catalog:
             _insert(self.con, "batches", batch)
             _insert(self.con, "files", file)
             self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
+        except Exception as error:
+            with contextlib.suppress(duckdb.Error):  # a failed write may already have ended the transaction
+                self.con.execute("ROLLBACK")
+            if isinstance(error, duckdb.IOException | duckdb.TransactionException):
+                raise CatalogError(f"cannot write the catalog {self.layout.catalog}: {str(error).splitlines()[0]}",
+                                   hint="the data root must be writable: check its permissions and free space") from error
             raise
 
     def set_batch_status(self, batch_id: str, status: str, reason: str | None = None) -> None:
@@ -278,6 +283,18 @@ def move_tree(staged: Path, home: Path) -> None:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         leaf.rename(target)
+
+
+def _open_error(path: Path, error: duckdb.IOException) -> CatalogError:
+    """Why the catalog file could not be opened, in words that say what to do."""
+    text = str(error)
+    if "Permission denied" in text:
+        return CatalogError(f"cannot open {path}: permission denied",
+                            hint="choose a data root you can write to (--home), or fix its permissions")
+    if "lock" in text.lower():
+        return CatalogError(f"cannot open {path}: another process holds it ({text.splitlines()[0]})",
+                            hint="is another distill writing to this data root? wait for it to finish")
+    return CatalogError(f"cannot open {path}: {text.splitlines()[0]}", hint="check the data root (--home)")
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 from toolkit.errors import DistillError
@@ -30,10 +31,18 @@ class _DistillGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except DistillError as error:
-            err_console.print(f"[red]error:[/red] {error.message}", markup=True, soft_wrap=True)
-            if error.hint:
-                err_console.print(f"  hint: {error.hint}", markup=False, soft_wrap=True)
+            _error(error.message, error.hint)
             raise typer.Exit(error.exit_code) from error
+        except PermissionError as error:  # a file under the data root (or an output) this user cannot write
+            _error(f"permission denied: {error.filename}", "Distill writes under the data root (--home) and to the "
+                   "paths you give it: choose ones you can write to, or fix their permissions")
+            raise typer.Exit(1) from error
+
+
+def _error(message: str, hint: str | None) -> None:
+    err_console.print(f"[red]error:[/red] {escape(message)}", markup=True, soft_wrap=True)
+    if hint:
+        err_console.print(f"  hint: {hint}", markup=False, soft_wrap=True)
 
 
 app = typer.Typer(
@@ -65,8 +74,10 @@ def _root(
 
 
 def layout() -> Layout:
-    """The data-root layout chosen by ``--home`` / ``DISTILL_HOME`` / the default."""
-    return Layout.at(state.home)
+    """The data-root layout chosen by ``--home`` / ``DISTILL_HOME`` / the default (refused if it is a file)."""
+    chosen = Layout.at(state.home)
+    chosen.check(write=False)
+    return chosen
 
 
 def print_json(payload: Any) -> None:

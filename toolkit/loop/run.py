@@ -71,6 +71,7 @@ def run_loop(layout: Layout, config: LoopConfig, *, progress: Progress | None = 
     Raises:
         ConfigError: a run of that name exists (resume it, or choose another name).
     """
+    layout.check(write=True)
     run = RunFolder(layout, config.name)
     if run.exists():
         raise ConfigError(
@@ -87,6 +88,7 @@ def run_loop(layout: Layout, config: LoopConfig, *, progress: Progress | None = 
 
 def resume_loop(layout: Layout, name: str, *, progress: Progress | None = None) -> LoopState:
     """Continue a run at its first pending step (after a crash, a kill, a stop or a pause)."""
+    layout.check(write=True)
     run = RunFolder(layout, name)
     state = run.load()
     config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
+from toolkit.loop.config import NAME_PATTERN
 from toolkit.storage import write_text_atomic
 
 STATE_VERSION: Final = 2
@@ -107,6 +109,10 @@ class RunFolder:
 
 
     def __init__(self, layout: Layout, name: str) -> None:
+        if not re.fullmatch(NAME_PATTERN, name):
+            raise ConfigError(f"{name!r} is not a loop run name",
+                              hint="--name takes 1-64 characters: lowercase letters, digits, '_', '.', '-', "
+                                   "starting with a letter or digit")
         self.root = layout.runs / name
         self.state_path = self.root / "state.json"
         self.config_path = self.root / "config.json"
