@@ -14,7 +14,8 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
         train/part-<n>.parquet       one row per decision (see toolkit.build.dataset)
       builds/<name>/LATEST           the fingerprint of the name's latest build
-      builds/.staging/<id>/          a build being written (published by one rename)
+      builds/.staging/<name>/<id>/   a build being written (published by one rename)
+      builds/.locks/<name>.lock      held while <name> is being built
       reports/                       gate reports (JSON + HTML)
       runs/<loop>/gen-NNN/           checkpoints, exports, per-step state
 
@@ -124,8 +125,13 @@ class Layout:
 
     @property
     def build_staging(self) -> Path:
-        """Work folder of builds in progress (beside builds, so publishing is one rename)."""
+        """Work folder of builds in progress, one folder per name (beside builds, so publishing is one rename)."""
         return self.builds / ".staging"
+
+    @property
+    def build_locks(self) -> Path:
+        """One lock file per build name, held while that name is being built."""
+        return self.builds / ".locks"
 
     def latest_pointer(self, name: str) -> Path:
         """File holding the fingerprint of the latest build of ``name``."""

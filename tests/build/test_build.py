@@ -228,7 +228,7 @@ def test_a_build_killed_mid_way_leaves_nothing_visible_and_a_rerun_completes(lay
     )
     process = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=False)
     assert process.returncode == -signal.SIGKILL
-    assert list(layout.build_staging.glob("*/train/*.parquet"))  # it died while writing parts
+    assert list(layout.build_staging.glob("default/*/train/*.parquet"))  # it died while writing parts
     assert not (layout.builds / "default").exists() and D.list_names(layout) == []
     info = build_dataset(layout, BuildConfig(rows_per_file=100))
     assert D.list_names(layout) == ["default"] and not any(layout.build_staging.iterdir())

@@ -13,12 +13,14 @@ of the same inputs finds the first and reuses it instead of redoing it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -32,6 +34,7 @@ from toolkit.build.config import BuildConfig
 from toolkit.build.leakage import check_leakage
 from toolkit.build.plan import Plan, make_plan
 from toolkit.build.select import InputBatch, episode_summary, register_rows, select_inputs
+from toolkit.errors import BuildError
 from toolkit.build.write import write_splits
 from toolkit.features import feature_spec
 from toolkit.holdout import RULE
@@ -71,30 +74,56 @@ def build_dataset(
         LeakageError: if the written splits share a game (a bug: nothing is published).
     """
     started = time.perf_counter()
-    inputs = select_inputs(layout, config)
-    input_rows = {b.batch_id: sum(pq.ParquetFile(p).metadata.num_rows for p in b.files) for b in inputs}
-    key = input_key(config, inputs)
-    reused = _find_build(layout, config.name, key)
-    if reused is not None:
-        _point_latest(layout, reused)
-        return BuildInfo(reused, True, time.perf_counter() - started)
-    clear_stale_staging(layout)
-    staging = layout.build_staging / f"{config.name}-{uuid.uuid4().hex[:12]}"
-    staging.mkdir(parents=True)
-    try:
-        with _connect(staging) as con:
-            duplicates = register_rows(con, inputs)
-            plan = make_plan(episode_summary(con, config), config)
-            splits = write_splits(con, inputs, plan, config, staging, progress)
-        manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits)
-        (staging / D.MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
-        shutil.rmtree(staging / "spill", ignore_errors=True)
-        check_leakage(D.Dataset(staging, manifest))
-        published = _publish(layout, staging, manifest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    _point_latest(layout, published)
+    with build_lock(layout, config.name):
+        inputs = select_inputs(layout, config)
+        input_rows = {b.batch_id: sum(pq.ParquetFile(p).metadata.num_rows for p in b.files) for b in inputs}
+        key = input_key(config, inputs)
+        reused = _find_build(layout, config.name, key)
+        if reused is not None:
+            _point_latest(layout, reused)
+            return BuildInfo(reused, True, time.perf_counter() - started)
+        staging_root = layout.build_staging / config.name
+        shutil.rmtree(staging_root, ignore_errors=True)  # half-written by a crash: this name's lock is ours
+        staging = staging_root / uuid.uuid4().hex[:12]
+        staging.mkdir(parents=True)
+        try:
+            with _connect(staging) as con:
+                duplicates = register_rows(con, inputs)
+                plan = make_plan(episode_summary(con, config), config)
+                splits = write_splits(con, inputs, plan, config, staging, progress)
+            manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits)
+            (staging / D.MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
+            shutil.rmtree(staging / "spill", ignore_errors=True)
+            check_leakage(D.Dataset(staging, manifest))
+            published = _publish(layout, staging, manifest)
+        finally:
+            shutil.rmtree(staging_root, ignore_errors=True)
+        _point_latest(layout, published)
     return BuildInfo(published, False, time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def build_lock(layout: Layout, name: str) -> Iterator[None]:
+    """Hold the build of ``name`` in this data root: builds of other names run beside it, one of the same name is refused.
+
+    The lock is an OS file lock (``flock``): a build that crashes or is
+    killed releases it, and its half-written staging folder is cleared by
+    the next build of the same name.
+
+    Raises:
+        BuildError: another process is building ``name`` in this data root.
+    """
+    layout.build_locks.mkdir(parents=True, exist_ok=True)
+    with open(layout.build_locks / f"{name}.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BuildError(f"a build named {name!r} is being written by another process in {layout.home}",
+                             hint="wait for it to finish, or build under another --name") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
@@ -107,13 +136,6 @@ def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
         "inputs": [[b.batch_id, b.file_sha256, [str(p.relative_to(p.parents[3])) for p in b.files]] for b in inputs],
     }
     return hashlib.sha256(_dumps(body).encode()).hexdigest()
-
-
-def clear_stale_staging(layout: Layout) -> None:
-    """Remove builds left half-written by a crash (one writer per data root, as for ingest)."""
-    if layout.build_staging.is_dir():
-        for folder in layout.build_staging.iterdir():
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _connect(staging: Path) -> duckdb.DuckDBPyConnection:
