@@ -51,6 +51,14 @@ class CatalogError(DistillError):
     """The catalog or the lake is missing, locked, or of an unknown format version."""
 
 
+class FileReadError(DistillError):
+    """A log file cannot be read at all: a compressed stream that is cut short or is not what its name says."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}", hint="re-copy or re-export the file; the other files are unaffected")
+        self.path, self.reason = path, reason
+
+
 class DataRootError(UsageError):
     """The data root cannot be used: it is a file, or cannot be read or written."""
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit import __version__
 from toolkit.catalog.publish import Lineage, StagedBatch
 from toolkit.catalog.store import Catalog, move_tree
+from toolkit.errors import FileReadError
 from toolkit.ingest.dedup import find_duplicates
 from toolkit.ingest.reader import expand_paths, read_chunks
 from toolkit.ingest.rowpath import Problem
@@ -46,7 +47,7 @@ class FileIngest:
 
     path: str
     sha256: str
-    status: str  # "ingested" | "already_ingested" | "empty"
+    status: str  # "ingested" | "already_ingested" | "empty" | "failed"
     batch_id: str | None
     report: FileReport
     duplicates: int = 0
@@ -82,11 +83,17 @@ class IngestResult:
     def batches(self) -> list[str]:
         return [f.batch_id for f in self.files if f.status == "ingested" and f.batch_id]
 
+    @property
+    def failed(self) -> list[FileIngest]:
+        """Files that could not be read at all (nothing of them was ingested; the note says why)."""
+        return [f for f in self.files if f.status == "failed"]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "rows_valid": self.rows_valid,
             "rows_rejected": self.rows_rejected,
             "batches": self.batches,
+            "failed": [f.path for f in self.failed],
             "files": [f.as_dict() for f in self.files],
         }
 
@@ -108,6 +115,10 @@ def ingest_paths(
         paths: files or folders (searched recursively for decision logs).
         progress: called with (file, rows done in that file) as work advances.
 
+    A file that cannot be read at all (a compressed stream cut short, or not
+    what its name says) is reported as ``failed`` with the reason, none of it
+    is ingested, and the other files go on.
+
     Raises:
         UsageError: a path is missing or a folder holds no log file.
         CatalogError: the catalog cannot be opened.
@@ -117,7 +128,10 @@ def ingest_paths(
     result = IngestResult()
     with Catalog.open(layout) as catalog:
         for path in files:
-            result.files.append(_ingest_file(path, catalog, config, progress))
+            try:
+                result.files.append(_ingest_file(path, catalog, config, progress))
+            except FileReadError as error:
+                result.files.append(FileIngest(str(path), "", "failed", None, FileReport(str(path)), note=error.reason))
     return result
 
 

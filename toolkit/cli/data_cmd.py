@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Iterator
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -119,13 +120,16 @@ def ingest(
         console.print(_counts_table(f"ingest into {layout().home}", rows,
                                     ["status", "batch_id", "valid", "invalid", "reasons"]))
         for file in result.files:
-            if file.note:
+            if file.note and file.status != "failed":
                 console.print(f"{Path(file.path).name}: {file.note}", markup=False)
         console.print(
             f"{result.rows_valid:,} rows in {len(result.batches)} new batch(es); "
             f"{result.rows_rejected:,} lines quarantined (distill sql \"FROM rejects\")"
         )
-    raise typer.Exit(1 if fail_on_reject and result.rows_rejected else 0)
+    for file in result.failed:
+        err_console.print(f"[red]error:[/red] {escape(file.path)}: {escape(file.note)} (nothing of it was ingested)",
+                          soft_wrap=True)
+    raise typer.Exit(1 if result.failed or (fail_on_reject and result.rows_rejected) else 0)
 
 
 @app.command()

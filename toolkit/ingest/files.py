@@ -10,6 +10,7 @@ from typing import Any
 
 import duckdb
 
+from toolkit.errors import FileReadError
 from toolkit.ingest.dedup import KeyLog, find_duplicates
 from toolkit.ingest.reader import expand_paths
 from toolkit.ingest.validate import FileReport, ReadOptions, validate_file
@@ -69,14 +70,13 @@ def validate_paths(
         keys = KeyLog(Path(scratch) / "keys.parquet")
         for ordinal, path in enumerate(files):
             report = FileReport(str(path))
-            for part in validate_file(path, options, report):
-                for reject in part.rejects:
-                    result.problems.extend(
-                        LineProblem(reject.file, reject.line, p.field, p.code, p.message) for p in reject.problems
-                    )
-                keys.add(part.table, part.lines, str(path), ordinal)
-                if progress is not None:
-                    progress(str(path), report.valid + report.invalid)
+            try:
+                _validate_file(path, ordinal, options, report, keys, result, progress)
+            except FileReadError as error:
+                report.reasons["unreadable_file"] += 1
+                result.problems.append(LineProblem(str(path), 0, "", "unreadable_file", error.reason))
+                result.reports.append(report)
+                continue
             if report.lines == report.blank:
                 report.reasons["empty_file"] += 1
                 result.problems.append(LineProblem(str(path), 0, "", "empty_file", "file holds no record"))
@@ -85,6 +85,16 @@ def validate_paths(
         _add_duplicates(keys, Path(scratch), result)
     result.problems.sort(key=lambda p: (p.file, p.line))
     return result
+
+
+def _validate_file(path: Path, ordinal: int, options: ReadOptions, report: FileReport, keys: KeyLog,
+                   result: ValidateResult, progress: Callable[[str, int], None] | None) -> None:
+    for part in validate_file(path, options, report):
+        for reject in part.rejects:
+            result.problems.extend(LineProblem(reject.file, reject.line, p.field, p.code, p.message) for p in reject.problems)
+        keys.add(part.table, part.lines, str(path), ordinal)
+        if progress is not None:
+            progress(str(path), report.valid + report.invalid)
 
 
 def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None:

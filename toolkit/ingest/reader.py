@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ from typing import BinaryIO, Final
 import numpy as np
 import pyarrow as pa
 
-from toolkit.errors import UsageError
+from toolkit.errors import FileReadError, UsageError
 from toolkit.ingest.memory import memory_pool
 
 SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst")
@@ -128,10 +129,55 @@ def open_decompressed(path: Path) -> BinaryIO:
     if name.endswith(".gz"):
         return gzip.open(path, "rb")  # type: ignore[return-value]
     if name.endswith(".zst"):
+        return io.BufferedReader(_ZstdFrames(open(path, "rb")), buffer_size=1 << 20)
+    return open(path, "rb")
+
+
+class _ZstdFrames(io.RawIOBase):
+    """Zstandard frames one after another, decompressed; a stream that ends inside a frame raises ``EOFError``.
+
+    (zstandard's own ``stream_reader`` stops quietly at a cut-short frame, which
+    would pass a truncated file off as a complete one.)
+    """
+
+    _READ = 1 << 20
+
+    def __init__(self, raw: BinaryIO) -> None:
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
-    return open(path, "rb")
+        self._raw, self._new = raw, zstandard.ZstdDecompressor().decompressobj
+        self._frame = self._new()
+        self._pending = b""
+        self._started = False  # bytes of the current frame were fed
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 - a writable buffer
+        while not self._pending:
+            compressed = self._raw.read(self._READ)
+            if not compressed:
+                if self._started and not self._frame.eof:
+                    raise EOFError("the last zstd frame ends before its end marker")
+                return 0
+            self._feed(compressed)
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _feed(self, compressed: bytes) -> None:
+        while compressed:
+            self._started = True
+            self._pending += self._frame.decompress(compressed)
+            if not self._frame.eof:
+                return
+            compressed = self._frame.unused_data  # the next frame starts here
+            self._frame, self._started = self._new(), False
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def _fill(handle: BinaryIO, block: np.ndarray, start: int) -> int:
@@ -152,7 +198,31 @@ def read_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
     chunk's body; only the partial line at its end is copied, to start the
     next block. A last line without a newline is yielded as it is
     (``ends_open``); a line longer than a chunk is yielded whole.
+
+    Raises:
+        FileReadError: the file's compressed stream is cut short or is not of
+            the kind its name says (the lines yielded before it were real).
     """
+    try:
+        yield from _read_chunks(path, chunk_bytes)
+    except (OSError, EOFError, zlib.error) as error:
+        raise FileReadError(str(path), _why_unreadable(path, error)) from error
+    except Exception as error:
+        if type(error).__module__.startswith("zstandard"):  # ZstdError, imported lazily
+            raise FileReadError(str(path), _why_unreadable(path, error)) from error
+        raise
+
+
+def _why_unreadable(path: Path, error: BaseException) -> str:
+    kind = "gzip" if path.name.endswith(".gz") else "zstd" if path.name.endswith(".zst") else None
+    if isinstance(error, EOFError) or "incomplete" in str(error).lower() or "truncated" in str(error).lower():
+        return f"the {kind or 'compressed'} stream is cut short: the file is incomplete ({error})"
+    if kind is not None and not isinstance(error, FileNotFoundError | PermissionError | IsADirectoryError):
+        return f"not valid {kind} data, though the name ends in .{'gz' if kind == 'gzip' else 'zst'} ({error})"
+    return f"cannot be read: {error}"
+
+
+def _read_chunks(path: Path, chunk_bytes: int) -> Iterator[Chunk]:
     line_no = 1
     tail = b""
     with open_decompressed(path) as handle:
