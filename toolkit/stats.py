@@ -28,6 +28,23 @@ def entropy_bits(counts: Sequence[float]) -> float:
     return max(0.0, -sum((c / total) * math.log2(c / total) for c in counts if c > 0))  # never -0.0
 
 
+def entropy_upper_bound(counts: Sequence[float], confidence: float = 0.95, draws: int = 4000) -> float:
+    """An upper credible bound on the entropy (bits) of the distribution behind ``counts``.
+
+    The Dirichlet posterior under a Jeffreys prior (every category + 0.5),
+    sampled with a fixed seed (the bound is a pure function of the counts):
+    few rows leave it high (too little evidence of a collapse), many rows of
+    one action bring it near the observed entropy.
+    """
+    import numpy as np
+
+    alpha = np.asarray(counts, float) + 0.5
+    samples = np.random.default_rng(0).dirichlet(alpha, size=draws)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bits = -np.where(samples > 0, samples * np.log2(samples), 0.0).sum(1)
+    return float(np.quantile(bits, confidence))
+
+
 def js_divergence(p: Sequence[float], q: Sequence[float]) -> float:
     """Jensen-Shannon divergence in bits (0 = same, 1 = disjoint) of two count vectors."""
     if len(p) != len(q):

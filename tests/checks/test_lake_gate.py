@@ -16,6 +16,7 @@ from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 from toolkit.checks.report import GateReport
 from toolkit.errors import CheckError, GateFailedError
 from toolkit.layout import Layout
+from toolkit.schema.vocab import MACRO_ACTIONS as MACROS
 
 
 def test_a_clean_lake_passes_every_expectation(home: Layout) -> None:
@@ -110,6 +111,53 @@ def test_a_collapsed_policy_generation_blocks_and_drift_is_measured_against_the_
     expected = (7 / 8 + math.log2(2 / 9) / 8 + math.log2(16 / 9)) / 2
     assert group.drift.js_bits == pytest.approx(expected)
     assert check_lake(home, LakeScope(source="ppo", generation=2), CheckConfig(write=False, entropy_floor=0.0)).passed
+
+
+def _batch_ids(layout: Layout, generation: int) -> list[str]:
+    return sorted(p.name.removeprefix("batch=") for p in layout.lake.glob(f"source=ppo/generation={generation:03d}/batch=*"))
+
+
+def test_a_small_collapsed_batch_blocks_on_evidence_not_on_a_row_count(home: Layout, tmp_path) -> None:
+    # 193 rows of one action (the hostile report's case): far too many to be chance, whatever a row count says
+    rows = policy_games(10, lambda i: "pass", 3, "p3")[:193]
+    ingest_rows(home, tmp_path, "ppo-3.jsonl", rows)
+    report = check_lake(home, LakeScope(source="ppo", generation=3), CheckConfig(write=False))
+    assert "collapse.policy" in failed_ids(report) and not report.passed
+    (result,) = [r for r in report.results if r.id == "collapse.policy"]
+    assert result.sample[0]["evidence"] == "its own rows" and result.observed["upper_95"]["ppo/gen=3"] < 0.5
+
+
+def test_a_batch_too_small_to_tell_passes_with_a_warning_on_screen(home: Layout, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from toolkit.cli.main import app
+
+    ingest_rows(home, tmp_path, "ppo-4.jsonl", policy_games(1, lambda i: "pass", 4, "p4")[:6])
+    report = check_lake(home, LakeScope(source="ppo", generation=4), CheckConfig(write=False))
+    assert "collapse.policy" not in failed_ids(report)
+    (result,) = [r for r in report.results if r.id == "collapse.policy"]
+    assert result.success and "too few rows to tell" in result.caveat and "ppo/gen=4 (6 rows" in result.caveat
+    shown = CliRunner().invoke(app, ["--home", str(home.home), "check", "lake", "--source", "ppo", "--generation", "4"])
+    assert "warning: collapse.policy: too few rows to tell" in shown.output
+
+
+def test_a_collapsed_run_split_into_small_batches_cannot_pass_one_by_one(home: Layout, tmp_path) -> None:
+    rows = policy_games(4, lambda i: "pass", 5, "p5")
+    for k in range(12):  # 12 batches of 6 rows, each alone too small to tell (see the test above)
+        ingest_rows(home, tmp_path, f"ppo-5-{k}.jsonl", rows[6 * k: 6 * (k + 1)])
+    batches = _batch_ids(home, 5)
+    assert len(batches) == 12
+    for batch in batches:
+        report = check_lake(home, LakeScope(batch=batch), CheckConfig(write=False))
+        (result,) = [r for r in report.results if r.id == "collapse.policy"]
+        assert not result.success and result.sample[0]["evidence"].startswith("pooled with every committed batch")
+
+
+def test_a_small_healthy_batch_passes_without_a_warning(home: Layout, tmp_path) -> None:
+    ingest_rows(home, tmp_path, "ppo-6.jsonl", policy_games(2, lambda i: MACROS[i % 8], 6, "p6"))
+    report = check_lake(home, LakeScope(source="ppo", generation=6), CheckConfig(write=False))
+    (result,) = [r for r in report.results if r.id == "collapse.policy"]
+    assert result.success and result.caveat is None
 
 
 def test_engine_data_with_low_entropy_only_warns(home: Layout) -> None:

@@ -177,7 +177,7 @@ def _run_native(ctx: CheckContext, spec: ExpectationSpec) -> ExpectationResult:
         id=spec.id, type=spec.type, engine=check.engine, severity=spec.severity, success=out.success,  # type: ignore[arg-type]
         kwargs=spec.kwargs, observed=out.observed, element_count=out.element_count, unexpected_count=out.unexpected_count,
         unexpected_percent=unexpected_percent, sample=[_jsonable(s) for s in out.sample], notes=spec.notes,
-        seconds=time.perf_counter() - t,
+        caveat=out.caveat, seconds=time.perf_counter() - t,
     )
 
 

@@ -23,10 +23,11 @@ import pyarrow.parquet as pq
 from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, LABEL_SOURCE, LEGAL_MASK, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset
 from toolkit.build.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.checks.report import GroupMetrics
-from toolkit.checks.metrics import ALL
+from toolkit.checks.metrics import ALL, MAX_ENTROPY_BITS
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 from toolkit.schema.vocab import INFERRED_LABEL_SOURCES, MACRO_ACTIONS, N_ACTIONS
+from toolkit.stats import entropy_upper_bound
 
 ROWS: Final = "rows_in_scope"
 SPLIT: Final = "split"
@@ -63,6 +64,7 @@ class Outcome:
     element_count: int | None = None
     unexpected_count: int | None = None
     sample: list[dict[str, Any]] = field(default_factory=list)
+    caveat: str | None = None  # a passing check that could not decide everything says so
 
 
 CheckFn = Callable[[CheckContext, dict[str, Any]], Outcome]
@@ -154,19 +156,54 @@ def _chosen_legal(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
 
 @native("action_entropy_at_least", ("lake", "dataset"))
 def _entropy_floor(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
-    """Each group's action entropy, as a ratio to log2(8), is at least ``min_ratio`` (collapse otherwise).
+    """Each group's action entropy, as a ratio to log2(8), is at least ``min_ratio`` (collapse otherwise), by evidence.
 
-    kwargs: min_ratio; sources (only these) or exclude_sources; min_rows (smaller groups are listed, not judged).
+    A group fails when even the upper 95% bound of its entropy
+    (:func:`stats.entropy_upper_bound`) is under the floor, whatever its size.
+    A lake group below the floor without that evidence is judged again
+    pooled with every committed batch of its source and generation (so a
+    collapsed run split into many small batches cannot pass one by one);
+    one still too small to tell passes with a caveat the gate shows.
+    kwargs: min_ratio; sources (only these) or exclude_sources.
     """
-    floor, min_rows = float(kwargs["min_ratio"]), int(kwargs.get("min_rows", 200))
+    floor = float(kwargs["min_ratio"])
     groups = _metric_groups(ctx, kwargs)
-    judged = [m for m in groups if m.rows >= min_rows]
-    low = [m for m in judged if m.entropy_ratio < floor]
-    observed = {"min_ratio": floor, "ratios": {m.key: round(m.entropy_ratio, 4) for m in judged},
-                "too_small": [m.key for m in groups if m.rows < min_rows]}
+    low, unclear, upper = [], [], {}
+    for m in groups:
+        upper[m.key] = entropy_upper_bound(list(m.actions.values())) / MAX_ENTROPY_BITS
+        if upper[m.key] < floor:
+            low.append((m, "its own rows"))
+        elif m.entropy_ratio < floor:
+            pooled = _pooled_actions(ctx, m) if ctx.target == "lake" else None
+            if pooled is not None and entropy_upper_bound(pooled) / MAX_ENTROPY_BITS < floor:
+                low.append((m, f"pooled with every committed batch of {m.key} ({sum(pooled):,} rows)"))
+            else:
+                unclear.append(m)
+    observed = {"min_ratio": floor, "ratios": {m.key: round(m.entropy_ratio, 4) for m in groups},
+                "upper_95": {k: round(v, 4) for k, v in upper.items()}, "too_small_to_tell": [m.key for m in unclear]}
     sample = [{"group": m.key, "entropy_bits": round(m.entropy_bits, 4), "ratio": round(m.entropy_ratio, 4),
-               "actions": m.actions} for m in low]
-    return Outcome(not low, observed, len(judged), len(low), sample[: ctx.sample_rows])
+               "evidence": evidence, "actions": m.actions} for m, evidence in low]
+    caveat = None
+    if unclear:
+        caveat = ("too few rows to tell whether the action entropy collapsed: "
+                  + ", ".join(f"{m.key} ({m.rows:,} rows, ratio {m.entropy_ratio:.2f} < {floor})" for m in unclear))
+    return Outcome(not low, observed, len(groups), len(low), sample[: ctx.sample_rows], caveat)
+
+
+def _pooled_actions(ctx: CheckContext, group: GroupMetrics) -> list[int] | None:
+    """Action counts of every committed lake row of the group's source and generation (None: no lake to pool)."""
+    try:
+        rows = ctx.con.execute(
+            f"SELECT {col.ACTION}.{col.ACTION_INDEX}, count(*) FROM decisions WHERE {col.SOURCE} = ? AND "
+            f"{col.GENERATION} IS NOT DISTINCT FROM ? AND {col.ACTION}.{col.ACTION_INDEX} BETWEEN 0 AND {N_ACTIONS - 1} "
+            f"AND {col.BATCH_ID} IN (SELECT batch_id FROM batches WHERE status != 'rejected') GROUP BY 1",
+            [group.source, group.generation]).fetchall()
+    except duckdb.CatalogException:
+        return None
+    counts = [0] * N_ACTIONS
+    for action, n in rows:
+        counts[int(action)] = int(n)
+    return counts
 
 
 @native("action_drift_at_most", ("lake", "dataset"))

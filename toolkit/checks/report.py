@@ -88,6 +88,7 @@ class ExpectationResult(BaseModel):
     unexpected_percent: float | None = None
     sample: list[dict[str, Any]] = Field(default_factory=list, description="A few offending rows, with their keys.")
     error: str | None = Field(None, description="Set when the check could not run (counts as a failure).")
+    caveat: str | None = Field(None, description="What a passing check could not decide (shown by the gate).")
     notes: str = ""
     seconds: float = 0.0
 
@@ -119,6 +120,11 @@ class GateReport(BaseModel):
     @property
     def warnings(self) -> list[ExpectationResult]:
         return [r for r in self.results if not r.success and r.severity == "warning"]
+
+    @property
+    def caveats(self) -> list[ExpectationResult]:
+        """Expectations that passed without being able to decide everything (e.g. too few rows to tell)."""
+        return [r for r in self.results if r.caveat]
 
     def raise_if_blocked(self) -> None:
         """Raise :class:`GateFailedError` when a blocking expectation failed.

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from toolkit.cli.app import app, console, layout, print_json
@@ -107,6 +108,8 @@ def _render(report: Any) -> None:
             sample = short(r.sample[0], 160) if r.sample else ""
             table.add_row(f"[{colour}]{r.severity}[/{colour}]", f"{r.id}\n({r.type})", short(r.error or r.observed, 100), sample)
         console.print(table)
+    for r in report.caveats:
+        console.print(f"[yellow]warning:[/yellow] {r.id}: {escape(r.caveat)}", soft_wrap=True)
     metrics = Table(title="data quality", title_justify="left")
     for name in ("group", "rows", "bits", "ratio", "win rate", "95% CI", "ep. len", "JS drift"):
         metrics.add_column(name, justify="left" if name == "group" else "right")
