@@ -141,8 +141,8 @@ def main() -> None:
           + f"; correlation {corr:+.2f}")
     fs, fp = finals["final student"], finals.get("final ppo")
     checks = [
-        (f"loop of {args.generations} generations <= {MINUTES_TARGET:.0f} min", minutes <= MINUTES_TARGET and args.generations >= 4,
-         f"{minutes:.1f} min"),
+        (f"loop of up to {args.generations} generations <= {MINUTES_TARGET:.0f} min ({state.status} after generation "
+         f"{records[-1]['generation']})", minutes <= MINUTES_TARGET and args.generations >= 4, f"{minutes:.1f} min"),
         ("final student >= 45% vs 3 heuristics", fs["heuristic"].win_rate >= 0.45, f"{fs['heuristic'].win_rate:.1%}"),
         ("final student >= 33% vs 3 tuned", fs["tuned"].win_rate >= 0.33, f"{fs['tuned'].win_rate:.1%}"),
         ("final student beats gen-0 (interval above 0, vs 3 heuristics)", gains["heuristic"].win_rate_diff_low > 0,
