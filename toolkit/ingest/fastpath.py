@@ -26,6 +26,7 @@ import pyarrow.json as pj
 
 from toolkit.ingest.checks import find_bad_rows
 from toolkit.ingest.memory import memory_pool
+from toolkit.ingest.nesting import too_deep
 from toolkit.schema.arrow import snapshot_schema
 
 # A failing block is split in this many parts (down to single lines, which then
@@ -88,6 +89,8 @@ def _parse_block(data: bytes | bytearray, n_lines: int, *, unknown: str = "error
         table.validate(full=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
         return str(error)
+    except UnicodeDecodeError as error:  # a field name inferred from invalid UTF-8 bytes
+        return f"invalid UTF-8 in a field name: {error}"
     # Two JSON values on one line parse as two rows: then rows and lines no
     # longer align, and the block is treated as failed.
     return table if table.num_rows == n_lines else "rows and lines do not align"
@@ -111,12 +114,22 @@ def _extra_names(data_type: pa.DataType, expected: pa.DataType) -> set[str]:
 
 def _lines_naming_unknown_fields(lines: list[bytes]) -> np.ndarray | str:
     """Which lines mention a field the schema lacks (by its name as JSON text), or
-    why the block failed even with unknown fields allowed."""
+    why the block failed even with unknown fields allowed.
+
+    Inferring types recurses into every value: a line nested too deep for it
+    is set aside first, unread (the per-row path rejects it with the reason).
+    """
+    deep = np.fromiter((too_deep(line) is not None for line in lines), dtype=bool, count=len(lines))
+    if deep.any():
+        return deep
     table = _parse(lines, unknown="infer")
     if isinstance(table, str):
         return table
     schema_type = pa.struct(list(read_schema()))
-    keys = [orjson.dumps(name) for name in _extra_names(pa.struct(list(table.schema)), schema_type)]
+    try:
+        keys = [orjson.dumps(name) for name in _extra_names(pa.struct(list(table.schema)), schema_type)]
+    except UnicodeDecodeError as error:  # a nested field name of invalid UTF-8 bytes
+        return f"invalid UTF-8 in a field name: {error}"
     return np.fromiter((any(key in line for key in keys) for line in lines), dtype=bool, count=len(lines))
 
 

@@ -8,6 +8,7 @@ that name the field and the reason.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from toolkit.dialects import FileAdapter
 from toolkit.errors import DialectError
+from toolkit.ingest.nesting import MAX_NESTING, too_deep
 from toolkit.schema.models import DecisionSnapshot
 
 _NON_FINITE = re.compile(rb"(?<![\"\w])-?(NaN|Infinity)(?![\"\w])")
@@ -44,15 +46,52 @@ def _json_problem(error: orjson.JSONDecodeError, text: bytes, at_open_end: bool)
 
 
 def parse_line(text: bytes, *, at_open_end: bool = False) -> tuple[Any, Problem | None]:
-    """Decode one cleaned line (no terminator, no BOM) into a Python object."""
+    """Decode one cleaned line (no terminator, no BOM) into a Python object.
+
+    Refused before any parser sees it: a line nested deeper than
+    :data:`~toolkit.ingest.nesting.MAX_NESTING`. Refused after: an object
+    holding a key twice (JSON parsers keep the last value; such a record is
+    ambiguous, so it is rejected naming the key).
+    """
+    depth = too_deep(text)
+    if depth is not None:
+        return None, Problem("", "too_deeply_nested", f"values nested {depth} levels deep; the limit is {MAX_NESTING}")
     try:
         text.decode("utf-8")
     except UnicodeDecodeError as error:
         return None, Problem("", "invalid_utf8", f"invalid UTF-8 at byte {error.start}: {error.reason}")
     try:
-        return orjson.loads(text), None
+        value = orjson.loads(text)
     except orjson.JSONDecodeError as error:
         return None, _json_problem(error, text, at_open_end)
+    repeated = repeated_key(text)
+    if repeated is not None:
+        return None, Problem(repeated, "duplicate_key", f"key {repeated!r} appears twice in one object: "
+                                                       "the record is ambiguous")
+    return value, None
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> None:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _RepeatedKey(key)
+        seen.add(key)
+
+
+def repeated_key(text: bytes) -> str | None:
+    """The first key found twice in one object of ``text`` (valid JSON), or None."""
+    try:
+        json.loads(text, object_pairs_hook=_unique_pairs)
+    except _RepeatedKey as found:
+        return found.key
+    return None
 
 
 def problems_from(error: ValidationError) -> list[Problem]:
