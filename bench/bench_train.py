@@ -66,7 +66,7 @@ def bc_figures(tmp: Path) -> dict[str, float]:
     from toolkit.catalog.ingest import ingest_paths
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.layout import Layout
-    from toolkit.train.bc import BCConfig, _read_split, train_bc
+    from toolkit.train.bc import BCConfig, read_split, train_bc
     from toolkit.train.policy import ActorNet, PolicySpec
 
     layout = Layout.at(tmp / "home")
@@ -74,7 +74,7 @@ def bc_figures(tmp: Path) -> dict[str, float]:
     ingest_paths(logs.files, layout)
     dataset = build_dataset(layout, BuildConfig(name="bench", sources=["forge"])).dataset
     result = train_bc(layout, BCConfig(dataset="bench", epochs=3, patience=10, run_id="bench"), out=tmp / "bc")
-    features, labels, masks, weights = _read_split(dataset, "train")
+    features, labels, masks, weights = read_split(dataset, "train")
     actor = ActorNet(PolicySpec())
     optimizer = torch.optim.Adam(actor.parameters(), lr=1e-3)
     x, y, m = torch.from_numpy(features), torch.from_numpy(labels), torch.from_numpy(masks)

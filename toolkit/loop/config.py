@@ -111,8 +111,8 @@ class PPOStepConfig(_Config):
         "student); student: start every generation from the promoted student's actor.",
     )
     total_steps: int = Field(500_000, ge=64, description="Learner decisions per attempt.")
-    n_envs: int = Field(256, ge=1, description="Games stepped together.")
-    n_steps: int = Field(32, ge=8, description="Steps per env per rollout.")
+    n_envs: int = Field(512, ge=1, description="Games stepped together.")
+    n_steps: int = Field(16, ge=8, description="Steps per env per rollout.")
     batch_size: int = Field(1024, ge=8)
     n_epochs: int = Field(4, ge=1)
     learning_rate: float = Field(3e-4, gt=0, description="Learning rate (retries scale it).")
