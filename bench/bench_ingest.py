@@ -22,7 +22,12 @@ ingest 104,323 / 97,763 / 101,007 rec/s, raw orjson 163,222 / 155,526 /
 159,396: 0.64x / 0.63x / 0.63x (target 0.6x); naive ~16k rec/s: ~6.3x; peak
 RSS 100k / 300k / 1M rows 504 / 507 / 603, 497 / 508 / 564 and 497 / 496 /
 579 MiB: 1.20x / 1.13x / 1.16x from 100k to 1M (target 1.25x). With 0.1% /
-1% corrupted lines (last run): 61,588 / 39,224 rec/s, 701 / 660 MiB.
+1% corrupted lines: 61,588 / 39,224 rec/s before the file's faults were
+learned (1.64x / 2.57x the clean time); with them (last two runs): 72,344 /
+67,682 and 76,133 / 71,510 rec/s against 105,327 and 116,561 clean: 1.46x /
+1.56x and 1.53x / 1.63x the clean time (targets 1.2x / 1.5x: not met; what
+is left is mostly the search for the learned faults, ~23 ms per 16 MB chunk
+in RE2, and the extra copy of a dirty chunk), 678 / 655 MiB.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ TARGET_VS_NAIVE = 3.0
 TARGET_VS_RAW = 0.6
 TARGET_RSS_MB = 1536.0
 FLAT_RSS_GROWTH = 1.25  # peak RSS at full size may be at most this times the small-size peak
+DIRTY_TIME_TARGETS = {0.001: 1.2, 0.01: 1.5}  # a file with this share of bad lines: at most this times the clean time
 
 # -- realistic records ---------------------------------------------------------------
 
@@ -376,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small-rows", type=int, default=100_000, help="rows of the small file (memory check)")
     parser.add_argument("--mid-rows", type=int, default=300_000,
                         help="rows of a middle file (memory curve: ingest and raw only; 0 to skip)")
-    parser.add_argument("--dirty", type=float, nargs="*", default=[], metavar="FRACTION",
+    parser.add_argument("--dirty", type=float, nargs="*", default=sorted(DIRTY_TIME_TARGETS), metavar="FRACTION",
                         help="also ingest files with this fraction of corrupted lines (e.g. 0.001 0.01)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest counts")
     parser.add_argument("--skip-naive-small", action="store_true", help="do not run the naive path at small size")
@@ -441,6 +447,11 @@ def main(argv: list[str] | None = None) -> int:
     out()
     out(f"ingest / naive = {vs_naive:5.2f}x   target >= {TARGET_VS_NAIVE}x      {_verdict(vs_naive >= TARGET_VS_NAIVE)}")
     out(f"ingest / raw   = {vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      {_verdict(vs_raw >= TARGET_VS_RAW)}")
+    for fraction, _, m in dirty_results:
+        slower = m.wall_s / ingest.wall_s
+        limit = DIRTY_TIME_TARGETS.get(fraction)
+        verdict = _verdict(slower <= limit) if limit else "(no target)"
+        out(f"ingest time, {fraction:g} bad lines / clean = {slower:4.2f}x   target <= {limit or '-'}x   {verdict}")
     out(f"peak RSS {big:,} = {rss_big:,.0f} MiB   target < {TARGET_RSS_MB:,.0f} MiB   "
         f"{_verdict(rss_big < TARGET_RSS_MB)}")
     growth = rss_big / rss_small

@@ -146,12 +146,12 @@ def show_history(records: list[dict[str, Any]]) -> None:
 
 def _score(r: Any, model: str, table: str) -> str:
     score = ((r.evaluation or {}).get(model) or {}).get(table)
-    return "-" if score is None else f"{score.win_rate:.1%} [{score.win_low:.1%},{score.win_high:.1%}]"
+    return "-" if score is None else f"{score.win_rate:.1%} [{score.win_low * 100:.1f},{score.win_high * 100:.1f}]"
 
 
 def _gain(r: Any) -> str:
     gain = (r.student_gain or {}).get("heuristic")
-    return "-" if gain is None else f"{gain.diff:+.1%} [{gain.low:+.1%},{gain.high:+.1%}]"
+    return "-" if gain is None else f"{gain.diff:+.1%} [{gain.low * 100:+.1f},{gain.high * 100:+.1f}]"
 
 
 def _gate(result: dict[str, Any] | None) -> str:

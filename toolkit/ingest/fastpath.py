@@ -2,12 +2,16 @@
 
 Lines are parsed in bulk by ``pyarrow.json`` against an explicit schema
 derived from the models (it rejects every type mismatch and unknown field),
-then filtered by :func:`toolkit.ingest.checks.find_bad_rows`. A block that
-fails to parse is split around the lines that broke it, so bad lines cost a
-few re-parses of their neighbourhood rather than the whole chunk falling to
-the slow path: Arrow names the row of most parse errors, an unknown field is
-found by its name, and anything else is found by splitting the block in
-parts. Lines that fail here are handed back for per-row validation.
+then filtered by :func:`toolkit.ingest.checks.find_bad_rows`. Lines known
+not to parse (blank, padded, or showing a fault the file has shown before:
+see :mod:`toolkit.ingest.suspects`) are blanked to ``{}`` in a copy of the
+block and their rows dropped (:data:`PLACEHOLDER_ID`), so the block still
+parses in one go. A block that fails to parse is split around the lines that
+broke it, so bad lines cost a few re-parses of their neighbourhood rather
+than the whole chunk falling to the slow path: Arrow names the row of most
+parse errors, an unknown field is found by its name, and anything else is
+found by splitting the block in parts. Lines that fail here are handed back
+for per-row validation.
 
 Finding a bad line is only ever a guess that picks lines to set aside: rows
 are accepted only from a block that parsed whole with the strict options.
@@ -45,6 +49,8 @@ _NAME_UNKNOWN_MAX = 512
 # Arrow ends some parse errors with the (0-based) row of the block that failed.
 _ERROR_ROW = re.compile(r" in row (\d+)$")
 _UNKNOWN_FIELD = "unexpected field"
+# The id of a line blanked to ``{}`` in a block (see ``validate._blanked``): its row is dropped after the parse.
+PLACEHOLDER_ID = -1
 
 
 def _nullable(data_type: pa.DataType) -> pa.DataType:
@@ -229,13 +235,16 @@ def _check(tables: list[pa.Table], kept: list[np.ndarray], failed: list[np.ndarr
         # block leaves many small ones.
         table = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
         table_ids = np.concatenate(kept)
-        bad = find_bad_rows(table)
-        if bad.any():
-            failed.append(table_ids[bad])
-            table = table.filter(pa.array(~bad))
-            table_ids = table_ids[~bad]
+        placeholders = table_ids == PLACEHOLDER_ID
+        bad = find_bad_rows(table)  # the placeholders' empty rows fail too: one filter drops both
+        drop = bad | placeholders
+        if drop.any():
+            failed.append(table_ids[bad & ~placeholders])
+            table = table.filter(pa.array(~drop))
+            table_ids = table_ids[~drop]
     else:
         table = read_schema().empty_table()
         table_ids = np.empty(0, dtype=np.int64)
     fallback = np.sort(np.concatenate(failed)) if failed else np.empty(0, dtype=np.int64)
+    fallback = fallback[fallback != PLACEHOLDER_ID]
     return FastResult(table, table_ids, fallback)

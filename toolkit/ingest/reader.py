@@ -80,10 +80,19 @@ class Chunk:
         _ = self.breaks
         self.body, self._lines, self._released = b"", None, True
 
+    def line(self, index: int) -> bytes:
+        """Line ``index`` of this chunk without its ``\n``: cut out alone when the chunk was not split in lines."""
+        if self._lines is not None or self._released:
+            return self.lines[index]
+        breaks = self.breaks
+        start = int(breaks[index - 1]) + 1 if index else 0
+        stop = int(breaks[index]) if index < len(breaks) else len(self.body)
+        return bytes(self.body[start:stop])
+
     def raw(self, index: int) -> bytes:
         """The exact bytes of line ``index`` of this chunk as stored in the file."""
         open_end = self.ends_open and index == self.n_lines - 1
-        return self.lines[index] if open_end else self.lines[index] + b"\n"
+        return self.line(index) if open_end else self.line(index) + b"\n"
 
 
 # Newlines are searched this many bytes at a time: the comparison's mask stays

@@ -27,15 +27,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.dialects import detect_dialect
 from toolkit.errors import ConfigError, DialectError
-from toolkit.ingest.fastpath import FastResult, looks_like_object, read_schema, validate_block, validate_lines
+from toolkit.ingest.fastpath import PLACEHOLDER_ID, FastResult, looks_like_object, read_schema, validate_block, validate_lines
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.reader import CHUNK_BYTES, UTF8_BOM, Chunk, read_chunks, read_chunks_ahead
 from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
+from toolkit.ingest.suspects import Suspects, find_suspects
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
 
 _SNIFF_LINES = 50
-_OPEN, _CLOSE = ord("{"), ord("}")
+_OPEN, _CLOSE, _SPACE = ord("{"), ord("}"), ord(" ")
+# A chunk with at most this share of lines the fast parse must not read is
+# parsed whole, those lines blanked in a copy; with more, line by line.
+_BLANK_SHARE = 0.1
 # Chunks in flight per parse worker: while this thread stages one part, each
 # worker parses a later chunk. A deeper queue only held more chunks (16 MB
 # each, plus their parsed rows) in memory, at no gain in speed.
@@ -180,11 +184,14 @@ class _Prepared:
     (``block``); otherwise its lines are sorted one by one."""
 
     chunk: Chunk
-    block: bytes | None
+    block: bytes | bytearray | memoryview | None
     fast_lines: list[bytes]
     fast_ids: np.ndarray
     slow: list[tuple[int, bytes]]
     rejects: list[Reject]
+    patterns: tuple[bytes, ...] = ()  # the file's known faults (see Suspects), looked for by the worker
+    blank: np.ndarray | None = None  # lines of the block the parse must not read (blanked by the worker)
+    common: list[bytes] = field(default_factory=list)  # patterns the worker found too common to be faults
 
     def release_bytes(self) -> None:
         """Let go of the chunk's raw bytes (16 MB) once no line of it is looked at again."""
@@ -193,21 +200,65 @@ class _Prepared:
 
     def fast_text(self, line: int) -> bytes:
         if self.block is not None:
-            return self.chunk.lines[line - self.chunk.first_line]
+            return self.chunk.line(line - self.chunk.first_line)
         return self.fast_lines[int(np.searchsorted(self.fast_ids, line))]
 
 
+def _blankable(chunk: Chunk, lines: np.ndarray) -> bool:
+    """Whether each of ``lines`` is long enough to be blanked to ``{}`` (see :func:`blank_lines`)."""
+    starts = np.concatenate(([0], chunk.breaks + 1))[lines]
+    stops = np.concatenate((chunk.breaks, [len(chunk.body)]))[lines]
+    return bool((stops - starts >= 2).all())
+
+
+def blank_lines(block: bytearray, breaks: np.ndarray, lines: np.ndarray) -> None:
+    """Overwrite ``lines`` of ``block`` (each at least 2 bytes long) with ``{}`` and spaces, in place."""
+    octets = np.frombuffer(block, dtype=np.uint8)
+    starts = np.concatenate(([0], breaks + 1))[lines]
+    stops = np.concatenate((breaks, [len(octets)]))[lines]
+    for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+        octets[start:stop] = _SPACE
+        octets[start], octets[start + 1] = _OPEN, _CLOSE
+
+
 def _fast_job(prepared: _Prepared) -> FastResult:
-    """Worker-thread job: validate the fast-path lines, then group the passing
-    rows by partition (the copy this needs is made here, in parallel)."""
+    """Worker-thread job: set aside the lines showing a known fault, validate the
+    fast-path lines, then group the passing rows by partition (the searches and
+    the copies this needs are made here, in parallel)."""
     if prepared.block is not None:
-        result = validate_block(prepared.block, prepared.fast_ids)
-        if not len(result.fallback):  # every line passed: its bytes are not needed again
+        block, ids, suspects = _without_suspects(prepared)
+        result = validate_block(block, ids)
+        if len(suspects):
+            result.fallback = np.union1d(result.fallback, suspects)
+        if not len(result.fallback) and not prepared.slow:  # no line is looked at again: let the bytes go
             prepared.release_bytes()
     else:
-        result = validate_lines(prepared.fast_lines, prepared.fast_ids)
+        keep = [not any(p in line for p in prepared.patterns) for line in prepared.fast_lines]
+        kept_ids = prepared.fast_ids[np.asarray(keep, dtype=bool)] if prepared.fast_lines else prepared.fast_ids
+        result = validate_lines([line for line, k in zip(prepared.fast_lines, keep, strict=True) if k], kept_ids)
+        result.fallback = np.union1d(result.fallback, np.setdiff1d(prepared.fast_ids, kept_ids))
     result.table, result.ids = group_by_partition(result.table, result.ids)
     return result
+
+
+def _without_suspects(prepared: _Prepared) -> tuple[bytes | bytearray | memoryview, np.ndarray, np.ndarray]:
+    """The block with the lines the parse must not read blanked (one copy, made here in the worker): the
+    chunk's other lines and those showing a known fault; the ids with theirs replaced; and the latter's ids."""
+    chunk, block, ids = prepared.chunk, prepared.block, prepared.fast_ids
+    blank = prepared.blank if prepared.blank is not None else np.empty(0, dtype=np.int64)
+    suspects = np.empty(0, dtype=np.int64)
+    if prepared.patterns:
+        marked, prepared.common = find_suspects(block, chunk.breaks, chunk.n_lines, prepared.patterns)
+        lines = np.flatnonzero(marked & (ids != PLACEHOLDER_ID))
+        if len(lines):
+            suspects = ids[lines]
+            ids = ids.copy()
+            ids[lines] = PLACEHOLDER_ID
+            blank = np.union1d(blank, lines)
+    if len(blank):
+        block = bytearray(block)
+        blank_lines(block, chunk.breaks, blank)
+    return block, ids, suspects
 
 
 def _partition_codes(table: pa.Table) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -275,6 +326,7 @@ class _FileValidation:
         self.report = report
         self.rows = RowValidator(dialect=options.dialect, source=options.source)
         self.pending_raw: dict[int, bytes] = {}
+        self.suspects = Suspects()
 
     def _clean_lines(self, chunk: Chunk) -> np.ndarray:
         """Per line, whether it is a bare JSON object line (not blank, no BOM, CR
@@ -292,25 +344,28 @@ class _FileValidation:
     def prepare(self, chunk: Chunk, fast: bool) -> _Prepared:
         """Sort a chunk's lines: fast-path candidates, per-row lines, early rejects.
 
-        A chunk of clean lines goes to the fast path whole; otherwise its clean
-        lines go as they are and only the others are looked at one by one.
+        A chunk of clean lines goes to the fast path whole. A chunk with a few
+        other lines (blank, padded, too long, or showing a fault the file has
+        shown before: see :class:`Suspects`) goes whole too, those lines
+        blanked to ``{}`` in a copy (their rows are dropped after the parse),
+        and they are looked at one by one; a chunk with many goes line by line.
         """
         report = self.report
         report.lines += chunk.n_lines
         report.ends_without_newline = chunk.ends_open
         clean = self._clean_lines(chunk) if fast else np.zeros(chunk.n_lines, dtype=bool)
+        ids = np.arange(chunk.first_line, chunk.first_line + chunk.n_lines, dtype=np.int64)
+        patterns = self.suspects.snapshot()
         if clean.all():
-            ids = np.arange(chunk.first_line, chunk.first_line + chunk.n_lines, dtype=np.int64)
-            return _Prepared(chunk, chunk.body, [], ids, [], [])
-        lines = chunk.lines
-        clean_at = np.flatnonzero(clean)
-        fast_lines = [lines[i] for i in clean_at.tolist()]
-        fast_ids = (clean_at + chunk.first_line).tolist()
+            return _Prepared(chunk, chunk.body, [], ids, [], [], patterns)
+        others = np.flatnonzero(~clean)
+        whole = fast and len(others) <= _BLANK_SHARE * chunk.n_lines and _blankable(chunk, others)
+        fast_lines, fast_ids = [], ids[clean].tolist()
         slow: list[tuple[int, bytes]] = []
         rejects: list[Reject] = []
-        for i in np.flatnonzero(~clean).tolist():
+        for i in others.tolist():
             line = chunk.first_line + i
-            text = _clean(lines[i])
+            text = _clean(chunk.line(i))
             if line == 1 and text.startswith(UTF8_BOM):
                 text = text[len(UTF8_BOM) :]
                 report.bom = True
@@ -322,15 +377,20 @@ class _FileValidation:
             text = text.strip()
             if not text:
                 report.blank += 1
-            elif fast and looks_like_object(text):
+            elif fast and not whole and looks_like_object(text):
                 fast_lines.append(text)
                 fast_ids.append(line)
             else:
                 slow.append((line, text))
-        if len(fast_lines) > len(clean_at):  # padded objects joined the clean lines: back to line order
+        if whole:
+            ids[others] = PLACEHOLDER_ID
+            return _Prepared(chunk, chunk.body, [], ids, slow, rejects, patterns, blank=others)
+        lines = chunk.lines
+        fast_lines = [lines[i] for i in np.flatnonzero(clean).tolist()] + fast_lines
+        if len(fast_ids) > int(clean.sum()):  # padded objects joined the clean lines: back to line order
             order = np.argsort(fast_ids, kind="stable").tolist()
             fast_lines, fast_ids = [fast_lines[j] for j in order], [fast_ids[j] for j in order]
-        return _Prepared(chunk, None, fast_lines, np.asarray(fast_ids, dtype=np.int64), slow, rejects)
+        return _Prepared(chunk, None, fast_lines, np.asarray(fast_ids, dtype=np.int64), slow, rejects, patterns)
 
     def complete(self, prepared: _Prepared, fast: FastResult | None) -> Part:
         """Run the per-row path on what the fast path left, and assemble the part."""
@@ -342,6 +402,12 @@ class _FileValidation:
         for line, text in slow:
             self.pending_raw[line] = chunk.raw(line - chunk.first_line)
             outcomes.extend(self.rows.feed(line, text, at_open_end=chunk.ends_open and line == chunk.last_line))
+        if fast is not None:  # what broke this chunk's parse is looked for before the next chunks are parsed
+            self.suspects.forget(prepared.common)
+            texts = dict(slow)
+            for outcome in outcomes:
+                if outcome.record is None and outcome.line in texts:
+                    self.suspects.learn(texts[outcome.line], [(p.field, p.code) for p in outcome.problems])
         tables, ids = [], []
         if fast is not None:
             self.report.dialects["canonical"] += fast.table.num_rows
