@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 DEMO_HOME ?= datasets
 
-.PHONY: setup demo test bench clean-demo
+.PHONY: setup demo test bench notebooks clean-demo
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
+
+# Static reports of the demo's lake, dataset and loop run under $(DEMO_HOME)/reports/notebooks/ (run `make demo` first).
+notebooks: $(STAMP)
+	$(BIN)/python notebooks/lake.py -- --home $(DEMO_HOME) --report
+	$(BIN)/python notebooks/dataset.py -- --home $(DEMO_HOME) --name loop-demo --report
+	$(BIN)/python notebooks/loop.py -- --home $(DEMO_HOME) --name demo --report
 
 bench: $(STAMP)
 	for script in bench/bench_*.py; do $(BIN)/python $$script || exit 1; done

@@ -1,0 +1,35 @@
+"""What the marimo notebooks share: their arguments, and a clear stop when there is nothing to show."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from toolkit.errors import DistillError
+from toolkit.layout import DEFAULT_HOME, HOME_ENV
+
+T = TypeVar("T")
+
+
+def arguments(defaults: dict[str, str]) -> dict[str, str]:
+    """``--home`` (default ``$DISTILL_HOME`` or ``./datasets``), ``--name`` and ``--report`` from the script's
+    command line (``python notebooks/x.py -- --home DIR --name N``), over ``defaults``."""
+    import marimo as mo
+
+    given = {k: str(v) for k, v in mo.cli_args().items()}
+    return {"home": os.environ.get(HOME_ENV, DEFAULT_HOME), **defaults, **given}
+
+
+def or_stop(load: Callable[..., T], *args: Any) -> T:
+    """``load(*args)``; when there is nothing to show (or the arguments are wrong), stop: with the message and
+    its hint on stderr and exit status 1 when run as a script, as the notebook's output when opened in marimo."""
+    import marimo as mo
+
+    try:
+        return load(*args)
+    except DistillError as error:
+        message = f"distill: {error.message}" + (f"\n  hint: {error.hint}" if error.hint else "")
+        if mo.running_in_notebook():
+            mo.stop(True, mo.md(f"**Nothing to show.** {error.message}  \n_{error.hint or ''}_"))
+        raise SystemExit(message) from None
