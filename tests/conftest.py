@@ -36,3 +36,16 @@ def write_log(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def loop_home(tmp_path_factory: pytest.TempPathFactory) -> Layout:
+    """A data root made by one real tiny closed loop (run ``tiny``, dataset ``loop-tiny``), shared read-mostly by
+    the tests of what reads a finished run: its records, the notebooks, the exports."""
+    from tests.factories import tiny
+    from toolkit.loop.run import run_loop
+
+    layout = Layout.at(tmp_path_factory.mktemp("loop") / "home")
+    state = run_loop(layout, tiny())
+    assert state.status == "finished", state.message
+    return layout

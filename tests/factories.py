@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from toolkit.loop.config import LoopConfig
 from toolkit.schema.vocab import ACTION_INDEX, N_ACTIONS
 
 
@@ -85,3 +86,29 @@ def make_snapshot(
     }
     record.update(copy.deepcopy(overrides))
     return record
+
+
+# Small enough for the test suite: PPO trains against random players, the export floor is off and the strength
+# gates pass anything not far worse, so that the whole generation (gates, merge, build, student) runs.
+TINY: dict[str, Any] = {
+    "name": "tiny",
+    "max_generations": 1,
+    "max_rounds": 20,
+    "bootstrap": {"games": 30},
+    "student": {"epochs": 2, "hidden": [16, 16]},
+    "ppo": {"total_steps": 512, "n_envs": 4, "n_steps": 64, "batch_size": 64, "n_epochs": 1, "export_games": 16,
+            "league": {"heuristic": 0, "tuned": 0, "random": 1, "self": 1, "past": 1}},
+    "floor": {"win_rate": None, "games": 16, "opponents": ["random"] * 3},
+    "strength_gate": {"delta0": -1.0, "delta1": -0.5, "min_deals": 4, "max_deals": 8, "deals_per_round": 8,
+                      "opponents": ["random"] * 3},
+    "accuracy_guard": {"floor": 0.05, "margin": 1.0},
+    "evaluation": {"games": 16},
+    "retry": {"max_retries": 0},
+    "data": {"weights": {"forge": 0.5, "ppo": 0.5}},
+    "tournament": {"deals_per_lineup": 1},
+}
+
+
+def tiny(**changes: Any) -> LoopConfig:
+    """A closed loop small enough for the suite (one generation in about 15 s), with ``changes`` over it."""
+    return LoopConfig.model_validate({**TINY, **changes})

@@ -75,6 +75,10 @@ class LeakageError(BuildError):
     """A built dataset's holdout and train splits share a game, or a game sits on the wrong side of the rule."""
 
 
+class ExportError(DistillError):
+    """A built dataset could not be written in another format (missing extra, lineage, or a clash at the target)."""
+
+
 class GameError(DistillError):
     """The game was asked to do something its rules do not allow."""
 

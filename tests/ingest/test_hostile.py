@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import orjson
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -14,38 +14,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tests.factories import TINY, tiny
 from toolkit.catalog.store import Catalog
 from toolkit.cli.main import app
 from toolkit.layout import Layout
-from toolkit.loop.config import LoopConfig
 from toolkit.loop.run import resume_loop, run_loop
 from toolkit.loop.state import PAUSE, RunFolder
 
-# Small enough for the test suite: PPO trains against random players, the export floor is off and the strength
-# gates pass anything not far worse, so that the whole generation (gates, merge, build, student) runs.
-TINY: dict[str, Any] = {
-    "name": "tiny",
-    "max_generations": 1,
-    "max_rounds": 20,
-    "bootstrap": {"games": 30},
-    "student": {"epochs": 2, "hidden": [16, 16]},
-    "ppo": {"total_steps": 512, "n_envs": 4, "n_steps": 64, "batch_size": 64, "n_epochs": 1, "export_games": 16,
-            "league": {"heuristic": 0, "tuned": 0, "random": 1, "self": 1, "past": 1}},
-    "floor": {"win_rate": None, "games": 16, "opponents": ["random"] * 3},
-    "strength_gate": {"delta0": -1.0, "delta1": -0.5, "min_deals": 4, "max_deals": 8, "deals_per_round": 8,
-                      "opponents": ["random"] * 3},
-    "accuracy_guard": {"floor": 0.05, "margin": 1.0},
-    "evaluation": {"games": 16},
-    "retry": {"max_retries": 0},
-    "data": {"weights": {"forge": 0.5, "ppo": 0.5}},
-    "tournament": {"deals_per_lineup": 1},
-}
 VOLATILE = {"timings", "seconds", "recorded_at", "finished_at", "steps_per_second", "samples_per_second",
             "reports", "updated_at"}
-
-
-def tiny(**changes: Any) -> LoopConfig:
-    return LoopConfig.model_validate({**TINY, **changes})
 
 
 def normalised(records: list[dict[str, Any]], home: Path) -> list[dict[str, Any]]:
@@ -62,11 +39,8 @@ def normalised(records: list[dict[str, Any]], home: Path) -> list[dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, list[dict[str, Any]]]:
-    layout = Layout.at(tmp_path_factory.mktemp("reference") / "home")
-    state = run_loop(layout, tiny())
-    assert state.status == "finished", state.message
-    return layout, RunFolder(layout, "tiny").records()
+def reference(loop_home: Layout) -> tuple[Layout, list[dict[str, Any]]]:
+    return loop_home, RunFolder(loop_home, "tiny").records()
 
 
 def _batch_status(layout: Layout, batch: str) -> tuple[str, str | None, int]:
@@ -188,7 +162,7 @@ def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, r
 def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, reference) -> None:
     layout = Layout.at(tmp_path / "home")
     code = (
-        "import sys; sys.path.insert(0, '.'); from tests.loop.test_loop import tiny; from toolkit.layout import Layout; "
+        "import sys; sys.path.insert(0, '.'); from tests.factories import tiny; from toolkit.layout import Layout; "
         f"from toolkit.loop.run import run_loop; run_loop(Layout.at({str(layout.home)!r}), tiny())"
     )
     events = RunFolder(layout, "tiny").events_path

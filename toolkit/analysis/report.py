@@ -32,9 +32,9 @@ class Section:
     note: str = ""
 
 
-def report_path(layout: Layout, kind: str, name: str) -> Path:
+def report_path(layout: Layout, kind: str, name: str | None = None) -> Path:
     """Where the report of ``kind`` (lake, dataset, loop) for ``name`` goes: ``<home>/reports/notebooks/``."""
-    return layout.reports / "notebooks" / f"{kind}-{name}.html"
+    return layout.reports / "notebooks" / (f"{kind}-{name}.html" if name else f"{kind}.html")
 
 
 def write_report(path: Path, title: str, sections: list[Section]) -> Path:

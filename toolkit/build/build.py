@@ -160,6 +160,7 @@ def _manifest(
         "fingerprint": "",
         "input_key": key,
         "code_version": __version__,
+        "contract_version": SCHEMA_VERSION,
         "config": config.model_dump(mode="json"),
         "inputs": [b.describe(input_rows[b.batch_id]) for b in inputs],
         "filters": plan.filters,

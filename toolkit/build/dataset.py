@@ -101,6 +101,8 @@ class Manifest(BaseModel):
     fingerprint: str = Field(description="sha256 of the manifest body and every part's content.")
     input_key: str = Field(description="sha256 of the config and the input batches: same key, same build.")
     code_version: str
+    contract_version: int | None = Field(
+        None, description="The DecisionSnapshot contract version of the rows (absent in builds written before it was recorded).")
     config: dict[str, Any]
     inputs: list[dict[str, Any]] = Field(description="Input batches: id, source, generation, file sha256, rows.")
     filters: dict[str, list[dict[str, Any]]] = Field(description="Per source: rows and games after each step.")

@@ -11,6 +11,7 @@ from toolkit.cli import train_cmd  # noqa: E402,F401
 from toolkit.cli import check_cmd  # noqa: E402,F401
 from toolkit.cli import build_cmd  # noqa: E402,F401
 from toolkit.cli import loop_cmd  # noqa: E402,F401
+from toolkit.cli import export_cmd  # noqa: E402,F401
 
 
 def main() -> None:
