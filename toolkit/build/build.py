@@ -39,6 +39,7 @@ from toolkit.build.write import write_splits
 from toolkit.features import feature_spec
 from toolkit.holdout import RULE
 from toolkit.layout import Layout
+from toolkit.schema.vocab import SCHEMA_VERSION
 from toolkit.storage import write_text_atomic
 
 MEMORY_LIMIT: Final = "1GB"
