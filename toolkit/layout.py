@@ -5,6 +5,8 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
 
     <home>/
       catalog.duckdb                 files, batches, rejects (the DuckDB catalog)
+      catalog.read.duckdb            its read snapshot, refreshed by every writer (see toolkit.catalog.snapshot)
+      catalog.read.json              the live catalog's stamp when the snapshot was taken
       lake/                          validated decisions, Parquet
         source=<s>/generation=<g>/batch=<id>/part-<n>.parquet
       quarantine/                    rejected lines, byte for byte, Parquet
@@ -37,6 +39,7 @@ HOME_ENV: Final = "DISTILL_HOME"
 DEFAULT_HOME: Final = "datasets"
 LAKE_FORMAT_VERSION: Final = 1
 CATALOG_FILE: Final = "catalog.duckdb"
+CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
 NO_GENERATION: Final = "none"
 
 
@@ -78,6 +81,15 @@ class Layout:
     @property
     def catalog(self) -> Path:
         return self.home / CATALOG_FILE
+
+    @property
+    def catalog_snapshot(self) -> Path:
+        """The catalog's read snapshot (readers use it while a writer holds the catalog)."""
+        return self.home / CATALOG_SNAPSHOT_FILE
+
+    @property
+    def catalog_snapshot_stamp(self) -> Path:
+        return self.home / "catalog.read.json"
 
     @property
     def lake(self) -> Path:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import contextlib
 import glob
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from toolkit.catalog import snapshot
 from toolkit.errors import CatalogError
 from toolkit.layout import LAKE_FORMAT_VERSION, Layout
 from toolkit.schema import columns as col
@@ -76,6 +78,8 @@ CREATE TABLE IF NOT EXISTS files (
 );
 """
 
+# How long a writer waits for a reader of the live catalog file to let go (writers never wait for writers long).
+WRITER_WAIT_S = 2.0
 # Batch review states: set by gates and the loop, never by ingest.
 BATCH_STATES = ("ingested", "accepted", "rejected")
 
@@ -108,14 +112,10 @@ class Catalog:
         """
         read_only = read_only or sandbox
         layout.check(write=not read_only)
-        if read_only and not layout.catalog.exists():
-            raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
-        if read_only and layout.staging.exists() and any(layout.staging.iterdir()):
-            cls.open(layout).close()  # finish or discard interrupted batches first
-        try:
-            con = duckdb.connect(str(layout.catalog), read_only=read_only)
-        except duckdb.IOException as error:
-            raise _open_error(layout.catalog, error) from error
+        if read_only:
+            con = _connect_reader(layout)
+        else:
+            con = _connect_writer(layout)
         catalog = cls(layout, con, read_only, sandbox)
         if not read_only:
             con.execute(_TABLES)
@@ -124,6 +124,7 @@ class Catalog:
                 [str(LAKE_FORMAT_VERSION)],
             )
             catalog.recover()
+            catalog.publish_snapshot()
         catalog._check_version()
         catalog._register_views()
         if sandbox:
@@ -131,7 +132,19 @@ class Catalog:
         return catalog
 
     def close(self) -> None:
-        self.con.close()
+        try:
+            if not self.read_only:
+                self.publish_snapshot()
+        finally:
+            self.con.close()
+
+    def publish_snapshot(self) -> None:
+        """Give readers what is committed now (see :mod:`toolkit.catalog.snapshot`); writers only."""
+        try:
+            snapshot.refresh(self.con, self.layout)
+        except (OSError, duckdb.Error) as error:
+            raise CatalogError(f"cannot write the catalog's read snapshot {self.layout.catalog_snapshot}: {error}",
+                               hint="the data root must be writable: check its permissions and free space") from error
 
     def __enter__(self) -> Catalog:
         return self
@@ -229,6 +242,7 @@ class Catalog:
             _insert(self.con, "batches", batch)
             _insert(self.con, "files", file)
             self.con.execute("COMMIT")
+            self.publish_snapshot()
         except Exception as error:
             with contextlib.suppress(duckdb.Error):  # a failed write may already have ended the transaction
                 self.con.execute("ROLLBACK")
@@ -247,6 +261,7 @@ class Catalog:
         ).fetchall()
         if not updated:
             raise CatalogError(f"no batch {batch_id!r} in the catalog", hint="list them: distill sql 'FROM batches'")
+        self.publish_snapshot()
 
     def committed_batches(self) -> set[str]:
         return {row[0] for row in self.con.execute("SELECT batch_id FROM batches").fetchall()}
@@ -283,6 +298,44 @@ def move_tree(staged: Path, home: Path) -> None:
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         leaf.rename(target)
+
+
+def _connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
+    """The catalog, writable; a reader holding the live file (rare: see :func:`_connect_reader`) is waited for briefly."""
+    deadline = time.monotonic() + WRITER_WAIT_S
+    while True:
+        try:
+            return duckdb.connect(str(layout.catalog))
+        except duckdb.IOException as error:
+            if "lock" not in str(error).lower() or time.monotonic() > deadline:
+                raise _open_error(layout.catalog, error) from error
+        time.sleep(0.1)
+
+
+def _connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
+    """A read-only connection that neither waits for a writer nor holds one up (see :mod:`toolkit.catalog.snapshot`).
+
+    Interrupted batches are finished first when no writer is at work; the
+    snapshot is read when it is current or when a writer holds the live
+    catalog, the live catalog otherwise.
+    """
+    if not layout.catalog.exists():
+        raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
+    if layout.staging.exists() and any(layout.staging.iterdir()):
+        with contextlib.suppress(CatalogError):  # held by a writer: its staging is work in progress, not debris
+            Catalog.open(layout).close()  # finish or discard interrupted batches first
+    if snapshot.is_fresh(layout):
+        with contextlib.suppress(duckdb.IOException):
+            return duckdb.connect(str(layout.catalog_snapshot), read_only=True)
+    try:
+        return duckdb.connect(str(layout.catalog), read_only=True)
+    except duckdb.IOException as error:
+        if "lock" not in str(error).lower() or not layout.catalog_snapshot.exists():
+            raise _open_error(layout.catalog, error) from error
+    try:  # a writer holds the catalog: read its last commit
+        return duckdb.connect(str(layout.catalog_snapshot), read_only=True)
+    except duckdb.IOException as error:
+        raise _open_error(layout.catalog_snapshot, error) from error
 
 
 def _open_error(path: Path, error: duckdb.IOException) -> CatalogError:

@@ -1,0 +1,71 @@
+"""The catalog's read snapshot: readers never wait for a writer, and never hold up one.
+
+DuckDB lets one process write a database file and refuses every other
+process while it does (and a reader holding the file refuses the writer).
+A loop ingesting for minutes would lock ``distill sql``, the dashboard and
+``distill build`` out of the catalog for as long, and a dashboard polling
+the catalog would make the loop's next ingest fail.
+
+So every writer, after each commit and when it closes, checkpoints the
+catalog and copies it to ``catalog.read.duckdb`` (a temporary file, then
+one rename: readers see the old or the new copy, never half of one), and
+records the live file's stamp (size and modification time of it and of its
+write-ahead log) beside it. A reader opens the snapshot when its stamp is
+the live file's (nothing was written since), or when a writer holds the
+live file (the snapshot is then the writer's last commit); otherwise it
+opens the live file read-only as before. The catalog's tables are small
+(batches and files: kilobytes to a few megabytes), so a refresh is a few
+milliseconds; the lake itself is Parquet and is read in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+
+from toolkit.layout import Layout
+from toolkit.storage import write_text_atomic
+
+Stamp = list[int]
+
+
+def stamp(catalog: Path) -> Stamp:
+    """The live catalog's stamp: size and mtime of the file and of its write-ahead log (0, 0 when absent)."""
+    parts: Stamp = []
+    for path in (catalog, catalog.with_name(catalog.name + ".wal")):
+        try:
+            info = path.stat()
+            parts += [info.st_size, info.st_mtime_ns]
+        except FileNotFoundError:
+            parts += [0, 0]
+    return parts
+
+
+def refresh(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
+    """Checkpoint the catalog ``con`` writes and publish a copy of it as the read snapshot.
+
+    Called by the writer with no transaction open: after the checkpoint the
+    file holds every commit and no other process can change it while this
+    one holds it, so the copy is consistent.
+    """
+    con.execute("CHECKPOINT")
+    target = layout.catalog_snapshot
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.copyfile(layout.catalog, temporary)
+    with open(temporary, "rb+") as handle:
+        os.fsync(handle.fileno())
+    os.replace(temporary, target)
+    write_text_atomic(layout.catalog_snapshot_stamp, json.dumps({"stamp": stamp(layout.catalog)}))
+
+
+def is_fresh(layout: Layout) -> bool:
+    """Whether the snapshot holds exactly what the live catalog holds (nothing was written since it was taken)."""
+    try:
+        recorded = json.loads(layout.catalog_snapshot_stamp.read_text(encoding="utf-8"))["stamp"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return layout.catalog_snapshot.exists() and recorded == stamp(layout.catalog)
