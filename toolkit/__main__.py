@@ -1,4 +1,4 @@
-"""``python -m toolkit`` runs the ``distill`` CLI."""
+"""``python -m toolkit``: the ``distill`` CLI (how ``distill serve`` starts a loop in its own process)."""
 
 from toolkit.cli.main import main
 

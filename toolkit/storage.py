@@ -8,9 +8,20 @@ part, checkpoint weights) is :func:`file_sha256`.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+
+class LockHeldError(Exception):
+    """Another process holds the lock; ``pid`` is the holder's process id when it wrote one."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        super().__init__(f"{path} is held by {'process ' + str(pid) if pid else 'another process'}")
+        self.path, self.pid = path, pid
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -29,3 +40,43 @@ def file_sha256(path: Path) -> str:
         while size := handle.readinto(view):
             digest.update(view[:size])
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an OS file lock (``flock``) on ``path`` for the block, with this process's id written in it.
+
+    A process that crashes or is killed releases it. Never waits.
+
+    Raises:
+        LockHeldError: another process holds it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LockHeldError(path, lock_holder(path)) from None
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def lock_holder(path: Path) -> int | None:
+    """The process id written in a lock file that some process holds now, or None when nobody holds it."""
+    try:
+        with open(path) as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = handle.read().strip()
+                return int(text) if text.isdigit() else -1
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return None
+    except FileNotFoundError:
+        return None

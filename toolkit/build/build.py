@@ -14,7 +14,6 @@ of the same inputs finds the first and reuses it instead of redoing it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import shutil
@@ -40,7 +39,7 @@ from toolkit.features import feature_spec
 from toolkit.holdout import RULE
 from toolkit.layout import Layout
 from toolkit.schema.vocab import SCHEMA_VERSION
-from toolkit.storage import write_text_atomic
+from toolkit.storage import LockHeldError, exclusive_lock, write_text_atomic
 
 MEMORY_LIMIT: Final = "1GB"
 FINGERPRINT_CHARS: Final = 16
@@ -114,17 +113,13 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
     Raises:
         BuildError: another process is building ``name`` in this data root.
     """
-    layout.build_locks.mkdir(parents=True, exist_ok=True)
-    with open(layout.build_locks / f"{name}.lock", "a+b") as handle:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            stack.enter_context(exclusive_lock(layout.build_locks / f"{name}.lock"))
+        except LockHeldError:
             raise BuildError(f"a build named {name!r} is being written by another process in {layout.home}",
                              hint="wait for it to finish, or build under another --name") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
 
 
 def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:

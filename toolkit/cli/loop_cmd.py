@@ -46,24 +46,15 @@ def resume(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
 
 @loop_app.command("status")
 def status(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
-    """Where a run is: status, generation, pending step, promoted models."""
-    from toolkit.loop.state import RunFolder
+    """Where a run is: status, generation, last finished step, promoted models, the process running it."""
+    from toolkit.loop.status import run_status
 
-    run = RunFolder(layout(), name)
-    state = run.load()
-    gen = state.generations[state.generation] if state.generation < len(state.generations) else None
-    done = sorted(gen.steps, key=lambda k: gen.steps[k].finished_at) if gen else []
-    payload = {
-        "name": state.name, "status": state.status, "message": state.message, "generation": state.generation,
-        "attempt": gen.attempt if gen else 0, "last_step": done[-1] if done else None,
-        "current_student": state.current_student, "current_ppo": state.current_ppo, "updated_at": state.updated_at,
-        "requests": run.requested(),
-    }
+    payload = run_status(layout(), name).model_dump(mode="json")
     if as_json:
         print_json(payload)
         return
     for key, value in payload.items():
-        console.print(f"{key:>12}: {value}")
+        console.print(f"{key:>20}: {value}", markup=False)
 
 
 @loop_app.command("history")

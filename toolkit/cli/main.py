@@ -12,6 +12,7 @@ from toolkit.cli import check_cmd  # noqa: E402,F401
 from toolkit.cli import build_cmd  # noqa: E402,F401
 from toolkit.cli import loop_cmd  # noqa: E402,F401
 from toolkit.cli import export_cmd  # noqa: E402,F401
+from toolkit.cli import serve_cmd  # noqa: E402,F401
 
 
 def main() -> None:

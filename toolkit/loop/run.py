@@ -74,30 +74,54 @@ def run_loop(layout: Layout, config: LoopConfig, *, progress: Progress | None = 
     layout.check(write=True)
     run = RunFolder(layout, config.name)
     if run.exists():
-        raise ConfigError(
-            f"a loop run named {config.name!r} exists at {run.root}",
-            hint=f"continue it with `distill loop resume --name {config.name}`, or pick another --name",
-        )
-    run.root.mkdir(parents=True, exist_ok=True)
-    run.clear_requests()
-    write_text_atomic(run.config_path, config.model_dump_json(indent=1))
-    state = LoopState(name=config.name, started_at=now(), updated_at=now())
-    run.save(state)
-    return _Loop(layout, config, run, state, progress).run()
+        raise _exists(config.name, run)
+    with run.hold():
+        if run.exists():  # started by another process meanwhile
+            raise _exists(config.name, run)
+        run.clear_requests()
+        write_text_atomic(run.config_path, config.model_dump_json(indent=1))
+        state = LoopState(name=config.name, started_at=now(), updated_at=now())
+        run.save(state)
+        return _Loop(layout, config, run, state, progress).run()
+
+
+def _exists(name: str, run: RunFolder) -> ConfigError:
+    return ConfigError(f"a loop run named {name!r} exists at {run.root}",
+                       hint=f"continue it with `distill loop resume --name {name}`, or pick another --name")
 
 
 def resume_loop(layout: Layout, name: str, *, progress: Progress | None = None) -> LoopState:
     """Continue a run at its first pending step (after a crash, a kill, a stop or a pause)."""
     layout.check(write=True)
     run = RunFolder(layout, name)
-    state = run.load()
-    config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
-    run.clear_requests()
-    if state.status in ("finished", "converged"):
+    run.load()  # refuses an unknown run before taking its lock
+    with run.hold():
+        state = run.load()
+        config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
+        run.clear_requests()
+        if state.status in ("finished", "converged"):
+            return state
+        state.status, state.message = "running", None
+        run.save(state)
+        return _Loop(layout, config, run, state, progress).run()
+
+
+def stop_idle(layout: Layout, name: str) -> LoopState:
+    """Mark a run that no process is running (paused, or interrupted by a crash) stopped; resume still continues it.
+
+    Raises:
+        ConfigError: a process is running it (ask it with :func:`request` instead).
+    """
+    run = RunFolder(layout, name)
+    run.load()
+    with run.hold():
+        state = run.load()
+        if state.status in ("paused", "running", "failed"):
+            was = "interrupted" if state.status == "running" else state.status
+            state.status, state.message = "stopped", f"stopped while {was}"
+            run.clear_requests()
+            run.save(state)
         return state
-    state.status, state.message = "running", None
-    run.save(state)
-    return _Loop(layout, config, run, state, progress).run()
 
 
 def request(layout: Layout, name: str, kind: str) -> Path:

@@ -8,6 +8,8 @@
     events.jsonl         one line per finished step, with its timing
     ratings.json         the persistent rating pool
     STOP, PAUSE          requests, obeyed at the next step boundary
+    run.lock             held (flock, with its pid) by the one process running the loop
+    loop.log             what a loop started by the dashboard printed
     gen-NNN/...          checkpoints, exports, logs of each generation and attempt
 
 A step that finished is never run again: resume replays nothing and goes on
@@ -17,10 +19,12 @@ start (each step clears its own half-written outputs first).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -29,12 +33,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
 from toolkit.loop.config import NAME_PATTERN
-from toolkit.storage import write_text_atomic
+from toolkit.storage import LockHeldError, exclusive_lock, lock_holder, write_text_atomic
 
 STATE_VERSION: Final = 2
 STOP: Final = "STOP"
 PAUSE: Final = "PAUSE"
 Status = Literal["running", "paused", "stopped", "converged", "finished", "failed"]
+
+
+class RunNotFoundError(ConfigError):
+    """No loop run of that name in the data root."""
 
 
 class StepRecord(BaseModel):
@@ -120,6 +128,36 @@ class RunFolder:
         self.events_path = self.root / "events.jsonl"
         self.ratings_path = self.root / "ratings.json"
 
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "run.lock"
+
+    @property
+    def log_path(self) -> Path:
+        """Where a loop started in the background (``distill serve``) writes its output."""
+        return self.root / "loop.log"
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Be the one process running this loop for the block (an OS lock, released by a crash or kill too).
+
+        Raises:
+            ConfigError: another process is running it.
+        """
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(exclusive_lock(self.lock_path))
+            except LockHeldError as held:
+                name = self.root.name
+                raise ConfigError(f"loop run {name!r} is already running (process {held.pid or '?'})",
+                                  hint=f"follow it with `distill loop status --name {name}`, or ask it to stop "
+                                       f"with `distill loop stop --name {name}`") from None
+            yield
+
+    def process(self) -> int | None:
+        """The id of the process running this loop now, or None when none is."""
+        return lock_holder(self.lock_path)
+
     def gen_dir(self, generation: int, attempt: int | None = None) -> Path:
         folder = self.root / f"gen-{generation:03d}"
         return folder if attempt is None else folder / f"attempt-{attempt}"
@@ -129,7 +167,7 @@ class RunFolder:
 
     def load(self) -> LoopState:
         if not self.exists():
-            raise ConfigError(f"no loop run at {self.root}", hint="start one with `distill loop run`")
+            raise RunNotFoundError(f"no loop run at {self.root}", hint="start one with `distill loop run`")
         raw = json.loads(self.state_path.read_text(encoding="utf-8"))
         if raw.get("format_version") != STATE_VERSION:
             raise ConfigError(

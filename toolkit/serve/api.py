@@ -1,0 +1,89 @@
+"""The JSON API (OpenAPI at ``/docs``): the seed's start / status / stop, pause and resume, and what the charts draw.
+
+Every response is a typed record; ``generations`` are the records
+``distill loop history --json`` prints. Errors are ``{"detail": ...,
+"hint": ...}`` with 404 (no such run), 409 (the run's state refuses the
+control) or 422 (an invalid name or config).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from toolkit.loop.config import NAME_PATTERN
+from toolkit.loop.record import GenerationRecord
+from toolkit.loop.status import RunStatus, list_runs, run_status
+from toolkit.serve import control, views
+
+router = APIRouter(prefix="/api", tags=["api"])
+Name = Annotated[str, Query(pattern=NAME_PATTERN, description="The loop run (folder runs/<name>).")]
+
+
+def _layout(request: Request):  # noqa: ANN202 - the app's Layout
+    return request.app.state.layout
+
+
+@router.get("/runs", response_model=list[RunStatus], summary="Every loop run of the data root")
+def runs(request: Request) -> list[RunStatus]:
+    return list_runs(_layout(request))
+
+
+@router.get("/distill/status", response_model=RunStatus, summary="Where a loop run stands")
+def status(request: Request, name: Name = "demo") -> RunStatus:
+    return run_status(_layout(request), name)
+
+
+@router.post("/distill/start", response_model=control.ControlResult, summary="Start a new loop run in its own process")
+def start(request: Request, ask: control.StartRequest) -> control.ControlResult:
+    return control.start(_layout(request), ask)
+
+
+@router.post("/distill/stop", response_model=control.ControlResult, summary="Stop a loop run at its next step boundary")
+def stop(request: Request, run: control.RunRef) -> control.ControlResult:
+    return control.stop(_layout(request), run.name)
+
+
+@router.post("/distill/pause", response_model=control.ControlResult,
+             summary="Pause a loop run at its next step boundary")
+def pause(request: Request, run: control.RunRef) -> control.ControlResult:
+    return control.pause(_layout(request), run.name)
+
+
+@router.post("/distill/resume", response_model=control.ControlResult,
+             summary="Resume a paused, stopped or interrupted loop run in its own process")
+def resume(request: Request, run: control.RunRef) -> control.ControlResult:
+    return control.resume(_layout(request), run.name)
+
+
+@router.get("/distill/generations", response_model=list[GenerationRecord],
+            summary="Each finished generation's record (the trends view; as `distill loop history --json`)")
+def generations(request: Request, name: Name = "demo") -> list[GenerationRecord]:
+    run_status(_layout(request), name)  # 404 for an unknown run
+    return views.generations(_layout(request), name)
+
+
+@router.get("/distill/ratings", response_model=list[views.RatingsPoint],
+            summary="The rating table after each generation (the Elo / OpenSkill history)")
+def ratings(request: Request, name: Name = "demo") -> list[views.RatingsPoint]:
+    run_status(_layout(request), name)
+    return views.ratings(views.generations(_layout(request), name))
+
+
+@router.get("/distill/composition", response_model=list[views.CompositionPoint],
+            summary="The student's training rows per generation, by source (Forge-role vs PPO and the rest)")
+def composition(request: Request, name: Name = "demo") -> list[views.CompositionPoint]:
+    run_status(_layout(request), name)
+    return views.composition(views.generations(_layout(request), name))
+
+
+@router.get("/distill/run", response_model=views.RunDetail, summary="Everything the run page shows")
+def run_detail(request: Request, name: Name = "demo") -> views.RunDetail:
+    return views.run_detail(_layout(request), name)
+
+
+@router.get("/lake", response_model=views.LakeSummary,
+            summary="Rows by source and generation, quarantined lines by reason, the latest batches")
+def lake(request: Request) -> views.LakeSummary:
+    return views.lake_summary(_layout(request))

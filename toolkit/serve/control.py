@@ -1,0 +1,205 @@
+"""Start, pause, resume and stop loop runs from the dashboard, without ever running one in the server.
+
+A start or a resume spawns ``python -m toolkit --home H loop run|resume``
+as a process of its own (a new session: it outlives the server, and a
+signal to the server never reaches it), writing to ``runs/<name>/loop.log``.
+The call returns once that process holds the run's lock, so two starts of
+one run cannot both spawn a loop: the second finds the first running and is
+refused. Pause and stop are the loop's step-boundary requests; a stop of a
+run no process runs (paused, interrupted) marks it stopped at once.
+
+Nothing from a request reaches a shell: the command is an argument list,
+the run name is checked against the loop's name pattern, and a config's
+paths must lie inside the data root.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field
+
+from toolkit.config import load_config
+from toolkit.errors import ConfigError, DistillError
+from toolkit.layout import Layout
+from toolkit.loop.config import NAME_PATTERN, LoopConfig
+from toolkit.loop.run import request, stop_idle
+from toolkit.loop.state import RunFolder
+from toolkit.loop.status import RunStatus, run_status
+from toolkit.storage import write_text_atomic
+
+Action = Literal["start", "resume", "pause", "stop"]
+# How long a start waits for the new process to take the run's lock (imports take 1-3 s on a laptop).
+SPAWN_WAIT_S = 60.0
+
+
+class ControlError(ConfigError):
+    """A control the run's state refuses (HTTP 409)."""
+
+
+class RunRef(BaseModel):
+    """A loop run, by name."""
+
+    name: str = Field(pattern=NAME_PATTERN, description="The loop run (folder runs/<name>).")
+
+
+class StartRequest(RunRef):
+    """A new loop run: its name, and its config (LoopConfig fields; YAML text or an object; defaults otherwise)."""
+
+    config: dict[str, Any] | str | None = Field(None, description="LoopConfig fields, as an object or as YAML text.")
+    max_generations: int | None = Field(None, ge=1, le=999)
+    seed: int | None = Field(None, ge=0)
+
+
+class ControlResult(BaseModel):
+    """What a control did, and the run's status right after."""
+
+    action: Action
+    message: str
+    status: RunStatus
+
+
+_spawn_lock = threading.Lock()
+
+
+def start(layout: Layout, ask: StartRequest) -> ControlResult:
+    """Spawn a new loop run; refused if a run of that name exists.
+
+    Raises:
+        ConfigError: an invalid config, or a path in it outside the data root.
+        ControlError: the run exists (resume it), or did not start.
+    """
+    config = loop_config(layout, ask)
+    run = RunFolder(layout, config.name)
+    with _spawn_lock:
+        if run.exists():
+            raise ControlError(f"a loop run named {config.name!r} exists ({_status_word(layout, config.name)})",
+                               hint="resume it, or start another --name")
+        layout.check(write=True)
+        requested = run.root / "requested-config.json"
+        write_text_atomic(requested, config.model_dump_json(indent=1))
+        _spawn(layout, run, ["loop", "run", "--config", str(requested)])
+    return ControlResult(action="start", message=f"loop {config.name} started", status=run_status(layout, config.name))
+
+
+def resume(layout: Layout, name: str) -> ControlResult:
+    """Spawn ``loop resume`` for a run no process runs (paused, stopped, interrupted, failed).
+
+    Raises:
+        ControlError: it is running, or it finished or converged.
+    """
+    with _spawn_lock:
+        _allowed(layout, name, "resume")
+        _spawn(layout, RunFolder(layout, name), ["loop", "resume", "--name", name])
+    return ControlResult(action="resume", message=f"loop {name} resumed", status=run_status(layout, name))
+
+
+def pause(layout: Layout, name: str) -> ControlResult:
+    """Ask a running loop to pause at its next step boundary.
+
+    Raises:
+        ControlError: no process runs it.
+    """
+    _allowed(layout, name, "pause")
+    request(layout, name, "pause")
+    return ControlResult(action="pause", message="pause requested: the loop pauses at its next step boundary",
+                         status=run_status(layout, name))
+
+
+def stop(layout: Layout, name: str) -> ControlResult:
+    """Ask a running loop to stop at its next step boundary; a paused or interrupted run is marked stopped at once.
+
+    Raises:
+        ControlError: the run already ended.
+    """
+    now = _allowed(layout, name, "stop")
+    if now.pid is not None:
+        request(layout, name, "stop")
+        message = "stop requested: the loop stops at its next step boundary"
+    else:
+        try:
+            stop_idle(layout, name)
+        except ConfigError as error:  # a resume took the run meanwhile
+            raise ControlError(error.message, hint="ask again: it is running now") from None
+        message = f"loop {name} stopped (it was {now.status})"
+    return ControlResult(action="stop", message=message, status=run_status(layout, name))
+
+
+def _allowed(layout: Layout, name: str, action: str) -> RunStatus:
+    """The run's status, if ``action`` applies to it now (see :attr:`RunStatus.controls`)."""
+    now = run_status(layout, name)
+    if action not in now.controls:
+        doing = f"running (process {now.pid})" if now.pid is not None else now.status
+        raise ControlError(f"cannot {action} loop run {name!r}: it is {doing}",
+                           hint=f"what applies now: {', '.join(now.controls) or 'nothing (it ended)'}")
+    return now
+
+
+def loop_config(layout: Layout, ask: StartRequest) -> LoopConfig:
+    """The config a start asks for: its fields over the defaults, the request's name, paths kept in the data root.
+
+    Raises:
+        ConfigError: naming each invalid field, or the path outside the data root.
+    """
+    fields = ask.config if isinstance(ask.config, dict) else _yaml(ask.config)
+    overrides = {k: v for k, v in (("max_generations", ask.max_generations), ("seed", ask.seed)) if v is not None}
+    config = load_config(LoopConfig, None, {**fields, **overrides, "name": ask.name})
+    for path in [*config.bootstrap.logs, *([config.data_gate_suite] if config.data_gate_suite else [])]:
+        resolved = (layout.home / path).resolve()
+        if not resolved.is_relative_to(layout.home):
+            raise ConfigError(f"{path} is outside the data root {layout.home}",
+                              hint="a loop started from the dashboard reads only files under the data root")
+    return config
+
+
+def _yaml(text: str | None) -> dict[str, Any]:
+    if not text or not text.strip():
+        return {}
+    try:
+        fields = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"the config is not valid YAML: {error}", hint="give LoopConfig fields as YAML") from None
+    if not isinstance(fields, dict):
+        raise ConfigError("the config must be a mapping of LoopConfig fields", hint="e.g. max_generations: 2")
+    return fields
+
+
+def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
+    """Run ``distill <args>`` detached and wait until it holds the run (or tell why it did not start)."""
+    run.root.mkdir(parents=True, exist_ok=True)
+    with open(run.log_path, "ab") as log:
+        process = subprocess.Popen(  # noqa: S603 - an argument list of checked values, no shell
+            [sys.executable, "-m", "toolkit", "--home", str(layout.home), *args],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+        )
+    threading.Thread(target=process.wait, daemon=True).start()  # reaps it when it ends
+    deadline = time.monotonic() + SPAWN_WAIT_S
+    while time.monotonic() < deadline:
+        if run.process() == process.pid:
+            return
+        if process.poll() is not None:
+            raise ControlError(f"the loop process ended at once (exit {process.returncode}): {_tail(run.log_path)}",
+                               hint=f"see {run.log_path}")
+        time.sleep(0.05)
+    raise ControlError(f"the loop process {process.pid} did not take its run within {SPAWN_WAIT_S:.0f} s",
+                       hint=f"see {run.log_path}")
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        return " | ".join(path.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-lines:])
+    except OSError:
+        return "(no output)"
+
+
+def _status_word(layout: Layout, name: str) -> str:
+    try:
+        return run_status(layout, name).status
+    except DistillError:
+        return "unreadable"

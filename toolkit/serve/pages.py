@@ -1,0 +1,114 @@
+"""The HTML pages: readable as tables without JavaScript; ``static/app.js`` adds the charts and live status.
+
+Controls are forms that POST (never links), answered by a redirect back to
+the page with what happened, so they work without scripts too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from toolkit.errors import ConfigError, DistillError
+from toolkit.loop.state import RunFolder
+from toolkit.loop.status import list_runs, run_status
+from toolkit.serve import control, views
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+REPORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.html$"
+
+
+def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, template, {"home": str(request.app.state.layout.home), **context},
+                                      status_code=status_code)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An urlencoded form's fields (the last value of each)."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, message: str | None = None) -> HTMLResponse:
+    return _page(request, "index.html", runs=list_runs(request.app.state.layout), message=message)
+
+
+@router.get("/runs/{name}", response_class=HTMLResponse)
+def run_page(request: Request, name: str, message: str | None = None) -> HTMLResponse:
+    layout = request.app.state.layout
+    status = run_status(layout, name)
+    detail = views.run_detail(layout, name)
+    return _page(request, "run.html", status=status, detail=detail, message=message, log=_log_tail(layout, name))
+
+
+@router.get("/lake", response_class=HTMLResponse)
+def lake_page(request: Request) -> HTMLResponse:
+    return _page(request, "lake.html", lake=views.lake_summary(request.app.state.layout))
+
+
+@router.post("/start")
+async def start_form(request: Request) -> Response:
+    fields = await _form(request)
+    layout = request.app.state.layout
+    try:
+        ask = control.StartRequest.model_validate({
+            "name": fields.get("name", "").strip(), "config": fields.get("config") or None,
+            "max_generations": fields.get("max_generations") or None, "seed": fields.get("seed") or None})
+        result = control.start(layout, ask)
+    except (DistillError, ValueError) as error:
+        return _page(request, "index.html", status_code=_code(error), runs=list_runs(layout), error=_say(error),
+                     form=fields)
+    return _back(f"/runs/{result.status.name}", result.message)
+
+
+@router.post("/runs/{name}/{action}")
+def control_form(request: Request, name: str, action: str) -> Response:
+    act = {"pause": control.pause, "resume": control.resume, "stop": control.stop}.get(action)
+    if act is None:
+        return _page(request, "error.html", status_code=404, error=f"unknown control {action!r}")
+    try:
+        result = act(request.app.state.layout, name)
+    except DistillError as error:
+        return _back(f"/runs/{name}", f"{action} refused: {_say(error)}")
+    return _back(f"/runs/{name}", result.message)
+
+
+@router.get("/reports/{file_name}")
+def report(request: Request, file_name: str) -> Response:
+    """A gate report (HTML) from the data root's reports/, by file name only."""
+    import re
+
+    reports = request.app.state.layout.reports
+    path = reports / file_name
+    if not re.fullmatch(REPORT_NAME, file_name) or path.resolve().parent != reports.resolve() or not path.is_file():
+        return _page(request, "error.html", status_code=404, error=f"no report {file_name!r} in {reports}")
+    return FileResponse(path, media_type="text/html")
+
+
+def _back(path: str, message: str) -> RedirectResponse:
+    return RedirectResponse(f"{path}?message={quote(message)}", status_code=303)
+
+
+def _log_tail(layout: Any, name: str, lines: int = 15) -> list[str]:
+    try:
+        text = RunFolder(layout, name).log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
+def _say(error: Exception) -> str:
+    if isinstance(error, DistillError):
+        return error.message + (f" ({error.hint})" if error.hint else "")
+    return str(error).splitlines()[0]
+
+
+def _code(error: Exception) -> int:
+    return 409 if isinstance(error, control.ControlError) else 422 if isinstance(error, ConfigError | ValueError) else 500

@@ -1,0 +1,197 @@
+"""What the dashboard shows, as typed records: a run's history, ratings, composition, and the lake.
+
+Every record is read from the run folder (``generations.jsonl``, the same
+records ``distill loop history --json`` prints) or from the catalog's read
+snapshot, so a page never waits for a loop that is ingesting or building.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from toolkit.analysis import lake as lake_frames
+from toolkit.analysis import loop as loop_frames
+from toolkit.analysis.errors import NothingToShowError
+from toolkit.catalog import Catalog
+from toolkit.layout import Layout
+from toolkit.loop.config import LoopConfig
+from toolkit.loop.record import GenerationRecord
+from toolkit.loop.state import RunFolder
+
+
+class Standing(BaseModel):
+    """One player's rating after a generation's tournament."""
+
+    name: str
+    elo: float
+    elo_se: float
+    mu: float
+    sigma: float
+    ordinal: float
+    games: int
+    wins: int
+
+
+class RatingsPoint(BaseModel):
+    """The rating table as it stood after one generation (every player rated so far)."""
+
+    generation: int
+    standings: list[Standing]
+
+
+class CompositionPoint(BaseModel):
+    """The student's training rows of one generation, by source."""
+
+    generation: int
+    rows: dict[str, int]
+    share: dict[str, float] = Field(description="rows / all rows of the generation, per source.")
+    teacher_share: float = Field(description="Share of the teacher's (PPO) rows.")
+    forge_share: float = Field(description="Share of the Forge-role rows.")
+
+
+class GateLink(BaseModel):
+    """A gate's verdict in a generation's last attempt, with its report when it wrote one."""
+
+    generation: int
+    gate: str
+    passed: bool | None
+    reason: str | None
+    reports: list[str] = Field(default_factory=list, description="File names under reports/ (HTML).")
+
+
+class RejectedBatch(BaseModel):
+    batch_id: str
+    generations: list[int]
+    rows: int
+    reason: str | None
+
+
+class Thresholds(BaseModel):
+    """The lines the charts draw: the floor PPO's export must clear, the accuracy guard's floor."""
+
+    ppo_floor: float | None
+    accuracy_floor: float
+
+
+class RunDetail(BaseModel):
+    """Everything the run page shows besides the live status."""
+
+    name: str
+    generations: list[GenerationRecord]
+    ratings: list[RatingsPoint]
+    composition: list[CompositionPoint]
+    gates: list[GateLink]
+    rejected: list[RejectedBatch]
+    thresholds: Thresholds
+    tensorboard: str = Field(description="The command that opens the run's training curves.")
+
+
+class SourceRows(BaseModel):
+    source: str
+    generation: int | None
+    rows: int
+    games: int
+    batches: int
+
+
+class RejectReason(BaseModel):
+    reason: str
+    lines: int
+    example: str
+    lines_at: list[str]
+
+
+class BatchRow(BaseModel):
+    batch_id: str
+    created_at: str
+    sources: list[str]
+    generations: list[int]
+    rows_valid: int
+    rows_rejected: int
+    rows_duplicate: int
+    status: str
+    status_reason: str | None
+
+
+class LakeSummary(BaseModel):
+    """What the lake holds: rows by source and generation, quarantined lines by reason, the latest batches."""
+
+    rows: list[SourceRows]
+    rejects: list[RejectReason]
+    batches: list[BatchRow]
+    total_rows: int
+    total_rejected: int
+
+
+def generations(layout: Layout, name: str) -> list[GenerationRecord]:
+    """The run's finished generations (empty while the first one runs)."""
+    return [GenerationRecord.model_validate(r) for r in RunFolder(layout, name).records()]
+
+
+def ratings(records: list[GenerationRecord]) -> list[RatingsPoint]:
+    return [RatingsPoint(generation=r.generation, standings=[Standing.model_validate(s) for s in r.ratings])
+            for r in records if r.ratings]
+
+
+def composition(records: list[GenerationRecord]) -> list[CompositionPoint]:
+    points = []
+    for r in records:
+        rows = r.rows_by_source or {}
+        total = sum(rows.values())
+        share = {source: n / total for source, n in rows.items()} if total else {}
+        points.append(CompositionPoint(generation=r.generation, rows=rows, share=share,
+                                       teacher_share=share.get("ppo", 0.0), forge_share=share.get("forge", 0.0)))
+    return points
+
+
+def run_detail(layout: Layout, name: str) -> RunDetail:
+    """The run page's records (raises ConfigError for an unknown run)."""
+    run = RunFolder(layout, name)
+    run.load()
+    records = generations(layout, name)
+    config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
+    rejected = loop_frames.rejected_batches(layout, name).to_dicts() if layout.catalog.exists() else []
+    return RunDetail(
+        name=name, generations=records, ratings=ratings(records), composition=composition(records),
+        gates=_gates(records), rejected=[RejectedBatch.model_validate(r) for r in rejected],
+        thresholds=Thresholds(ppo_floor=config.floor.win_rate, accuracy_floor=config.accuracy_guard.floor),
+        tensorboard=f"tensorboard --logdir {run.root}",
+    )
+
+
+def _gates(records: list[GenerationRecord]) -> list[GateLink]:
+    links = []
+    for r in records:
+        steps = r.attempts[-1].steps
+        for gate in ("data_gate", "ppo_gate", "accuracy_guard", "student_gate"):
+            result = steps.get(gate)
+            if result is None:
+                continue
+            verdict = (result.get("strength") or result) if gate == "ppo_gate" else result
+            reports = [Path(p).with_suffix(".html").name for p in result.get("reports", [])]
+            links.append(GateLink(generation=r.generation, gate=gate, passed=verdict.get("passed"),
+                                  reason=verdict.get("reason") or result.get("reason"), reports=reports))
+    return links
+
+
+def lake_summary(layout: Layout, batches: int = 20) -> LakeSummary:
+    """The lake page's records; an empty summary before the first ingest."""
+    try:
+        rows = lake_frames.rows_by_source(layout).to_dicts()
+        rejects = lake_frames.rejects_by_reason(layout).to_dicts()
+    except NothingToShowError:
+        return LakeSummary(rows=[], rejects=[], batches=[], total_rows=0, total_rejected=0)
+    with Catalog.open(layout, read_only=True) as catalog:
+        latest = catalog.con.sql(
+            "SELECT batch_id, CAST(created_at AS VARCHAR) AS created_at, sources, generations, rows_valid, "
+            "rows_rejected, rows_duplicate, status, status_reason FROM batches ORDER BY created_at DESC LIMIT ?",
+            params=[batches]).to_arrow_table().to_pylist()
+    return LakeSummary(
+        rows=[SourceRows.model_validate(r) for r in rows],
+        rejects=[RejectReason(reason=r["reason"], lines=r["lines"], example=r["example"], lines_at=r["lines_at"])
+                 for r in rejects],
+        batches=[BatchRow.model_validate(b) for b in latest],
+        total_rows=sum(r["rows"] for r in rows), total_rejected=sum(r["lines"] for r in rejects),
+    )
