@@ -87,3 +87,13 @@ def test_a_snapshot_left_stale_by_a_killed_writer_is_not_read_once_the_catalog_i
         catalog.con.close()
         catalog.read_only = True  # skip close's refresh: as if killed after the commit
     assert rejected(home) == 1
+
+
+def test_publishing_the_snapshot_keeps_the_writers_lock(home: Layout) -> None:
+    """POSIX record locks go with the first close of any descriptor of the file: the snapshot must not open the
+    live catalog from Python, or a second process could open it for writing (and clear the first one's staging)."""
+    with Catalog.open(home) as catalog:
+        catalog.set_batch_status(sorted(catalog.committed_batches())[0], "accepted")  # a commit: a refresh
+        other = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1])",
+                                str(home.catalog)], capture_output=True, text=True, timeout=60)
+        assert other.returncode != 0 and "lock" in other.stderr.lower(), other.stderr

@@ -7,7 +7,7 @@ A loop ingesting for minutes would lock ``distill sql``, the dashboard and
 the catalog would make the loop's next ingest fail.
 
 So every writer, after each commit and when it closes, checkpoints the
-catalog and copies it to ``catalog.read.duckdb`` (a temporary file, then
+catalog and has DuckDB copy it to ``catalog.read.duckdb`` (a temporary file, then
 one rename: readers see the old or the new copy, never half of one), and
 records the live file's stamp (size and modification time of it and of its
 write-ahead log) beside it. A reader opens the snapshot when its stamp is
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -55,11 +54,23 @@ def refresh(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
     con.execute("CHECKPOINT")
     target = layout.catalog_snapshot
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    shutil.copyfile(layout.catalog, temporary)
+    temporary.unlink(missing_ok=True)
+    # DuckDB copies it: opening the live file here and closing it would drop this process's lock on it (POSIX
+    # record locks belong to the process and go with the first close of any descriptor of the file).
+    con.execute(f"ATTACH '{_sql_str(str(temporary))}' AS _snapshot")
+    try:
+        live = con.execute("SELECT current_database()").fetchall()[0][0]
+        con.execute(f'COPY FROM DATABASE "{live}" TO _snapshot')
+    finally:
+        con.execute("DETACH _snapshot")
     with open(temporary, "rb+") as handle:
         os.fsync(handle.fileno())
     os.replace(temporary, target)
     write_text_atomic(layout.catalog_snapshot_stamp, json.dumps({"stamp": stamp(layout.catalog)}))
+
+
+def _sql_str(text: str) -> str:
+    return text.replace("'", "''")
 
 
 def is_fresh(layout: Layout) -> bool:
