@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 DEMO_HOME ?= datasets
 
-.PHONY: setup demo test bench notebooks clean-demo
+.PHONY: setup demo test bench notebooks clean-demo chromium serve
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,9 +23,22 @@ demo: $(STAMP)
 	rm -rf $(DEMO_HOME)/runs/demo
 	$(BIN)/distill --home $(DEMO_HOME) loop run --name demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest -q
 	$(BIN)/lint-imports
+
+# The dashboard's browser tests drive Debian's Chromium (never a downloaded browser); install it when missing.
+CHROMIUM ?= /usr/bin/chromium
+APT := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get
+chromium:
+	@test -x $(CHROMIUM) || $(APT) install -y -q chromium >/dev/null || \
+		($(APT) update -q >/dev/null && $(APT) install -y -q chromium >/dev/null) || \
+		(echo "error: the browser tests need Chromium at $(CHROMIUM): install Debian's chromium package" >&2; exit 1)
+	@test -x $(CHROMIUM) || (echo "error: no Chromium at $(CHROMIUM) after installing it" >&2; exit 1)
+
+# The dashboard over the demo's data root: http://127.0.0.1:8765/ (run `make demo` first, or start a loop from it).
+serve: $(STAMP)
+	$(BIN)/distill --home $(DEMO_HOME) serve
 
 # Static reports of the demo's lake, dataset and loop run under $(DEMO_HOME)/reports/notebooks/ (run `make demo` first).
 notebooks: $(STAMP)

@@ -330,12 +330,22 @@ def _connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
     try:
         return duckdb.connect(str(layout.catalog), read_only=True)
     except duckdb.IOException as error:
-        if "lock" not in str(error).lower() or not layout.catalog_snapshot.exists():
+        if "lock" not in str(error).lower() or not _snapshot_appears(layout):
             raise _open_error(layout.catalog, error) from error
     try:  # a writer holds the catalog: read its last commit
         return duckdb.connect(str(layout.catalog_snapshot), read_only=True)
     except duckdb.IOException as error:
         raise _open_error(layout.catalog_snapshot, error) from error
+
+
+def _snapshot_appears(layout: Layout) -> bool:
+    """Whether the snapshot exists, or appears within :data:`WRITER_WAIT_S` (a writer publishes one as it opens)."""
+    deadline = time.monotonic() + WRITER_WAIT_S
+    while not layout.catalog_snapshot.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _open_error(path: Path, error: duckdb.IOException) -> CatalogError:

@@ -1,0 +1,75 @@
+"""The dashboard under test: its app over a data root, a live tiny loop, and a server a browser can reach."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.factories import TINY
+from toolkit.layout import Layout
+from toolkit.loop.status import RunStatus, run_status
+from toolkit.serve.app import create_app
+from toolkit.serve.security import Access
+
+BASE = "http://127.0.0.1:8765"
+
+
+def client_for(layout: Layout, token: str | None = None, host: str = "127.0.0.1") -> TestClient:
+    return TestClient(create_app(layout, Access.for_bind(host, 8765, token)), base_url=BASE)
+
+
+@pytest.fixture(scope="module")
+def client(loop_home: Layout) -> TestClient:
+    """The dashboard over the suite's finished tiny loop (run ``tiny``)."""
+    return client_for(loop_home)
+
+
+def live_config(**changes: Any) -> dict[str, Any]:
+    """A tiny loop's fields for a start request: long enough (three generations) to be paused and resumed."""
+    return {**{k: v for k, v in TINY.items() if k != "name"}, "max_generations": 3, **changes}
+
+
+def wait_for(layout: Layout, name: str, predicate, timeout: float = 120.0) -> RunStatus:  # noqa: ANN001
+    """Poll the run's status until ``predicate(status)`` holds (fails the test after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = run_status(layout, name)
+        if predicate(status):
+            return status
+        assert time.monotonic() < deadline, f"timed out; last status: {status}"
+        time.sleep(0.2)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def served(tmp_path) -> Iterator[tuple[Layout, str]]:  # noqa: ANN001
+    """A real HTTP server (uvicorn, in a thread) over a fresh data root: (layout, base URL)."""
+    import uvicorn
+
+    layout = Layout.at(tmp_path / "home")
+    layout.check(write=True)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(layout, Access.for_bind("127.0.0.1", port, None)),
+                                          host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    try:
+        yield layout, f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

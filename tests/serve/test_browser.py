@@ -1,0 +1,93 @@
+"""The dashboard in a real browser: Debian's Chromium driven by Playwright, headless, offline.
+
+Every request to anything but the server is blocked and fails the test; the
+charts draw (their canvases are not blank) the numbers of the run's history;
+Pause pauses the live loop at its next step boundary and Resume continues
+it. A screenshot of the run page during the live loop is kept in
+``test-artifacts/`` (or ``$DISTILL_TEST_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.serve.conftest import live_config, wait_for
+from toolkit.loop.state import RunFolder
+from toolkit.serve import control
+
+pytestmark = pytest.mark.slow
+CHROMIUM = Path(os.environ.get("DISTILL_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(os.environ.get("DISTILL_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
+# Chromium's own background traffic (updates, sync, field trials) off: the machine is offline and the test counts
+# every request that leaves the server.
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run", "--disable-quic", "--disable-features=OptimizationHints,Translate"]
+CANVAS_DRAWN = """id => { const c = document.getElementById(id); const d = c.getContext('2d')
+    .getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: the browser tests need Debian's chromium package "
+                    f"(`apt-get install chromium`, which `make test` runs) or DISTILL_CHROMIUM=/path/to/chromium",
+                    pytrace=False)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+def test_the_run_page_draws_the_history_and_pauses_and_resumes_a_live_loop(browser, served) -> None:
+    from playwright.sync_api import expect
+
+    layout, base = served
+    control.start(layout, control.StartRequest(name="web", config=live_config()))
+    try:
+        wait_for(layout, "web", lambda s: s.generations_recorded >= 1)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        escaped: list[str] = []
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base + "/")
+                   else (escaped.append(route.request.url), route.abort()))
+        page.goto(f"{base}/runs/web")
+        page.wait_for_function("document.body.dataset.drawn !== undefined")
+        for canvas in ("chart-winrate", "chart-accuracy", "chart-composition", "chart-elo", "chart-ordinal"):
+            assert page.evaluate(CANVAS_DRAWN, canvas) > 500, f"{canvas} is blank"
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=ARTIFACTS / "run-page.png", full_page=True)
+
+        page.click("#pause")
+        expect(page.locator("[data-field=status]")).to_have_text("paused", timeout=120_000)
+        assert wait_for(layout, "web", lambda s: s.status == "paused").pid is None
+        page.reload()  # the loop is idle now: the page and its charts stay as they are
+        page.wait_for_function("document.body.dataset.drawn !== undefined")
+        records = RunFolder(layout, "web").records()
+        drawn = page.evaluate("""() => Object.fromEntries(Chart.getChart('chart-winrate').data.datasets
+            .map(d => [d.label, d.data]))""")
+        assert drawn["student win rate"] == [r["student_win_rate"] for r in records]
+        assert drawn["PPO win rate"] == [r["ppo_win_rate"] for r in records]
+        bars = page.evaluate("""() => Object.fromEntries(Chart.getChart('chart-composition').data.datasets
+            .map(d => [d.label, d.data]))""")
+        for i, record in enumerate(records):
+            total = sum(record["rows_by_source"].values())
+            assert {s: bars[s][i] for s in record["rows_by_source"]} == pytest.approx(
+                {s: n / total for s, n in record["rows_by_source"].items()})
+        elo = page.evaluate("() => Chart.getChart('chart-elo').data.datasets.find(d => d.label === 'heuristic').data")
+        assert elo == [1500] * len([r for r in records if r["ratings"]])
+
+        page.click("#resume")
+        expect(page.locator("[data-field=status]")).to_have_text("running", timeout=60_000)
+        assert wait_for(layout, "web", lambda s: s.pid is not None or s.status == "finished")
+        page.click("#stop")
+        expect(page.locator("[data-field=status]")).to_have_text(re.compile("stopped|finished"), timeout=120_000)
+        assert escaped == [], f"requests left the server: {escaped}"
+    finally:
+        holder = RunFolder(layout, "web").process()
+        if holder:
+            os.kill(holder, 9)
