@@ -4,18 +4,19 @@ A report holds every expectation's result (observed value, severity, a
 sample of offending rows), the data-quality metrics per source and
 generation, and where the time went. It is written under the data root's
 ``reports/`` as ``<report_id>.json`` and ``<report_id>.html`` (staged, then
-renamed: never half a file).
+renamed: never half a file). The JSON is the record; the HTML
+(:mod:`toolkit.checks.report_html`) is a rendering of it for people.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.checks.report_html import render_html
 from toolkit.checks.suite import Severity
 from toolkit.errors import GateFailedError
 from toolkit.storage import write_text_atomic
@@ -159,51 +160,3 @@ def short(value: Any, limit: int = 160) -> str:
     """A value as one short line of text."""
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top;font-size:13px}
-.pass{color:#176f2c}.fail{color:#b00020;font-weight:bold}.warn{color:#a15c00}code{font-size:12px}"""
-
-
-def render_html(report: GateReport) -> str:
-    """A self-contained page a person can open: verdict, every result, the metrics."""
-    e = html.escape
-    verdict = "PASSED" if report.passed else "FAILED"
-    rows = []
-    for r in report.results:
-        state = "pass" if r.success else ("fail" if r.severity == "blocking" else "warn")
-        sample = "<br>".join(f"<code>{e(short(s))}</code>" for s in r.sample[:5])
-        rows.append(
-            f"<tr><td class='{state}'>{'ok' if r.success else state}</td><td>{e(r.id)}</td><td>{e(r.type)}</td>"
-            f"<td>{e(r.engine)}</td><td>{e(r.severity)}</td><td><code>{e(short(r.observed))}</code></td>"
-            f"<td>{'' if r.unexpected_count is None else r.unexpected_count}</td>"
-            f"<td>{e(r.error or '')}{sample}</td></tr>"
-        )
-    metrics = []
-    for m in report.metrics:
-        drift = "" if m.drift is None else f"{m.drift.js_bits:.4f} vs {e(m.drift.reference)}"
-        win = "" if m.win_rate is None else f"{m.win_rate:.3f} [{m.win_rate_interval[0]:.3f}, {m.win_rate_interval[1]:.3f}]"
-        metrics.append(
-            f"<tr><td>{e(m.key)}</td><td>{m.rows:,}</td><td>{m.entropy_bits:.3f}</td><td>{m.entropy_ratio:.3f}</td>"
-            f"<td><code>{e(json.dumps(m.actions))}</code></td><td>{_dist(m.reward)}</td><td>{_dist(m.episode_return)}</td>"
-            f"<td>{_dist(m.episode_decisions)}</td><td>{win}</td><td>{drift}</td></tr>"
-        )
-    timings = ", ".join(f"{k} {v:.2f} s" for k, v in report.timings.items())
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(report.report_id)}</title>
-<style>{_CSS}</style></head><body>
-<h1 class="{'pass' if report.passed else 'fail'}">{e(report.target)} gate {verdict}</h1>
-<p>scope <code>{e(json.dumps(report.scope, default=str))}</code> &middot; suite <code>{e(report.suite.get('path', ''))}</code>
-&middot; {report.rows:,} rows &middot; {e(report.created_at)} &middot; {e(timings)}</p>
-<h2>Expectations</h2><table><tr><th>result</th><th>id</th><th>type</th><th>engine</th><th>severity</th>
-<th>observed</th><th>unexpected</th><th>offending rows (sample)</th></tr>{''.join(rows)}</table>
-<h2>Data-quality metrics</h2><table><tr><th>group</th><th>rows</th><th>entropy (bits)</th><th>ratio to max</th>
-<th>actions</th><th>reward</th><th>episode return</th><th>episode decisions</th><th>win rate [95%]</th><th>drift (JS bits)</th></tr>
-{''.join(metrics)}</table></body></html>
-"""
-
-
-def _dist(d: Distribution) -> str:
-    if not d.count or d.mean is None:
-        return "-"
-    return f"n={d.count:,} mean {d.mean:.3g} sd {d.std or 0:.3g}<br>p05 {d.p05:.3g} p50 {d.p50:.3g} p95 {d.p95:.3g}"
