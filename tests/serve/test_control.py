@@ -34,7 +34,10 @@ def test_start_pause_resume_stop_a_real_loop(tmp_path) -> None:
     pid = started.json()["status"]["pid"]
     assert pid and pid != os.getpid() and started.json()["status"]["status"] == "running"
     try:
-        again = client.post("/api/distill/start", json={"name": "live", "config": live_config()})
+        restarted = client_for(layout)  # a new server over the same data root finds the loop running
+        seen = restarted.get("/api/distill/status", params={"name": "live"}).json()
+        assert seen["status"] == "running" and seen["pid"] == pid
+        again = restarted.post("/api/distill/start", json={"name": "live", "config": live_config()})
         assert again.status_code == 409 and "exists" in again.json()["detail"]
         twice = client.post("/api/distill/resume", json={"name": "live"})
         assert twice.status_code == 409 and "running" in twice.json()["detail"]
