@@ -15,14 +15,14 @@ yardstick for it).
 
 It writes ``bc-<run_id>-best.{safetensors,json}`` (the card names the
 dataset and its fingerprint, the feature spec version, the config, every
-epoch's metrics and the code version) and ``bc-<run_id>-metrics.jsonl``.
+epoch's metrics and the code version) and its curves (``bc-<run_id>-metrics.jsonl``,
+``-metrics-epoch.csv`` and TensorBoard event files: see :mod:`toolkit.train.metrics`).
 Same seed, same dataset -> same weights (one torch thread, seeded init and
 shuffles).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +39,7 @@ from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import Layout
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.train import checkpoints
+from toolkit.train.metrics import MetricsWriter
 from toolkit.train.policy import ActorNet, PolicySpec
 
 Progress = Callable[[int, int], None]  # (epoch done, epochs in total)
@@ -71,6 +72,8 @@ class BCConfig(BaseModel):
     policy: PolicySpec = Field(default_factory=PolicySpec, description="Network shape (must match PPO's to warm-start).")
     generation: int | None = Field(None, ge=0, le=999, description="Loop generation stamped on the card (--generation).")
     torch_threads: int = Field(1, ge=1, le=64, description="torch threads (1 is fastest for small nets on 2 cores).")
+    tensorboard: bool | None = Field(None, description="Training curves as TensorBoard event files too: None when "
+                                     "the tensorboard package is installed, True to require it (CSV is always written).")
 
 
 class EpochMetrics(BaseModel):
@@ -122,8 +125,8 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
     best_state, best_loss, best_epoch, waited = None, float("inf"), 0, 0
     samples, train_seconds = 0, 0.0
     out.mkdir(parents=True, exist_ok=True)
-    metrics_path = out / f"{checkpoints.checkpoint_stem('bc', run_id, 'metrics')}.jsonl"
-    with open(metrics_path, "x", encoding="utf-8") as metrics:
+    stem = checkpoints.checkpoint_stem("bc", run_id, "metrics")
+    with MetricsWriter(out, stem, "bc", run_id, tensorboard=config.tensorboard) as metrics:
         for epoch in range(1, config.epochs + 1):
             start = time.perf_counter()
             train_loss, n = _train_epoch(actor, optimizer, dataset, config, class_weights, epoch)
@@ -131,8 +134,7 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
             samples, train_seconds = samples + n, train_seconds + seconds
             epoch_metrics = _measure(actor, holdout, epoch, train_loss, n, seconds)
             history.append(epoch_metrics)
-            metrics.write(json.dumps(epoch_metrics.model_dump()) + "\n")
-            metrics.flush()
+            metrics.write("epoch", epoch, epoch_metrics.model_dump(), typed=False)
             if progress is not None:
                 progress(epoch, config.epochs)
             score = epoch_metrics.holdout_loss if epoch_metrics.holdout_loss is not None else train_loss
@@ -155,7 +157,7 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
                  "recall": best.recall, "epochs": [m.model_dump() for m in history]},
     )
     return BCResult(
-        run_id=run_id, checkpoint=card, metrics=metrics_path, dataset=dataset.name, fingerprint=dataset.fingerprint,
+        run_id=run_id, checkpoint=card, metrics=metrics.path, dataset=dataset.name, fingerprint=dataset.fingerprint,
         best_epoch=best_epoch, holdout_accuracy=best.holdout_accuracy, holdout_loss=best.holdout_loss,
         epochs=history, stopped_early=len(history) < config.epochs,
         train_rows=dataset.manifest.splits[TRAIN].rows, holdout_rows=dataset.manifest.splits[HOLDOUT].rows,

@@ -37,12 +37,13 @@ Artefacts in ``out`` (kind ``ppo`` or ``ppo-recurrent``, see checkpoints)::
     <kind>-<run_id>-best.{safetensors,json}   best evaluation win rate
     <kind>-<run_id>-final.{safetensors,json}  end of training
     <kind>-<run_id>-metrics.jsonl             one line per update and per evaluation
+    <kind>-<run_id>-metrics-{update,evaluation}.csv   the same, as tables
+    tensorboard/<run_id>/                     event files (with the tensorboard extra; see train.metrics)
     exports/ml-decisions-ppo-<run_id>-part-0000.jsonl   (and ppo-eval)
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
@@ -62,6 +63,7 @@ from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
 from toolkit.train.export import DecisionExporter, ExportConfig, ExportCounts, play_league
+from toolkit.train.metrics import MetricsWriter
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, sb3_greedy_policy, warm_start
 
 Progress = Callable[[int, int], None]  # (steps done, steps in total)
@@ -131,6 +133,8 @@ class PPOConfig(BaseModel):
                             "cards (--generation).")
     export: ExportConfig = Field(default_factory=ExportConfig, description="The decision exporter.")
     torch_threads: int = Field(1, ge=1, le=64, description="torch threads; 1 is fastest for small nets on a busy box.")
+    tensorboard: bool | None = Field(None, description="Training curves as TensorBoard event files too: None when "
+                                     "the tensorboard package is installed, True to require it (CSV is always written).")
 
     @model_validator(mode="after")
     def _check(self) -> PPOConfig:
@@ -266,7 +270,7 @@ class _Run:
     env: CommanderVecEnv
     league: _League
     meter: _GradMeter
-    metrics: Any  # open file
+    metrics: MetricsWriter
     eval_exporter: DecisionExporter | None
     stage: int
     stage_start: int
@@ -309,7 +313,8 @@ def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) ->
         eval_exporter = DecisionExporter(exports, batch=run_id, generation=config.generation, seed=config.seed,
                                          source="ppo-eval", config=config.export)
     start = time.perf_counter()
-    with open(metrics_path, "w", encoding="utf-8") as metrics:
+    stem = checkpoints.checkpoint_stem(config.kind, run_id, "metrics")
+    with MetricsWriter(out, stem, "ppo", run_id, tensorboard=config.tensorboard) as metrics:
         run = _Run(config, run_id, out, model, env, league, meter, metrics, eval_exporter, 0, 0, [], [],
                    parent=parent, dataset=dataset, progress=progress)
         callback = _make_callback(BaseCallback, run)
@@ -458,8 +463,7 @@ def _log_update(run: _Run) -> None:
     )
     values.clear()
     run.updates.append(stats)
-    run.metrics.write(json.dumps({"type": "update", **stats.model_dump()}) + "\n")
-    run.metrics.flush()
+    run.metrics.write("update", stats.steps, stats.model_dump())
 
 
 def _evaluate(run: _Run, final: bool = False) -> EvaluationResult:
@@ -476,8 +480,7 @@ def _evaluate(run: _Run, final: bool = False) -> EvaluationResult:
     stage = config.curriculum[run.stage].name if config.curriculum else None
     run.evaluations.append(EvalPoint(steps=steps, stage=stage, result=result))
     summary = {k: v for k, v in result.model_dump().items() if k not in ("outcomes", "per_seat")}
-    run.metrics.write(json.dumps({"type": "evaluation", "steps": steps, "stage": stage, **summary}) + "\n")
-    run.metrics.flush()
+    run.metrics.write("evaluation", steps, {"steps": steps, "stage": stage, **summary})
     if run.best_win_rate is None or result.win_rate > run.best_win_rate:
         run.best_win_rate = result.win_rate
         run.best = _save(run, "best", {"steps": steps, "evaluation": summary}, replace=True)
@@ -500,8 +503,8 @@ def _maybe_promote(run: _Run, make: Callable[[], Player], steps: int) -> None:
         run.stage += 1
         run.stage_start = steps
         run.env.set_pool(run.league.pool(stages[run.stage].opponents))
-        run.metrics.write(json.dumps({"type": "promotion", "steps": steps, "from": stage.name,
-                                      "to": stages[run.stage].name, "win_rate": check.win_rate}) + "\n")
+        run.metrics.write("promotion", steps, {"steps": steps, "from": stage.name, "to": stages[run.stage].name,
+                                               "win_rate": check.win_rate})
 
 
 def _save(run: _Run, tag: str, metrics: dict[str, Any], replace: bool = False) -> Path:
