@@ -41,6 +41,14 @@ LAKE_FORMAT_VERSION: Final = 1
 CATALOG_FILE: Final = "catalog.duckdb"
 CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
 NO_GENERATION: Final = "none"
+# Names that become folders under the data root (builds, loop runs): 1-64 characters, lowercase letters, digits,
+# '_', '.', '-', starting with a letter or a digit (so never '..', never a path).
+NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+
+
+def sql_literal(text: str) -> str:
+    """``text`` escaped for a single-quoted SQL string literal (DuckDB reads paths in statements this way)."""
+    return text.replace("'", "''")
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:

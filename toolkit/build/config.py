@@ -35,10 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from toolkit.config import load_config as load_model
 from toolkit.holdout import HoldoutRule
 from toolkit.schema.vocab import LABEL_SOURCES, MAX_POD_SIZE, MIN_POD_SIZE, SOURCE_PATTERN
+from toolkit.layout import NAME_PATTERN
 
 DEFAULT_NAME = "default"
 DEFAULT_SALT = "distill-holdout-v1"
-NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 
 
 class HoldoutConfig(BaseModel):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import duckdb
 
-from toolkit.layout import Layout
+from toolkit.layout import Layout, sql_literal
 from toolkit.storage import write_text_atomic
 
 Stamp = list[int]
@@ -57,7 +57,7 @@ def refresh(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
     temporary.unlink(missing_ok=True)
     # DuckDB copies it: opening the live file here and closing it would drop this process's lock on it (POSIX
     # record locks belong to the process and go with the first close of any descriptor of the file).
-    con.execute(f"ATTACH '{_sql_str(str(temporary))}' AS _snapshot")
+    con.execute(f"ATTACH '{sql_literal(str(temporary))}' AS _snapshot")
     try:
         live = con.execute("SELECT current_database()").fetchall()[0][0]
         con.execute(f'COPY FROM DATABASE "{live}" TO _snapshot')
@@ -68,9 +68,6 @@ def refresh(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
     os.replace(temporary, target)
     write_text_atomic(layout.catalog_snapshot_stamp, json.dumps({"stamp": stamp(layout.catalog)}))
 
-
-def _sql_str(text: str) -> str:
-    return text.replace("'", "''")
 
 
 def is_fresh(layout: Layout) -> bool:

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from toolkit.catalog import snapshot
 from toolkit.errors import CatalogError
-from toolkit.layout import LAKE_FORMAT_VERSION, Layout
+from toolkit.layout import LAKE_FORMAT_VERSION, Layout, sql_literal
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 
@@ -191,7 +191,7 @@ class Catalog:
         """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation."""
         pattern = str(self.layout.runs / "*" / "generations.jsonl")
         if glob.glob(pattern):
-            source = f"read_json_auto('{_sql_str(pattern)}', format = 'newline_delimited', union_by_name = true)"
+            source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
             body = f"SELECT * FROM {source} QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
         else:
             body = "SELECT NULL::VARCHAR AS loop, NULL::INTEGER AS generation, NULL::VARCHAR AS outcome WHERE false"
@@ -206,7 +206,7 @@ class Catalog:
             self.con.register(f"_files_{name}", ds.dataset(files, format="parquet"))
             source = f"_files_{name}"
         elif files:
-            source = f"read_parquet('{_sql_str(pattern)}', hive_partitioning = false)"
+            source = f"read_parquet('{sql_literal(pattern)}', hive_partitioning = false)"
         else:  # no file yet: an empty relation with the right columns
             # from_batches, not empty_table: building arrays makes pyarrow import pandas (0.2 s)
             self.con.register(f"_empty_{name}", pa.Table.from_batches([], schema=schema))
@@ -365,6 +365,3 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> 
     marks = ", ".join("?" for _ in row)
     con.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(row.values()))
 
-
-def _sql_str(text: str) -> str:
-    return text.replace("'", "''")

@@ -31,7 +31,7 @@ from toolkit.checks.native import NATIVE_CHECKS, ROWS, SPLIT, CheckContext
 from toolkit.checks.report import ExpectationResult, GateReport, read_report, write_report
 from toolkit.checks.suite import LIST_MARK, ExpectationSpec, Suite, default_suite_path, load_suite
 from toolkit.errors import CheckError
-from toolkit.layout import NO_GENERATION, Layout
+from toolkit.layout import Layout, NO_GENERATION, sql_literal
 from toolkit.schema import columns as col
 
 _QUALITY = "quality_rows"
@@ -110,7 +110,7 @@ def check_dataset(layout: Layout, name: str, config: CheckConfig | None = None, 
     spill = Path(tempfile.mkdtemp(prefix="distill-check-"))
     con = duckdb.connect()
     try:
-        con.execute(f"SET memory_limit = '{config.memory_limit}'; SET temp_directory = '{_sql_str(str(spill))}'")
+        con.execute(f"SET memory_limit = '{config.memory_limit}'; SET temp_directory = '{sql_literal(str(spill))}'")
         con.execute(f"CREATE TEMP VIEW {ROWS} AS " + " UNION ALL ".join(parts))
         con.execute(f"CREATE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION}, "
                     f"{col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, {col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} "
@@ -235,7 +235,7 @@ def _lake_reference(ctx: CheckContext) -> References:
     groups = ctx.con.execute(f"SELECT DISTINCT {col.SOURCE}, {col.GENERATION} FROM {_QUALITY} WHERE {col.GENERATION} > 0").fetchall()
     if not groups:
         return {}
-    wanted = ", ".join(f"('{_sql_str(s)}', {g - 1})" for s, g in groups)
+    wanted = ", ".join(f"('{sql_literal(s)}', {g - 1})" for s, g in groups)
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP VIEW {_REFERENCE} AS SELECT {col.SOURCE}, {col.GENERATION}, "
         f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION} FROM decisions WHERE ({col.SOURCE}, {col.GENERATION}) IN ({wanted})")
@@ -273,11 +273,8 @@ def _lake_files(layout: Layout, scope: LakeScope, committed: set[str]) -> list[P
 
 
 def _file_list(files: list[Path]) -> str:
-    return "[" + ", ".join(f"'{_sql_str(str(f))}'" for f in files) + "]"
+    return "[" + ", ".join(f"'{sql_literal(str(f))}'" for f in files) + "]"
 
-
-def _sql_str(text: str) -> str:
-    return text.replace("'", "''")
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolkit.build.dataset import SCHEMA as DATASET_SCHEMA
+from toolkit.config import validation_message
 from toolkit.errors import CheckError
 from toolkit.schema.arrow import lake_schema
 
@@ -102,8 +103,8 @@ def load_suite(path: Path, target: str) -> Suite:
     try:
         suite = Suite.model_validate({**raw, "path": str(path), "sha256": hashlib.sha256(data).hexdigest()})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise CheckError(f"{path}: invalid suite: {problems}", hint="see checks/README.md for the suite format") from None
+        raise CheckError(f"{path}: invalid suite: {validation_message(exc)}",
+                         hint="see checks/README.md for the suite format") from None
     problems = suite_problems(suite, target)
     if problems:
         raise CheckError(f"{path}: " + "; ".join(problems), hint="see checks/README.md for the suite format")

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolkit.cli.app import app, console, layout, print_json
+from toolkit.config import validation_message
 
 check_app = typer.Typer(help="Quality gates: expectation suites and data-quality metrics, with reports.",
                         no_args_is_help=True)
@@ -30,15 +31,16 @@ SampleOpt = Annotated[int, typer.Option("--sample-rows", help="Offending rows ke
 
 def _config(suite: Path | None, floor: float | None, baseline: Path | None, no_write: bool, chunk_rows: int,
             sample_rows: int) -> Any:
+    from pydantic import ValidationError
+
     from toolkit.checks.gate import CheckConfig
     from toolkit.errors import ConfigError
-    from pydantic import ValidationError
 
     try:
         return CheckConfig(suite=suite, entropy_floor=floor, baseline=baseline, write=not no_write,
                            chunk_rows=chunk_rows, sample_rows=sample_rows)
     except ValidationError as exc:
-        raise ConfigError("; ".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in exc.errors())) from None
+        raise ConfigError(validation_message(exc, as_flags=True)) from None
 
 
 @check_app.command("lake")
@@ -55,7 +57,8 @@ def check_lake(
     sample_rows: SampleOpt = 5,
 ) -> None:
     """Check the decision lake (or a source / generation / batch of it); exit 1 if a blocking expectation fails."""
-    from toolkit.checks.gate import LakeScope, check_lake as run
+    from toolkit.checks.gate import LakeScope
+    from toolkit.checks.gate import check_lake as run
 
     report = run(layout(), LakeScope(source=source, generation=generation, batch=batch),
                  _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows))

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from toolkit.cli.app import app, console, print_json
+from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 
 
@@ -36,8 +37,8 @@ def simulate_command(
             compression=compress, batch_size=batch_size, max_rounds=max_rounds,  # type: ignore[arg-type]
         )
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise ConfigError(f"invalid simulate options: {problems}", hint="see distill simulate --help") from None
+        raise ConfigError(f"invalid simulate options: {validation_message(error)}",
+                          hint="see distill simulate --help") from None
     if as_json:
         print_json(simulate(config).model_dump(mode="json"))
         return

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.build.config import HoldoutConfig
 from toolkit.config import load_config as load_model
+from toolkit.layout import NAME_PATTERN
 
-NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 TEACHER_SOURCE = "ppo"  # the role PPO's exported decisions carry in the lake
 
 

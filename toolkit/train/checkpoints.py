@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from safetensors.torch import load_file, save_file
 
 from toolkit import __version__
+from toolkit.config import validation_message
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.schema.vocab import N_ACTIONS
@@ -157,7 +158,8 @@ def read_card(path: Path) -> Card:
     try:
         card = Card.model_validate(raw)
     except ValidationError as error:
-        raise TrainError(f"{card_file} is not a valid card: {error}", hint="re-train or restore the checkpoint") from None
+        raise TrainError(f"{card_file} is not a valid card: {validation_message(error)}",
+                         hint="re-train or restore the checkpoint") from None
     if (card.feature_version, card.feature_size) != (FEATURE_VERSION, FEATURE_SIZE):
         raise TrainError(f"{card_file} was trained on features v{card.feature_version} ({card.feature_size} floats); "
                          f"this code encodes v{FEATURE_VERSION} ({FEATURE_SIZE})",
