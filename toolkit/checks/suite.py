@@ -1,4 +1,5 @@
-"""Expectation suites as data: the JSON files in the top-level ``checks/`` folder.
+"""Expectation suites as data: JSON files. The default ones ship with the package (``toolkit/checks/suites/``,
+shown in the top-level ``checks/`` folder as links); a user's own suites go anywhere (``--suite FILE``).
 
 A suite names its target (``lake`` or ``dataset``) and lists expectations.
 Each expectation is either a Great Expectations 1.x column-map expectation
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -33,7 +35,7 @@ from toolkit.schema.arrow import lake_schema
 Severity = Literal["blocking", "warning"]
 Target = Literal["lake", "dataset"]
 SUITE_FORMAT_VERSION: Final = 1
-SUITES_DIR: Final = Path(__file__).resolve().parents[2] / "checks"
+SUITES_DIR: Final = Path(str(files("toolkit.checks").joinpath("suites")))  # package data: found by any install
 DEFAULT_SUITES: Final[dict[str, str]] = {"lake": "lake.json", "dataset": "dataset.json"}
 # kwargs of GX expectations that name columns (validated against the schema).
 _COLUMN_KWARGS: Final = ("column", "column_A", "column_B")
@@ -82,7 +84,7 @@ class Suite(BaseModel):
 
 
 def default_suite_path(target: str) -> Path:
-    """The suite ``checks/<target>.json`` of this checkout."""
+    """The default suite of ``target``, shipped with the package."""
     return SUITES_DIR / DEFAULT_SUITES[target]
 
 
@@ -97,7 +99,8 @@ def load_suite(path: Path, target: str) -> Suite:
         data = path.read_bytes()
         raw = json.loads(data)
     except FileNotFoundError:
-        raise CheckError(f"no suite file at {path}", hint=f"pass --suite FILE, or restore checks/{DEFAULT_SUITES.get(target, '')}") from None
+        raise CheckError(f"no suite file at {path}",
+                         hint=f"pass --suite FILE (the default: {SUITES_DIR / DEFAULT_SUITES.get(target, '')})") from None
     except (OSError, json.JSONDecodeError) as exc:
         raise CheckError(f"{path}: unreadable suite: {exc}", hint="fix the JSON of the suite") from None
     try:

@@ -231,7 +231,8 @@ class LoopConfig(_Config):
     accuracy_guard: AccuracyGuardConfig = Field(default_factory=AccuracyGuardConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     data_gate: bool = Field(True, description="Run the lake suite on each new batch (blocking failures reject it).")
-    data_gate_suite: Path | None = Field(None, description="Lake suite for new batches (default: checks/lake.json).")
+    data_gate_suite: Path | None = Field(None, description="Lake suite for new batches (default: the lake suite shipped "
+                                         "with Distill, shown in checks/lake.json).")
     data_gate_entropy_floor: float | None = Field(
         None, ge=0, le=1, description="Override the suite's action-entropy floor (ratio to the maximum) for new batches."
     )
