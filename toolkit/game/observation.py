@@ -18,16 +18,16 @@ import numpy as np
 
 from toolkit import features
 from toolkit.features import FEATURE_SIZE, SEAT_FIELDS
-from toolkit.game import cards as C
+from toolkit.game.cards import CREATURE, DRAW, KIND, LAND, POWER, RAMP, REMOVAL
 from toolkit.game import rules
 from toolkit.schema.vocab import PHASES
 
 __all__ = ["FEATURE_SIZE", "SEAT_FIELDS", "observe", "seat_features"]
 
 # The encoder's hand roles, in order, as card kinds (commanders never sit in a hand).
-HAND_KINDS: Final = (C.LAND, C.CREATURE, C.REMOVAL, C.DRAW, C.RAMP)
-_KIND_ONEHOT = np.stack([(C.KIND[:-1] == k) for k in HAND_KINDS], axis=1).astype(np.int16)  # [C,5]
-_IS_LAND = (C.KIND[:-1] == C.LAND).astype(np.int16)
+HAND_KINDS: Final = (LAND, CREATURE, REMOVAL, DRAW, RAMP)
+_KIND_ONEHOT = np.stack([(KIND[:-1] == k) for k in HAND_KINDS], axis=1).astype(np.int16)  # [C,5]
+_IS_LAND = (KIND[:-1] == LAND).astype(np.int16)
 _PHASE_CODE = np.array([PHASES.index("main_1"), PHASES.index("main_2")])  # indexed by rules.MAIN_1 / MAIN_2
 
 
@@ -48,7 +48,7 @@ def seat_features(state: rules.GameState, g: np.ndarray) -> np.ndarray:
             on_board,
             lands,
             perms.sum(-1) + on_board,
-            C.POWER[creatures].sum(-1),
+            POWER[creatures].sum(-1),
             state.eliminated[g],
         ],
         axis=-1,

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.game import cards as C
+from toolkit.game.cards import KIND, LAND, POWER, REMOVAL
 from toolkit.game import rules
 from toolkit.game.observation import observe
 
@@ -105,8 +105,8 @@ class HeuristicPlayer:
         others = np.where(np.arange(st.n_seats)[None, :] == s[:, None], -1, power)
         _, _, threat = rules.strongest_threat(st, g, s)
         target, attack_ok = self._attack(st, g, s, mask, power)
-        has_removal = rules.best_in_hand(st, g, s, C.REMOVAL, cheapest=True) >= 0
-        land_drop = ~st.land_played[g] & (st.hand[g, s][:, C.KIND[:-1] == C.LAND] > 0).any(1)
+        has_removal = rules.best_in_hand(st, g, s, REMOVAL, cheapest=True) >= 0
+        land_drop = ~st.land_played[g] & (st.hand[g, s][:, KIND[:-1] == LAND] > 0).any(1)
         conditions = [
             mask[:, rules.CAST_RAMP] & (land_drop | (st.sources[g, s] < p.ramp_until)),
             mask[:, rules.CAST_REMOVAL] & (threat >= p.removal_min_power),
@@ -133,7 +133,7 @@ class HeuristicPlayer:
                 attack_ok[can] = value >= p.attack_min_value
             return target, attack_ok
         ready = rules.ready_attackers(st, g, s)
-        ready_power = (C.POWER[st.creatures[g, s]] * ready).sum(1)
+        ready_power = (POWER[st.creatures[g, s]] * ready).sum(1)
         target = self._preferred_target(st, g, s, power)
         if p.finish_kills:
             weakest = rules.weakest_opponent(st, g, s)

@@ -39,7 +39,7 @@ from typing import IO, Final, Literal
 import numpy as np
 import orjson
 
-from toolkit.game import cards as C
+from toolkit.game.cards import ARCHETYPE_NAMES, NAMES, N_CARDS
 from toolkit.game import rules
 from toolkit.game.core import Finished
 from toolkit.game.observation import SEAT_FIELDS
@@ -48,7 +48,7 @@ from toolkit.schema.vocab import MACRO_ACTIONS, MAX_POD_SIZE, SCHEMA_VERSION
 ENGINE: Final = "distill-game"
 Compression = Literal["none", "gzip", "zstd"]
 SUFFIX: Final[dict[str, str]] = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
-_N_CARDS = C.N_CARDS
+_N_CARDS = N_CARDS
 
 
 def _table(pieces: Sequence[bytes]) -> np.ndarray:
@@ -58,8 +58,8 @@ def _table(pieces: Sequence[bytes]) -> np.ndarray:
     return table
 
 
-_NAME_FIRST = _table([orjson.dumps(name) for name in C.NAMES])  # the first name of a JSON list
-_NAME_NEXT = _table([b"," + orjson.dumps(name) for name in C.NAMES])
+_NAME_FIRST = _table([orjson.dumps(name) for name in NAMES])  # the first name of a JSON list
+_NAME_NEXT = _table([b"," + orjson.dumps(name) for name in NAMES])
 # By the legal-action mask packed into a byte (np.packbits: action 0 is the high bit).
 _MASKS = _table([b',"legal_actions":' + orjson.dumps([bool(b >> (7 - i) & 1) for i in range(8)]) for b in range(256)])
 _JOIN_BATCH = 4096
@@ -273,16 +273,16 @@ def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray, requested
     """[R] pieces closing ``players`` and holding the ``action`` record."""
     card, target = card.astype(np.int64) + 1, target.astype(np.int64) + 1  # -1 (none) -> 0
     asked = np.zeros(len(action), np.int64) if requested is None else requested.astype(np.int64) + 1
-    key = ((asked * (rules.PASS + 1) + action.astype(np.int64)) * (C.N_CARDS + 1) + card) * (MAX_POD_SIZE + 1) + target
+    key = ((asked * (rules.PASS + 1) + action.astype(np.int64)) * (N_CARDS + 1) + card) * (MAX_POD_SIZE + 1) + target
     keys, inverse = np.unique(key, return_inverse=True)
     pieces = []
     for code in keys.tolist():
         rest, tg = divmod(code, MAX_POD_SIZE + 1)
-        rest, cd = divmod(rest, C.N_CARDS + 1)
+        rest, cd = divmod(rest, N_CARDS + 1)
         rq, a = divmod(rest, rules.PASS + 1)
         pieces.append(b'],"action":' + orjson.dumps(
             {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
-             "card": C.NAMES[cd - 1] if cd else None, "target": None, "target_seat": tg - 1 if tg else None,
+             "card": NAMES[cd - 1] if cd else None, "target": None, "target_seat": tg - 1 if tg else None,
              "raw": None, "requested_index": rq - 1 if rq else None}))
     return _table(pieces)[inverse.ravel()]
 
@@ -298,8 +298,8 @@ def _game_seat_pieces(finished: Finished, seed: int, sources: Sequence[str], mod
                                  "engine": ENGINE, "game_id": game_id(seed, k, game_prefix)})
             heads.append(head[:-1] + b',"decision_index":')
             policy = source not in ("forge", "random")
-            commander = C.NAMES[finished.commander[g, s]]
-            archetype = C.ARCHETYPE_NAMES[finished.archetype[g, s]]
+            commander = NAMES[finished.commander[g, s]]
+            archetype = ARCHETYPE_NAMES[finished.archetype[g, s]]
             for last in (False, True):
                 tail = orjson.dumps({
                     "winner_seat": None if truncated or winner < 0 else winner, "is_draw": False,

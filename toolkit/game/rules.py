@@ -82,7 +82,26 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import GameError
-from toolkit.game import cards as C
+from toolkit.game.cards import (
+    ARCHETYPE_NAMES,
+    COMMANDER,
+    COMMANDER_IDS,
+    COST,
+    CREATURE,
+    DECKS,
+    DECK_SIZE,
+    DRAW,
+    DRAWS,
+    KIND,
+    LAND,
+    MANA,
+    NO_CARD,
+    N_CARDS,
+    POWER,
+    RAMP,
+    REMOVAL,
+    TOUGHNESS,
+)
 from toolkit.schema.vocab import ACTION_INDEX, N_ACTIONS
 
 CAST_CREATURE: Final = ACTION_INDEX["cast_creature"]
@@ -117,7 +136,7 @@ class RulesConfig(BaseModel):
     n_seats: int = Field(4, ge=2, le=6, description="Seats in the pod (--players sets it in the CLI).")
     starting_life: int = Field(40, ge=1, le=1000, description="Life each seat starts with.")
     max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before the game is a truncation.")
-    archetypes: tuple[str, ...] = Field(C.ARCHETYPE_NAMES, min_length=1, description="Archetypes decks are drawn from.")
+    archetypes: tuple[str, ...] = Field(ARCHETYPE_NAMES, min_length=1, description="Archetypes decks are drawn from.")
 
 
 @dataclass
@@ -164,14 +183,14 @@ class GameState:
 
 def new_state(n_games: int, config: RulesConfig) -> GameState:
     """Allocate ``n_games`` empty games; :func:`deal` starts them."""
-    b, n, c = n_games, config.n_seats, C.N_CARDS
+    b, n, c = n_games, config.n_seats, N_CARDS
     z = np.zeros
     return GameState(
         life=z((b, n), np.int16), cmd_damage=z((b, n, n), np.int16), sources=z((b, n), np.int16),
         pool=z((b, n), np.int16), holding=z((b, n), bool), permanents=z((b, n, c), np.int8),
         hand=z((b, n, c), np.int8), graveyard=z((b, n, c), np.int8),
-        library=z((b, n, C.DECK_SIZE), np.int16), drawn=z((b, n), np.int16),
-        creatures=np.full((b, n, SLOTS), C.NO_CARD, np.int16), sick=z((b, n, SLOTS), bool),
+        library=z((b, n, DECK_SIZE), np.int16), drawn=z((b, n), np.int16),
+        creatures=np.full((b, n, SLOTS), NO_CARD, np.int16), sick=z((b, n, SLOTS), bool),
         tapped=z((b, n, SLOTS), bool), commander=z((b, n), np.int16), in_command_zone=z((b, n), bool),
         commander_casts=z((b, n), np.int16), archetype=z((b, n), np.int8), eliminated=z((b, n), bool),
         placement=z((b, n), np.int8), seat=z(b, np.int8), phase=z(b, np.int8), turn=z(b, np.int16),
@@ -183,19 +202,19 @@ def new_state(n_games: int, config: RulesConfig) -> GameState:
 def deal(state: GameState, g: np.ndarray, seeds: list[np.random.Generator], config: RulesConfig) -> None:
     """Start a fresh game in each slot of ``g``, each drawn from its own generator."""
     n = state.n_seats
-    allowed = np.array([C.ARCHETYPE_NAMES.index(name) for name in config.archetypes])
+    allowed = np.array([ARCHETYPE_NAMES.index(name) for name in config.archetypes])
     for game, rng in zip(g.tolist(), seeds, strict=True):
         arche = allowed[rng.integers(len(allowed), size=n)]
         state.archetype[game] = arche
-        state.commander[game] = C.COMMANDER_IDS[arche, rng.integers(2, size=n)]
-        state.library[game] = rng.permuted(C.DECKS[arche], axis=1)
+        state.commander[game] = COMMANDER_IDS[arche, rng.integers(2, size=n)]
+        state.library[game] = rng.permuted(DECKS[arche], axis=1)
         state.seat[game] = rng.integers(n)
     for array in (state.cmd_damage, state.sources, state.pool, state.holding, state.permanents, state.hand,
                   state.graveyard, state.sick, state.tapped, state.commander_casts, state.eliminated,
                   state.placement, state.phase, state.land_played, state.truncated):
         array[g] = 0
     state.life[g] = config.starting_life
-    state.creatures[g] = C.NO_CARD
+    state.creatures[g] = NO_CARD
     state.in_command_zone[g] = True
     state.drawn[g] = 0
     state.turn[g] = 1
@@ -211,7 +230,7 @@ def deal(state: GameState, g: np.ndarray, seeds: list[np.random.Generator], conf
 
 def seat_power(state: GameState, g: np.ndarray) -> np.ndarray:
     """Summed creature power of every seat, [M,N]."""
-    return C.POWER[state.creatures[g]].sum(-1)
+    return POWER[state.creatures[g]].sum(-1)
 
 
 def ready_attackers(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -227,15 +246,15 @@ def turn_order_distance(state: GameState, g: np.ndarray, s: np.ndarray) -> np.nd
 def best_in_hand(state: GameState, g: np.ndarray, s: np.ndarray, kind: int, cheapest: bool) -> np.ndarray:
     """Card id of the most expensive (or cheapest) affordable card of ``kind`` in hand; -1 if none."""
     pool = state.pool[g, s][:, None]
-    ok = (state.hand[g, s] > 0) & (C.KIND[:-1] == kind) & (C.COST[:-1] <= pool)
-    score = np.where(ok, -C.COST[:-1] if cheapest else C.COST[:-1], np.int16(-1000))
+    ok = (state.hand[g, s] > 0) & (KIND[:-1] == kind) & (COST[:-1] <= pool)
+    score = np.where(ok, -COST[:-1] if cheapest else COST[:-1], np.int16(-1000))
     best = score.argmax(1)
-    return np.where(ok.any(1), best, C.NO_CARD)
+    return np.where(ok.any(1), best, NO_CARD)
 
 
 def commander_cost(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
     """What casting the commander costs now: its cost plus the tax."""
-    return C.COST[state.commander[g, s]] + TAX_STEP * state.commander_casts[g, s]
+    return COST[state.commander[g, s]] + TAX_STEP * state.commander_casts[g, s]
 
 
 def strongest_threat(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -243,13 +262,13 @@ def strongest_threat(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np
     cards = state.creatures[g]  # [M,N,K]
     n = state.n_seats
     later = (n - turn_order_distance(state, g, s))[:, :, None]  # the next seat in turn order scores highest
-    score = C.POWER[cards].astype(np.int32) * 4096 + C.TOUGHNESS[cards] * 16 + later
+    score = POWER[cards].astype(np.int32) * 4096 + TOUGHNESS[cards] * 16 + later
     valid = (cards >= 0) & (np.arange(n)[None, :, None] != s[:, None, None])
     flat = np.where(valid, score, -1).reshape(len(g), -1)
     best = flat.argmax(1)
     seat, slot = best // SLOTS, best % SLOTS
     found = valid.reshape(len(g), -1).any(1)
-    power = np.where(found, C.POWER[cards.reshape(len(g), -1)[np.arange(len(g)), best]], 0)
+    power = np.where(found, POWER[cards.reshape(len(g), -1)[np.arange(len(g)), best]], 0)
     return np.where(found, seat, -1), slot, power
 
 
@@ -267,15 +286,15 @@ def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
     m = len(g)
     mask = np.zeros((m, N_ACTIONS), bool)
     hand, pool = state.hand[g, s], state.pool[g, s]
-    affordable = (hand > 0) & (C.COST[:-1] <= pool[:, None])
-    kind = C.KIND[:-1]
+    affordable = (hand > 0) & (COST[:-1] <= pool[:, None])
+    kind = KIND[:-1]
     free_slot = (state.creatures[g, s] < 0).any(1)
-    mask[:, CAST_CREATURE] = (affordable & (kind == C.CREATURE)).any(1) & free_slot
+    mask[:, CAST_CREATURE] = (affordable & (kind == CREATURE)).any(1) & free_slot
     opponent_creature = ((state.creatures[g] >= 0).any(-1) & (np.arange(state.n_seats)[None, :] != s[:, None])).any(1)
-    mask[:, CAST_REMOVAL] = (affordable & (kind == C.REMOVAL)).any(1) & opponent_creature
-    mask[:, CAST_DRAW] = (affordable & (kind == C.DRAW)).any(1)
-    land_ok = ~state.land_played[g] & (hand[:, kind == C.LAND] > 0).any(1)
-    mask[:, CAST_RAMP] = land_ok | (affordable & (kind == C.RAMP)).any(1)
+    mask[:, CAST_REMOVAL] = (affordable & (kind == REMOVAL)).any(1) & opponent_creature
+    mask[:, CAST_DRAW] = (affordable & (kind == DRAW)).any(1)
+    land_ok = ~state.land_played[g] & (hand[:, kind == LAND] > 0).any(1)
+    mask[:, CAST_RAMP] = land_ok | (affordable & (kind == RAMP)).any(1)
     mask[:, CAST_COMMANDER] = state.in_command_zone[g, s] & (commander_cost(state, g, s) <= pool) & free_slot
     mask[:, ATTACK] = (state.phase[g] == MAIN_1) & ready_attackers(state, g, s).any(1)
     mask[:, HOLD] = pool >= HOLD_MIN_MANA
@@ -289,7 +308,7 @@ def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
 def _draw(state: GameState, g: np.ndarray, s: np.ndarray, count: np.ndarray | int) -> None:
     count = np.broadcast_to(count, g.shape)
     for i in range(int(count.max(initial=0))):
-        go = (count > i) & (state.drawn[g, s] < C.DECK_SIZE)
+        go = (count > i) & (state.drawn[g, s] < DECK_SIZE)
         gg, ss = g[go], s[go]
         card = state.library[gg, ss, state.drawn[gg, ss]]
         state.hand[gg, ss, card] += 1
@@ -306,28 +325,28 @@ def _put_creature(state: GameState, g: np.ndarray, s: np.ndarray, card: np.ndarr
 def _destroy(state: GameState, g: np.ndarray, s: np.ndarray, dead: np.ndarray) -> None:
     """Destroy the creatures of seat ``s`` marked in ``dead`` [M,SLOTS]: to the graveyard, commanders home."""
     cards = state.creatures[g, s]
-    is_commander = C.KIND[cards] == C.COMMANDER
+    is_commander = KIND[cards] == COMMANDER
     to_grave = dead & ~is_commander
     rows, slots = np.nonzero(to_grave)
     np.add.at(state.graveyard, (g[rows], s[rows], cards[rows, slots]), 1)
     state.in_command_zone[g, s] |= (dead & is_commander).any(1)
-    state.creatures[g, s] = np.where(dead, C.NO_CARD, cards)
+    state.creatures[g, s] = np.where(dead, NO_CARD, cards)
 
 
 def _cast(state: GameState, g: np.ndarray, s: np.ndarray, card: np.ndarray) -> None:
     state.hand[g, s, card] -= 1
-    state.pool[g, s] -= C.COST[card]
+    state.pool[g, s] -= COST[card]
 
 
 def _cast_creature(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
-    card = best_in_hand(state, g, s, C.CREATURE, cheapest=False)
+    card = best_in_hand(state, g, s, CREATURE, cheapest=False)
     _cast(state, g, s, card)
     _put_creature(state, g, s, card)
     return card
 
 
 def _cast_removal(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    card = best_in_hand(state, g, s, C.REMOVAL, cheapest=True)
+    card = best_in_hand(state, g, s, REMOVAL, cheapest=True)
     _cast(state, g, s, card)
     state.graveyard[g, s, card] += 1
     seat, slot, _ = strongest_threat(state, g, s)
@@ -338,20 +357,20 @@ def _cast_removal(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np.nd
 
 
 def _cast_draw(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
-    card = best_in_hand(state, g, s, C.DRAW, cheapest=False)
+    card = best_in_hand(state, g, s, DRAW, cheapest=False)
     _cast(state, g, s, card)
     state.graveyard[g, s, card] += 1
-    _draw(state, g, s, C.DRAWS[card])
+    _draw(state, g, s, DRAWS[card])
     return card
 
 
 def _cast_ramp(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
-    lands = np.where(C.KIND[:-1] == C.LAND, state.hand[g, s], 0)
+    lands = np.where(KIND[:-1] == LAND, state.hand[g, s], 0)
     play_land = ~state.land_played[g] & (lands > 0).any(1)
-    card = np.where(play_land, lands.argmax(1), best_in_hand(state, g, s, C.RAMP, cheapest=False))
+    card = np.where(play_land, lands.argmax(1), best_in_hand(state, g, s, RAMP, cheapest=False))
     state.hand[g, s, card] -= 1
-    state.pool[g, s] += C.MANA[card] - np.where(play_land, 0, C.COST[card])
-    state.sources[g, s] += C.MANA[card]
+    state.pool[g, s] += MANA[card] - np.where(play_land, 0, COST[card])
+    state.sources[g, s] += MANA[card]
     state.permanents[g, s, card] += 1
     state.land_played[g] |= play_land
     return card
@@ -370,7 +389,7 @@ def _eliminate(state: GameState, g: np.ndarray, s: np.ndarray) -> None:
     state.placement[g, s] = state.alive[g]
     state.alive[g] -= 1
     state.eliminated[g, s] = True
-    state.creatures[g, s] = C.NO_CARD
+    state.creatures[g, s] = NO_CARD
     state.permanents[g, s] = 0
     state.sources[g, s] = 0
     state.pool[g, s] = 0
@@ -385,7 +404,7 @@ def _eliminate(state: GameState, g: np.ndarray, s: np.ndarray) -> None:
 
 def _react_with_removal(state: GameState, g: np.ndarray, d: np.ndarray, a: np.ndarray, attacking: np.ndarray) -> None:
     """A defender holding mana and removal destroys the strongest attacker (before blocks)."""
-    card = best_in_hand(state, g, d, C.REMOVAL, cheapest=True)
+    card = best_in_hand(state, g, d, REMOVAL, cheapest=True)
     react = state.holding[g, d] & (card >= 0) & attacking.any(1)
     if not react.any():
         return
@@ -393,7 +412,7 @@ def _react_with_removal(state: GameState, g: np.ndarray, d: np.ndarray, a: np.nd
     _cast(state, g, d, card)
     state.graveyard[g, d, card] += 1
     cards = state.creatures[g, a]
-    score = np.where(attacking[react], C.POWER[cards] * 64 + C.TOUGHNESS[cards], -1)
+    score = np.where(attacking[react], POWER[cards] * 64 + TOUGHNESS[cards], -1)
     dead = np.zeros(cards.shape, bool)
     dead[np.arange(len(g)), score.argmax(1)] = True
     _destroy(state, g, a, dead)
@@ -428,15 +447,15 @@ def resolve_combat(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray
     """
     rows = np.arange(len(g))[:, None]
     attacking = ready_attackers(state, g, a) if attacking is None else attacking
-    att_cards = np.where(attacking, state.creatures[g, a], C.NO_CARD)
-    a_order = np.argsort(-C.POWER[att_cards], axis=1, kind="stable")
+    att_cards = np.where(attacking, state.creatures[g, a], NO_CARD)
+    a_order = np.argsort(-POWER[att_cards], axis=1, kind="stable")
     a_card = att_cards[rows, a_order]
-    a_pow, a_tough, a_on = C.POWER[a_card], C.TOUGHNESS[a_card], a_card >= 0
-    a_cmd = C.KIND[a_card] == C.COMMANDER
-    blk_cards = np.where(state.tapped[g, d], C.NO_CARD, state.creatures[g, d])
-    b_order = np.argsort(-C.TOUGHNESS[blk_cards] - (blk_cards >= 0), axis=1, kind="stable")
+    a_pow, a_tough, a_on = POWER[a_card], TOUGHNESS[a_card], a_card >= 0
+    a_cmd = KIND[a_card] == COMMANDER
+    blk_cards = np.where(state.tapped[g, d], NO_CARD, state.creatures[g, d])
+    b_order = np.argsort(-TOUGHNESS[blk_cards] - (blk_cards >= 0), axis=1, kind="stable")
     b_card = blk_cards[rows, b_order]
-    b_pow, b_tough = C.POWER[b_card], C.TOUGHNESS[b_card]
+    b_pow, b_tough = POWER[b_card], TOUGHNESS[b_card]
     pair = a_on & (b_card >= 0)
     good = pair & ((b_tough > a_pow) | (b_pow >= a_tough))
     life, taken = state.life[g, d], state.cmd_damage[g, d, a]
@@ -531,7 +550,7 @@ def apply(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarra
         )
     s = state.seat[g].astype(np.intp)
     reward = np.zeros(len(g), np.float32)
-    card = np.full(len(g), C.NO_CARD, np.int16)
+    card = np.full(len(g), NO_CARD, np.int16)
     tgt = np.full(len(g), -1, np.int8)
     for code, cast in ((CAST_CREATURE, _cast_creature), (CAST_DRAW, _cast_draw), (CAST_RAMP, _cast_ramp),
                        (CAST_COMMANDER, _cast_commander)):
