@@ -86,8 +86,8 @@ def make_lake(home: Path, decisions: int) -> int:
 
 
 def child_build(home: str) -> None:
-    from toolkit.build import build as B
-    from toolkit.build.config import BuildConfig
+    from toolkit.datasets import build as B
+    from toolkit.datasets.config import BuildConfig
     from toolkit.layout import Layout
 
     layout = Layout.at(home)
@@ -118,9 +118,9 @@ def _time_steps(module: object, steps: dict[str, float]) -> None:
 def child_copy(home: str, target: str) -> None:
     import duckdb
 
-    from toolkit.build.config import BuildConfig
-    from toolkit.build.select import select_inputs
-    from toolkit.build.write import scan_sql
+    from toolkit.datasets.config import BuildConfig
+    from toolkit.datasets.select import select_inputs
+    from toolkit.datasets.write import scan_sql
     from toolkit.layout import Layout
 
     inputs = select_inputs(Layout.at(home), BuildConfig())

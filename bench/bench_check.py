@@ -33,9 +33,9 @@ TARGET_RSS_MB = 2048.0
 
 def ensure_dataset(home: Path) -> int:
     """Build ``bench-check`` unless it is there; returns its rows."""
-    from toolkit.build.build import build_dataset
-    from toolkit.build.config import BuildConfig
-    from toolkit.build.dataset import list_names, open_dataset
+    from toolkit.datasets.build import build_dataset
+    from toolkit.datasets.config import BuildConfig
+    from toolkit.datasets.dataset import list_names, open_dataset
     from toolkit.layout import Layout
 
     layout = Layout.at(home)

@@ -68,8 +68,8 @@ def vec_env_figures() -> dict[str, float]:
 
 
 def bc_figures(tmp: Path) -> dict[str, float]:
-    from toolkit.build.build import build_dataset
-    from toolkit.build.config import BuildConfig
+    from toolkit.datasets.build import build_dataset
+    from toolkit.datasets.config import BuildConfig
     from toolkit.catalog.ingest import ingest_paths
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.layout import Layout

@@ -9,7 +9,19 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from toolkit import features as F
+from toolkit.features import (
+    FEATURE_SIZE,
+    FEATURE_VERSION,
+    HAND_ROLES,
+    HAND_SCALE,
+    MAX_SEATS,
+    SEAT_FIELDS,
+    SLOT_SIZE,
+    encode_arrow,
+    feature_names,
+    feature_spec,
+    hand_role,
+)
 from toolkit.game import cards as C
 from toolkit.game import core, records
 from toolkit.game.observation import HAND_KINDS
@@ -17,12 +29,12 @@ from toolkit.game.players import DecisionBatch, HeuristicPlayer, RandomPlayer
 from toolkit.schema.arrow import snapshot_schema
 from tests.factories import make_player, make_snapshot
 
-SLOT = F.SLOT_SIZE
-LIFE = 1 + F.SEAT_FIELDS.index("life")
+SLOT = SLOT_SIZE
+LIFE = 1 + SEAT_FIELDS.index("life")
 
 
 def _encode(*rows: dict) -> np.ndarray:
-    return F.encode_arrow(pa.Table.from_pylist(list(rows), schema=snapshot_schema()))
+    return encode_arrow(pa.Table.from_pylist(list(rows), schema=snapshot_schema()))
 
 
 def _slot(vector: np.ndarray, k: int) -> np.ndarray:
@@ -30,8 +42,8 @@ def _slot(vector: np.ndarray, k: int) -> np.ndarray:
 
 
 def test_names_cover_every_position_and_the_spec_is_versioned() -> None:
-    assert len(F.feature_names()) == F.FEATURE_SIZE == len(set(F.feature_names()))
-    assert F.feature_spec()["version"] == F.FEATURE_VERSION and F.feature_spec()["size"] == F.FEATURE_SIZE
+    assert len(feature_names()) == FEATURE_SIZE == len(set(feature_names()))
+    assert feature_spec()["version"] == FEATURE_VERSION and feature_spec()["size"] == FEATURE_SIZE
 
 
 @pytest.mark.parametrize("pod_size", [2, 3, 4, 6, 8])
@@ -39,14 +51,14 @@ def test_slots_start_at_the_acting_seat_and_follow_turn_order(pod_size: int) -> 
     seat = pod_size - 1
     players = [make_player(s, life=10 + s) for s in range(pod_size)]
     (vector,) = _encode(make_snapshot(seat=seat, pod_size=pod_size, players=players))
-    assert vector.shape == (F.FEATURE_SIZE,)
-    for k in range(F.MAX_SEATS):
+    assert vector.shape == (FEATURE_SIZE,)
+    for k in range(MAX_SEATS):
         slot = _slot(vector, k)
         if k < pod_size:
             assert slot[0] == 1.0 and slot[LIFE] == pytest.approx((10 + (seat + k) % pod_size) / 40)
         else:
             assert not slot.any()  # padding is all zeros, present included
-    assert vector[F.feature_names().index("pod_size")] == pytest.approx(pod_size / 8)
+    assert vector[feature_names().index("pod_size")] == pytest.approx(pod_size / 8)
 
 
 def test_the_same_table_seen_from_two_seats_swaps_the_slots() -> None:
@@ -59,15 +71,15 @@ def test_hand_roles_come_from_card_names() -> None:
     hand = ["Forest", "Command Tower", "Sol Ring", "Swords to Plowshares", "Harmonize", "Llanowar Elves", "Nope"]
     players = [make_player(s, hand=hand if s == 1 else None) for s in range(4)]
     (vector,) = _encode(make_snapshot(seat=1, players=players))
-    names = F.feature_names()
-    got = {role: vector[names.index(f"hand.{role}")] * F.HAND_SCALE for role in F.HAND_ROLES}
+    names = feature_names()
+    got = {role: vector[names.index(f"hand.{role}")] * HAND_SCALE for role in HAND_ROLES}
     assert got == {"land": 2, "creature_or_other": 2, "removal": 1, "draw": 1, "ramp": 1}
 
 
 def test_nulls_encode_as_zero_and_an_unknown_mask_says_so() -> None:
     players = [make_player(s, creatures=None, total_power=None, hand=None, command_zone=None) for s in range(4)]
     known, unknown = _encode(make_snapshot(players=players), make_snapshot(players=players, legal_actions=None))
-    names = F.feature_names()
+    names = feature_names()
     assert known[names.index("slot0.creatures")] == 0 and known[names.index("mask_known")] == 1
     assert known[names.index("commander_in_command_zone")] == 0
     legal = [names.index(f"legal.{a}") for a in ("cast_creature", "pass")]
@@ -78,14 +90,14 @@ def test_nulls_encode_as_zero_and_an_unknown_mask_says_so() -> None:
 def test_a_sliced_table_encodes_like_its_rows() -> None:
     rows = [make_snapshot(seat=s % 4, decision_index=s, turn=s) for s in range(6)]
     table = pa.Table.from_pylist(rows, schema=snapshot_schema())
-    whole = F.encode_arrow(table)
-    assert np.array_equal(F.encode_arrow(table.slice(2, 3)), whole[2:5])
+    whole = encode_arrow(table)
+    assert np.array_equal(encode_arrow(table.slice(2, 3)), whole[2:5])
 
 
 def test_every_game_card_has_the_role_the_game_plays_it_for() -> None:
     for card in C.CARDS:
         if card.kind in HAND_KINDS:
-            assert F.hand_role(card.name) == HAND_KINDS.index(card.kind), card.name
+            assert hand_role(card.name) == HAND_KINDS.index(card.kind), card.name
 
 
 class _Recorder:
@@ -106,7 +118,7 @@ def test_logged_records_encode_to_exactly_what_the_player_observed() -> None:
     finished = list(core.play(players, 3, seed=5, batch_size=3, record=True))
     lines = [line for f in finished for line in records.build_rows(f, seed=5, sources=[p.source for p in players])]
     rows = [orjson.loads(line) for line in lines]
-    encoded = F.encode_arrow(pa.Table.from_pylist(rows, schema=snapshot_schema()))
+    encoded = encode_arrow(pa.Table.from_pylist(rows, schema=snapshot_schema()))
     by_game: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
     for row, vector in zip(rows, encoded, strict=True):
         by_game[int(row["game_id"].rsplit("-", 1)[1])].append((row["decision_index"], vector))

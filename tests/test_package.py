@@ -4,6 +4,7 @@ the card-role table, the dashboard's templates and vendored scripts; `distill va
 from __future__ import annotations
 
 import json
+import shutil
 import site
 import subprocess
 import sys
@@ -22,8 +23,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment holding the built wheel, and nothing of this checkout; the dependencies come
     from this environment's site-packages (appended after the wheel's, so they can never shadow it)."""
     work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"  # a copy: setuptools leaves build/ in the tree it builds, and reuses it next time
+    shutil.copytree(ROOT / "toolkit", source / "toolkit", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(work / "dist"), str(ROOT)], check=True, cwd=work)
+                    "--wheel-dir", str(work / "dist"), str(source)], check=True, cwd=work)
     [wheel] = (work / "dist").glob("distill-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
     python = work / "venv" / "bin" / "python"

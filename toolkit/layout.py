@@ -14,7 +14,7 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       staging/                       work in progress; never read by queries
         <batch-id>/...               a batch being written (removed or published)
       builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
-        train/part-<n>.parquet       one row per decision (see toolkit.build.dataset)
+        train/part-<n>.parquet       one row per decision (see toolkit.datasets.dataset)
       builds/<name>/LATEST           the fingerprint of the name's latest build
       builds/.staging/<name>/<id>/   a build being written (published by one rename)
       builds/.locks/<name>.lock      held while <name> is being built

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.factories import make_snapshot
-from toolkit.build.build import build_dataset
-from toolkit.build.config import BuildConfig
+from toolkit.datasets.build import build_dataset
+from toolkit.datasets.config import BuildConfig
 from toolkit.catalog.ingest import IngestConfig, ingest_paths
 from toolkit.game.simulate import SimulateConfig, simulate
 from toolkit.ingest.validate import ReadOptions

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.checks.conftest import Rows, failed_ids, first, rewrite, set_field
-from toolkit.build.dataset import HOLDOUT, MANIFEST_FILE, TRAIN, open_dataset
+from toolkit.datasets.dataset import HOLDOUT, MANIFEST_FILE, TRAIN, open_dataset
 from toolkit.checks.gate import CheckConfig, check_dataset
 from toolkit.checks.report import read_report
 from toolkit.errors import BuildError
@@ -164,8 +164,8 @@ def test_an_unknown_dataset_is_a_build_error(home: Layout) -> None:
 
 def test_drift_is_measured_against_the_previous_build_of_the_same_name(home: Layout, tmp_path: Path) -> None:
     from tests.checks.conftest import ingest_rows, policy_games
-    from toolkit.build.build import build_dataset
-    from toolkit.build.config import BuildConfig
+    from toolkit.datasets.build import build_dataset
+    from toolkit.datasets.config import BuildConfig
 
     previous = open_dataset(home, "ratio")
     ingest_rows(home, tmp_path, "ppo-2.jsonl", policy_games(16, lambda i: "pass", 2, "p2"))

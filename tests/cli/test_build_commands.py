@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tests.build.conftest import game_records
+from tests.datasets.conftest import game_records
 from toolkit.cli.main import app
 from toolkit.layout import Layout
 

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from toolkit.build.dataset import list_builds, open_dataset
+from toolkit.datasets.dataset import list_builds, open_dataset
 from toolkit.catalog import Catalog
 from toolkit.cli.main import app
 from toolkit.errors import ExportError

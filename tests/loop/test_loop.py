@@ -108,8 +108,8 @@ def test_a_failing_teacher_gate_rejects_the_batch_keeps_it_and_builds_without_it
     for batch in batches:
         status, reason, rows = _batch_status(layout, batch)
         assert status == "rejected" and reason.startswith(gate) and rows > 0  # kept, with the reason
-    from toolkit.build.build import build_dataset
-    from toolkit.build.config import BuildConfig
+    from toolkit.datasets.build import build_dataset
+    from toolkit.datasets.config import BuildConfig
 
     inputs = {i["batch_id"] for i in build_dataset(layout, BuildConfig(name="after")).manifest.inputs}
     assert not inputs & set(batches)

@@ -46,8 +46,8 @@ def tiny_ppo(**overrides) -> PPOConfig:
 @pytest.fixture(scope="session")
 def tiny_dataset(tmp_path_factory: pytest.TempPathFactory):
     """A real built dataset: 60 simulated heuristic/random games, ingested, built (train + fixed holdout)."""
-    from toolkit.build.build import build_dataset
-    from toolkit.build.config import BuildConfig
+    from toolkit.datasets.build import build_dataset
+    from toolkit.datasets.config import BuildConfig
     from toolkit.catalog.ingest import ingest_paths
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.layout import Layout

@@ -7,7 +7,7 @@ import polars as pl
 import pyarrow.compute as pc
 
 from toolkit.analysis.errors import NothingToShowError
-from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset, list_builds, open_dataset
+from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset, list_builds, open_dataset
 from toolkit.errors import BuildError
 from toolkit.layout import Layout
 from toolkit.schema import columns as col

@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.build.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
+from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.catalog.store import Catalog
 from toolkit.checks import metrics as qm
 from toolkit.checks.gx import run_gx

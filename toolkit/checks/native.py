@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, LABEL_SOURCE, LEGAL_MASK, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset
-from toolkit.build.dataset import SCHEMA as DATASET_SCHEMA
+from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, LABEL_SOURCE, LEGAL_MASK, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset
+from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.checks.report import GroupMetrics
 from toolkit.checks.metrics import ALL, MAX_ENTROPY_BITS
 from toolkit.schema import columns as col

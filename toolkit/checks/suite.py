@@ -27,7 +27,7 @@ from typing import Any, Final, Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolkit.build.dataset import SCHEMA as DATASET_SCHEMA
+from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.config import validation_message
 from toolkit.errors import CheckError
 from toolkit.schema.arrow import lake_schema

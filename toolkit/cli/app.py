@@ -73,6 +73,10 @@ def _root(
     state.home = home
 
 
+# Options every command shares, defined once.
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON) on stdout.")]
+
+
 def layout() -> Layout:
     """The data-root layout chosen by ``--home`` / ``DISTILL_HOME`` / the default (refused if it is a file)."""
     chosen = Layout.at(state.home)

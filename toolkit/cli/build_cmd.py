@@ -9,13 +9,12 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import app, console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 from toolkit.errors import ConfigError
 
 datasets_app = typer.Typer(help="List built datasets and show their manifests.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 
 
 def _pairs(values: list[str] | None, flag: str) -> dict[str, float] | None:
@@ -54,16 +53,16 @@ def build(
     as_json: JsonOpt = False,
 ) -> None:
     """Build a training dataset from the lake: weighted, filtered, deduplicated, with a fixed holdout."""
-    from toolkit.build.build import build_dataset
-    from toolkit.build.config import load_config
+    from toolkit.datasets.build import build_dataset
+    from toolkit.config import load_config
+    from toolkit.datasets.config import BuildConfig
 
-    config = load_config(
-        config_file,
+    config = load_config(BuildConfig, config_file, dict(
         name=name, sources=source or None, generations=generation or None, batches=batch or None,
         weights=_pairs(weight, "--weight"), weight_mode=mode, min_reward=min_reward, wins_only=wins_only or None,
         min_episode_length=min_length, exclude_label_sources=exclude_labels or None, pod_sizes=pod_size or None,
         seed=seed,
-    )
+    ))
     if as_json:
         info = build_dataset(layout(), config)
     else:
@@ -82,7 +81,7 @@ def build(
 @datasets_app.command("list")
 def list_datasets(as_json: JsonOpt = False) -> None:
     """Every dataset name with its latest build."""
-    from toolkit.build.dataset import list_names, open_dataset
+    from toolkit.datasets.dataset import list_names, open_dataset
 
     rows = [_summary(open_dataset(layout(), name).manifest) for name in list_names(layout())]
     if as_json:
@@ -109,7 +108,7 @@ def show_dataset(
     as_json: JsonOpt = False,
 ) -> None:
     """Summarise a dataset's manifest (``--json`` prints the whole manifest)."""
-    from toolkit.build.dataset import open_dataset
+    from toolkit.datasets.dataset import open_dataset
 
     dataset = open_dataset(layout(), name, fingerprint)
     if as_json:

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolkit.cli.app import app, console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 from toolkit.config import validation_message
 
 check_app = typer.Typer(help="Quality gates: expectation suites and data-quality metrics, with reports.",
@@ -23,7 +23,6 @@ app.add_typer(check_app, name="check")
 SuiteOpt = Annotated[Path | None, typer.Option("--suite", help="Suite file (default: checks/<target>.json).")]
 FloorOpt = Annotated[float | None, typer.Option("--entropy-floor", help="Minimum action-entropy ratio (0-1) for collapse checks.")]
 BaselineOpt = Annotated[Path | None, typer.Option("--baseline", help="A previous report (JSON) to measure action drift against.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON on stdout.")]
 NoWriteOpt = Annotated[bool, typer.Option("--no-write", help="Do not write the JSON and HTML report under reports/.")]
 ChunkOpt = Annotated[int, typer.Option("--chunk-rows", help="Rows per pandas chunk given to Great Expectations.")]
 SampleOpt = Annotated[int, typer.Option("--sample-rows", help="Offending rows kept per expectation.")]

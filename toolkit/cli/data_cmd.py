@@ -14,13 +14,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import app, console, err_console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json
 from toolkit.errors import UsageError
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Files or folders (.jsonl, .jsonl.gz, .jsonl.zst).", show_default=False)]
 DialectOpt = Annotated[str | None, typer.Option("--dialect", help="Force a dialect: canonical, forge, sim, ds, ppo_legacy.")]
 SourceOpt = Annotated[str | None, typer.Option("--source", help="Force the source role of every row (e.g. forge, ppo).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from toolkit.cli.app import app, console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 from toolkit.errors import UsageError
 
 FORMATS = ("minari",)
@@ -24,7 +24,7 @@ def export(
     split: Annotated[str, typer.Option("--split", help="train or holdout.")] = "train",
     fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
     version: Annotated[int, typer.Option("--version", min=0, help="The -vN of the exported dataset id.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Write a built dataset as a Minari dataset: one episode per (game, seat), loadable with minari.load_dataset."""
     if fmt not in FORMATS:

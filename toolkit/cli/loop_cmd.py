@@ -8,14 +8,13 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from toolkit.cli.app import app, console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 
 loop_app = typer.Typer(help="The closed loop: gated generations of self-play, data and BC, with ratings.",
                        no_args_is_help=True)
 app.add_typer(loop_app, name="loop")
 
 NameOpt = Annotated[str, typer.Option("--name", help="The loop run (folder runs/<name>).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 
 
 @loop_app.command("run")
@@ -27,10 +26,11 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Start a loop run and follow it to the end (or to a stop, pause, failure or convergence)."""
-    from toolkit.loop.config import load_loop_config
+    from toolkit.config import load_config
+    from toolkit.loop.config import LoopConfig
     from toolkit.loop.run import run_loop
 
-    config = load_loop_config(config_file, name=name, max_generations=max_generations, seed=seed)
+    config = load_config(LoopConfig, config_file, {"name": name, "max_generations": max_generations, "seed": seed})
     state = run_loop(layout(), config, progress=None if as_json else _say)
     _finish(state.name, as_json)
 

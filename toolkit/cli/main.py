@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from toolkit.cli.app import app
-
 # Each import registers its commands on `app`.
-from toolkit.cli import data_cmd, schemas_cmd  # noqa: E402,F401
-from toolkit.cli import simulate_cmd  # noqa: E402,F401
-from toolkit.cli import train_cmd  # noqa: E402,F401
-from toolkit.cli import check_cmd  # noqa: E402,F401
-from toolkit.cli import build_cmd  # noqa: E402,F401
-from toolkit.cli import loop_cmd  # noqa: E402,F401
-from toolkit.cli import export_cmd  # noqa: E402,F401
-from toolkit.cli import serve_cmd  # noqa: E402,F401
+from toolkit.cli import (  # noqa: E402,F401
+    build_cmd,  # noqa: E402,F401
+    check_cmd,  # noqa: E402,F401
+    data_cmd,
+    export_cmd,  # noqa: E402,F401
+    loop_cmd,  # noqa: E402,F401
+    schemas_cmd,
+    serve_cmd,  # noqa: E402,F401
+    simulate_cmd,  # noqa: E402,F401
+    train_cmd,  # noqa: E402,F401
+)
+from toolkit.cli.app import app
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import app, console, print_json
+from toolkit.cli.app import JsonOpt, app, console, print_json
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 
@@ -26,7 +26,7 @@ def simulate_command(
     compress: Annotated[str, typer.Option("--compress", help="none, gzip or zstd.")] = "none",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Games stepped at once.")] = 1024,
     max_rounds: Annotated[int, typer.Option("--max-rounds", help="Rounds before a game is truncated.")] = 30,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics)."""
     from toolkit.game.simulate import SimulateConfig, simulate

@@ -9,14 +9,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import app, console, err_console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json
 
 train_app = typer.Typer(help="Train policies: behaviour cloning and PPO self-play.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override its fields.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for checkpoints (default: <home>/runs/train).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed (same seed, same weights).")]
 RunOpt = Annotated[str | None, typer.Option("--run-id", help="Names this run's files (default: time + random).")]
 GenOpt = Annotated[int | None, typer.Option("--generation", help="Loop generation stamped on cards and exports.")]
@@ -45,8 +44,8 @@ def train_bc_command(
     seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Behaviour cloning on a built dataset; holdout accuracy, recall and loss after every epoch."""
-    from toolkit.train.bc import BCConfig, train_bc
     from toolkit.config import load_config
+    from toolkit.train.bc import BCConfig, train_bc
 
     cfg = load_config(BCConfig, config, {"dataset": dataset, "fingerprint": fingerprint, "epochs": epochs,
                                          "batch_size": batch_size, "learning_rate": lr, "class_weighting": class_weighting,
@@ -128,11 +127,10 @@ def evaluate_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%), placement score, per seat."""
-    from toolkit.train.agents import load_agent
     from toolkit.config import load_config
-    from toolkit.train.evaluate import EvaluateConfig
+    from toolkit.train.agents import load_agent
+    from toolkit.train.evaluate import EvaluateConfig, evaluate
     from toolkit.train.evaluate import compare as compare_results
-    from toolkit.train.evaluate import evaluate
 
     cfg = load_config(EvaluateConfig, None, {"opponents": _names(vs), "games": games, "seed": seed})
     results = [evaluate(load_agent(p).player, cfg) for p in [policy] + ([compare] if compare else [])]

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.build.dataset import Dataset, open_dataset
+from toolkit.datasets.dataset import Dataset, open_dataset
 from toolkit.catalog import Catalog
 from toolkit.errors import ExportError
 from toolkit.layout import Layout

@@ -18,8 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from toolkit.build.config import HoldoutConfig
-from toolkit.config import load_config as load_model
+from toolkit.datasets.config import HoldoutConfig
 from toolkit.layout import NAME_PATTERN
 
 TEACHER_SOURCE = "ppo"  # the role PPO's exported decisions carry in the lake
@@ -244,11 +243,3 @@ class LoopConfig(_Config):
     def dataset(self) -> str:
         return f"loop-{self.name}"
 
-
-def load_loop_config(path: str | Path | None = None, **overrides: object) -> LoopConfig:
-    """A :class:`LoopConfig` from YAML (optional) with ``overrides`` (flags, dotted keys for nested fields) on top.
-
-    Raises:
-        ConfigError: naming each invalid field.
-    """
-    return load_model(LoopConfig, Path(path) if path is not None else None, overrides)

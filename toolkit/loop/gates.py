@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from toolkit.build.dataset import HOLDOUT, Dataset
+from toolkit.datasets.dataset import HOLDOUT, Dataset
 from toolkit.game.players import Player
 from toolkit.loop.config import AccuracyGuardConfig, FloorConfig, StrengthGateConfig
 from toolkit.stats import Z95, MeanSPRT

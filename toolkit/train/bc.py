@@ -33,7 +33,7 @@ import pyarrow as pa
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.build.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, SAMPLE_WEIGHT, TRAIN, Dataset, open_dataset
+from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, SAMPLE_WEIGHT, TRAIN, Dataset, open_dataset
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import Layout

@@ -33,8 +33,8 @@ class BuildStepResult(BaseModel):
 
 def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
     """Build ``loop-<name>`` from every usable batch: not rejected, not another run's, not left out."""
-    from toolkit.build.build import build_dataset
-    from toolkit.build.config import BuildConfig
+    from toolkit.datasets.build import build_dataset
+    from toolkit.datasets.config import BuildConfig
 
     data = ctx.config.data
     with Catalog.open(ctx.layout, read_only=True) as catalog:

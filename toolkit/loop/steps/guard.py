@@ -18,7 +18,7 @@ class GuardInput(BaseModel):
 
 
 def run(ctx: StepContext, step: GuardInput) -> GuardVerdict:
-    from toolkit.build.dataset import open_dataset
+    from toolkit.datasets.dataset import open_dataset
 
     dataset = open_dataset(ctx.layout, step.dataset, step.fingerprint)
     return accuracy_guard(step.candidate, step.previous, dataset, ctx.config.accuracy_guard)

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from toolkit.build.config import BuildConfig
+from toolkit.datasets.config import BuildConfig
 from toolkit.catalog.store import Catalog
 from toolkit.errors import BuildError, ConfigError
 from toolkit.holdout import holdout_sql

@@ -28,13 +28,22 @@ import duckdb
 import pyarrow.parquet as pq
 
 from toolkit import __version__
-from toolkit.build import dataset as D
-from toolkit.build.config import BuildConfig
-from toolkit.build.leakage import check_leakage
-from toolkit.build.plan import Plan, make_plan
-from toolkit.build.select import InputBatch, episode_summary, register_rows, select_inputs
+from toolkit.datasets.dataset import (
+    Dataset,
+    FORMAT_VERSION,
+    HOLDOUT,
+    MANIFEST_FILE,
+    Manifest,
+    SplitSummary,
+    list_builds,
+    read_manifest,
+)
+from toolkit.datasets.config import BuildConfig
+from toolkit.datasets.leakage import check_leakage
+from toolkit.datasets.plan import Plan, make_plan
+from toolkit.datasets.select import InputBatch, episode_summary, register_rows, select_inputs
 from toolkit.errors import BuildError
-from toolkit.build.write import write_splits
+from toolkit.datasets.write import write_splits
 from toolkit.features import feature_spec
 from toolkit.holdout import RULE
 from toolkit.layout import Layout
@@ -49,12 +58,12 @@ FINGERPRINT_CHARS: Final = 16
 class BuildInfo:
     """What a build produced: the published dataset, and whether an identical earlier build was reused."""
 
-    dataset: D.Dataset
+    dataset: Dataset
     reused: bool
     seconds: float
 
     @property
-    def manifest(self) -> D.Manifest:
+    def manifest(self) -> Manifest:
         return self.dataset.manifest
 
 
@@ -92,9 +101,9 @@ def build_dataset(
                 plan = make_plan(episode_summary(con, config), config)
                 splits = write_splits(con, inputs, plan, config, staging, progress)
             manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits)
-            (staging / D.MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
+            (staging / MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
             shutil.rmtree(staging / "spill", ignore_errors=True)
-            check_leakage(D.Dataset(staging, manifest))
+            check_leakage(Dataset(staging, manifest))
             published = _publish(layout, staging, manifest)
         finally:
             shutil.rmtree(staging_root, ignore_errors=True)
@@ -125,7 +134,7 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
 def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
     """The identity of a build's inputs: config, batches (with content hashes), code and format versions."""
     body = {
-        "format_version": D.FORMAT_VERSION,
+        "format_version": FORMAT_VERSION,
         "code_version": __version__,
         "features": feature_spec()["version"],
         "config": config.model_dump(mode="json"),
@@ -147,11 +156,11 @@ def _manifest(
     input_rows: dict[str, int],
     plan: Plan,
     duplicates: int,
-    splits: dict[str, D.SplitSummary],
-) -> D.Manifest:
-    holdout = splits[D.HOLDOUT]
+    splits: dict[str, SplitSummary],
+) -> Manifest:
+    holdout = splits[HOLDOUT]
     body = {
-        "format_version": D.FORMAT_VERSION,
+        "format_version": FORMAT_VERSION,
         "name": config.name,
         "fingerprint": "",
         "input_key": key,
@@ -173,28 +182,28 @@ def _manifest(
         "splits": {name: split.model_dump(mode="json") for name, split in splits.items()},
     }
     body["fingerprint"] = hashlib.sha256(_dumps(body).encode()).hexdigest()[:FINGERPRINT_CHARS]
-    return D.Manifest.model_validate(body)
+    return Manifest.model_validate(body)
 
 
-def _content_hash(split: D.SplitSummary) -> str:
+def _content_hash(split: SplitSummary) -> str:
     """Hash of a split's files: two builds hold out the same decisions exactly when these match."""
     return hashlib.sha256("".join(part.sha256 for part in split.files).encode()).hexdigest()
 
 
-def _publish(layout: Layout, staging: Path, manifest: D.Manifest) -> D.Dataset:
+def _publish(layout: Layout, staging: Path, manifest: Manifest) -> Dataset:
     target = layout.build_dir(manifest.name, manifest.fingerprint)
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(target)  # the one step that makes the build visible
-    return D.Dataset(target, D.read_manifest(target))
+    return Dataset(target, read_manifest(target))
 
 
-def _point_latest(layout: Layout, dataset: D.Dataset) -> None:
+def _point_latest(layout: Layout, dataset: Dataset) -> None:
     write_text_atomic(layout.latest_pointer(dataset.name), dataset.fingerprint + "\n")
 
 
-def _find_build(layout: Layout, name: str, key: str) -> D.Dataset | None:
-    for dataset in reversed(D.list_builds(layout, name)):
+def _find_build(layout: Layout, name: str, key: str) -> Dataset | None:
+    for dataset in reversed(list_builds(layout, name)):
         if dataset.manifest.input_key == key:
             return dataset
     return None

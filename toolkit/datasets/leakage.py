@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
-from toolkit.build import dataset as D
+from toolkit.datasets.dataset import Dataset, HOLDOUT, SPLITS, TRAIN
 from toolkit.errors import LeakageError
 from toolkit.holdout import HoldoutRule, holdout_sql
 from toolkit.schema import columns as col
@@ -18,17 +18,17 @@ from toolkit.schema import columns as col
 _SAMPLE = 5
 
 
-def check_leakage(dataset: D.Dataset) -> None:
+def check_leakage(dataset: Dataset) -> None:
     """Raise :class:`LeakageError` naming the games at fault if ``dataset`` leaks; return otherwise."""
     holdout = dataset.manifest.holdout
     rule = HoldoutRule(salt=holdout["salt"], fraction=holdout["fraction"])
-    splits = {split: sorted((dataset.root / split).glob("*.parquet")) for split in D.SPLITS}
+    splits = {split: sorted((dataset.root / split).glob("*.parquet")) for split in SPLITS}
     with duckdb.connect() as con:
         for split, files in splits.items():
             relation = f"read_parquet([{', '.join(repr(str(f)) for f in files)}])" if files else _EMPTY
             con.execute(f"CREATE TEMP VIEW {split} AS SELECT {col.GAME_ID}, {col.SOURCE} FROM {relation}")
         problems = _problems(con, rule, holdout["sources"])
-        for split in D.SPLITS:
+        for split in SPLITS:
             (rows,) = con.execute(f"SELECT count(*) FROM {split}").fetchall()[0]
             expected = dataset.manifest.splits[split].rows
             if rows != expected:
@@ -46,13 +46,13 @@ _EMPTY = f"(SELECT NULL::VARCHAR AS {col.GAME_ID}, NULL::VARCHAR AS {col.SOURCE}
 def _problems(con: duckdb.DuckDBPyConnection, rule: HoldoutRule, sources: list[str]) -> list[str]:
     references = ", ".join("'" + s.replace("'", "''") + "'" for s in sources)
     checks = {
-        "games in both train and holdout": f"SELECT DISTINCT {col.GAME_ID} FROM {D.TRAIN} "
-        f"INTERSECT SELECT DISTINCT {col.GAME_ID} FROM {D.HOLDOUT}",
-        "holdout games the rule does not hold out": f"SELECT DISTINCT {col.GAME_ID} FROM {D.HOLDOUT} "
+        "games in both train and holdout": f"SELECT DISTINCT {col.GAME_ID} FROM {TRAIN} "
+        f"INTERSECT SELECT DISTINCT {col.GAME_ID} FROM {HOLDOUT}",
+        "holdout games the rule does not hold out": f"SELECT DISTINCT {col.GAME_ID} FROM {HOLDOUT} "
         f"WHERE NOT {holdout_sql(col.GAME_ID, rule)}",
-        "holdout rows of a source that is not a reference": f"SELECT DISTINCT {col.GAME_ID} FROM {D.HOLDOUT} "
+        "holdout rows of a source that is not a reference": f"SELECT DISTINCT {col.GAME_ID} FROM {HOLDOUT} "
         f"WHERE {col.SOURCE} NOT IN ({references})",
-        "reference-source train games the rule holds out": f"SELECT DISTINCT {col.GAME_ID} FROM {D.TRAIN} "
+        "reference-source train games the rule holds out": f"SELECT DISTINCT {col.GAME_ID} FROM {TRAIN} "
         f"WHERE {col.SOURCE} IN ({references}) AND {holdout_sql(col.GAME_ID, rule)}",
     }
     problems = []

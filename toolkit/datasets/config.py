@@ -1,4 +1,4 @@
-"""What a build does: :class:`BuildConfig`, loadable from YAML, every field documented.
+"""What a build does: :class:`BuildConfig`, every field documented (from YAML and flags: ``toolkit.config.load_config``).
 
 Two units matter. An *episode* is one seat's decisions in one game: the
 filters (``min_reward``, ``wins_only``, ``min_episode_length``) keep or drop
@@ -27,12 +27,10 @@ compares across builds.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolkit.config import load_config as load_model
 from toolkit.holdout import HoldoutRule
 from toolkit.schema.vocab import LABEL_SOURCES, MAX_POD_SIZE, MIN_POD_SIZE, SOURCE_PATTERN
 from toolkit.layout import NAME_PATTERN
@@ -122,11 +120,3 @@ class BuildConfig(BaseModel):
             raise ValueError("share mode needs `weights`: the target share of each source, e.g. forge=0.7 ppo=0.3")
         return self
 
-
-def load_config(path: str | Path | None = None, **overrides: object) -> BuildConfig:
-    """A :class:`BuildConfig` from a YAML file (optional) with ``overrides`` (flags) on top.
-
-    Raises:
-        ConfigError: naming each invalid field and the fix.
-    """
-    return load_model(BuildConfig, Path(path) if path is not None else None, overrides)

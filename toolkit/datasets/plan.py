@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from toolkit.build.config import BuildConfig
+from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
 
 _UNIFORM_DIGITS = 15

@@ -26,19 +26,32 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from toolkit import features as F
-from toolkit.build import dataset as D
-from toolkit.build.config import BuildConfig
-from toolkit.build.plan import Episodes, Plan
-from toolkit.build.select import DROPPED, InputBatch, lake_relation
+from toolkit.features import COMMAND_ZONE, HAND, MAX_SEATS, SEAT_FIELDS, encode, state_arrays_from_arrow
+from toolkit.datasets.dataset import (
+    COLUMNS,
+    FEATURES,
+    HOLDOUT,
+    LABEL,
+    LABEL_SOURCE,
+    LEGAL_MASK,
+    PartFile,
+    SAMPLE_WEIGHT,
+    SCHEMA,
+    SPLITS,
+    SplitSummary,
+    TRAIN,
+)
+from toolkit.datasets.config import BuildConfig
+from toolkit.datasets.plan import Episodes, Plan
+from toolkit.datasets.select import DROPPED, InputBatch, lake_relation
 from toolkit.schema import columns as col
 from toolkit.storage import file_sha256
 
 ROW_GROUP: Final = 65_536
 SCAN_BATCH: Final = 65_536
 MAX_QUEUED_WRITES: Final = 2  # row groups waiting for the writer thread (bounds memory)
-_PLAYER_FIELDS: Final = (*F.SEAT_FIELDS, F.HAND, F.COMMAND_ZONE)
-_DICTIONARY: Final = [col.GAME_ID, col.SOURCE, D.LABEL_SOURCE, col.BATCH_ID]
+_PLAYER_FIELDS: Final = (*SEAT_FIELDS, HAND, COMMAND_ZONE)
+_DICTIONARY: Final = [col.GAME_ID, col.SOURCE, LABEL_SOURCE, col.BATCH_ID]
 _STATISTICS: Final = [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION]
 
 
@@ -49,8 +62,8 @@ def scan_sql(inputs: list[InputBatch]) -> str:
         SELECT {col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX}, {col.SOURCE}, {col.GENERATION},
                {col.TURN}, {col.PHASE}, {col.POD_SIZE}, {col.LEGAL_ACTIONS},
                list_transform({col.PLAYERS}, lambda p: struct_pack({player})) AS {col.PLAYERS},
-               {col.ACTION}.{col.ACTION_INDEX}::INTEGER AS {D.LABEL},
-               {col.ACTION}.{col.ACTION_LABEL_SOURCE} AS {D.LABEL_SOURCE},
+               {col.ACTION}.{col.ACTION_INDEX}::INTEGER AS {LABEL},
+               {col.ACTION}.{col.ACTION_LABEL_SOURCE} AS {LABEL_SOURCE},
                {col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, {col.BATCH_ID}, {col.SOURCE_LINE}
         FROM {lake_relation(inputs)}
     """
@@ -75,7 +88,7 @@ class SplitWriter:
     io: ThreadPoolExecutor
     sources: list[str]
     n_games: int
-    parts: list[D.PartFile] = field(default_factory=list)
+    parts: list[PartFile] = field(default_factory=list)
     label_sources: Counter[str] = field(default_factory=Counter)
     _rows: np.ndarray = field(init=False)
     _weighted: np.ndarray = field(init=False)
@@ -102,14 +115,14 @@ class SplitWriter:
         while self._pending_rows >= self._room():
             self._flush(self._room())
 
-    def close(self) -> D.SplitSummary:
+    def close(self) -> SplitSummary:
         """Write what is left, wait for the writer, and return the split's summary."""
         while self._pending_rows:
             self._flush(min(self._pending_rows, self._room()))
         self._close_part()
         self._drain(0)
         present = [i for i, s in enumerate(self.sources) if self._rows[i]]
-        return D.SplitSummary(
+        return SplitSummary(
             rows=int(self._rows.sum()),
             games=int(self._seen.any(0).sum()),
             weighted_rows=round(float(self._weighted.sum()), 6),
@@ -125,15 +138,15 @@ class SplitWriter:
         return min(ROW_GROUP, self.rows_per_file - self._file_rows)
 
     def _account(self, matched: Matched) -> None:
-        weights = matched.rows.column(D.SAMPLE_WEIGHT).to_numpy()
+        weights = matched.rows.column(SAMPLE_WEIGHT).to_numpy()
         self._rows += np.bincount(matched.source, minlength=len(self.sources))
         self._weighted += np.bincount(matched.source, weights=weights, minlength=len(self.sources))
         self._seen[matched.source, matched.game] = True
-        for value in pc.value_counts(matched.rows.column(D.LABEL_SOURCE)).to_pylist():
+        for value in pc.value_counts(matched.rows.column(LABEL_SOURCE)).to_pylist():
             self.label_sources[value["values"]] += value["counts"]
 
     def _flush(self, n: int) -> None:
-        table = pa.Table.from_batches(self._pending, D.SCHEMA)
+        table = pa.Table.from_batches(self._pending, SCHEMA)
         head, rest = table.slice(0, n), table.slice(n)
         self._pending = rest.to_batches() if rest.num_rows else []
         self._pending_rows = rest.num_rows
@@ -149,7 +162,7 @@ class SplitWriter:
         path = self.folder / self.split / f"part-{len(self.parts):05d}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = pq.ParquetWriter(
-            path, D.SCHEMA, compression="zstd", compression_level=1, use_dictionary=_DICTIONARY,
+            path, SCHEMA, compression="zstd", compression_level=1, use_dictionary=_DICTIONARY,
             write_statistics=_STATISTICS,
         )
         self._path, self._file_rows = path, 0
@@ -160,7 +173,7 @@ class SplitWriter:
         self._drain(0)
         self._writer.close()
         relative = self._path.relative_to(self.folder).as_posix()
-        self.parts.append(D.PartFile(path=relative, rows=self._file_rows, sha256=file_sha256(self._path)))
+        self.parts.append(PartFile(path=relative, rows=self._file_rows, sha256=file_sha256(self._path)))
         self._writer, self._path, self._file_rows = None, None, 0
 
     def _drain(self, keep: int) -> None:
@@ -176,13 +189,13 @@ def write_splits(
     config: BuildConfig,
     folder: Path,
     progress: Callable[[int], None] | None = None,
-) -> dict[str, D.SplitSummary]:
+) -> dict[str, SplitSummary]:
     """Scan the selected rows once and write the train and holdout splits under ``folder``."""
     matcher = _Matcher(con, plan, config)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet") as io:
         writers = {
             split: SplitWriter(folder, split, config.rows_per_file, io, matcher.sources, matcher.n_games)
-            for split in D.SPLITS
+            for split in SPLITS
         }
         reader = con.sql(scan_sql(inputs)).to_arrow_reader(SCAN_BATCH)
         for batch in reader:
@@ -202,14 +215,14 @@ class _Matcher:
         self.n_games = len(games)
         self._games = pa.array(games, pa.string())
         self._sources = pa.array(self.sources, pa.string())
-        size = max(1, self.n_games * len(self.sources) * F.MAX_SEATS)
-        self._weight = {D.TRAIN: self._table(plan.train, size), D.HOLDOUT: self._table(plan.holdout, size)}
+        size = max(1, self.n_games * len(self.sources) * MAX_SEATS)
+        self._weight = {TRAIN: self._table(plan.train, size), HOLDOUT: self._table(plan.holdout, size)}
         self.excluded = pa.array(config.exclude_label_sources, pa.string())
         dropped = con.sql(f"SELECT {col.BATCH_ID}, {col.SOURCE_LINE} FROM {DROPPED}").to_arrow_table()
         self.dropped = _line_keys(dropped) if dropped.num_rows else None
 
     def _codes(self, source: np.ndarray, game: np.ndarray, seat: np.ndarray) -> np.ndarray:
-        return (game * len(self.sources) + source) * F.MAX_SEATS + seat
+        return (game * len(self.sources) + source) * MAX_SEATS + seat
 
     def _table(self, episodes: Episodes, size: int) -> np.ndarray:
         """Dense weight per episode code (0: not in the split)."""
@@ -231,8 +244,8 @@ class _Matcher:
         for split, table in self._weight.items():
             weight = np.where(known, table[codes], 0.0)
             keep = weight > 0
-            if split == D.TRAIN and len(self.excluded):
-                keep &= ~pc.is_in(batch.column(D.LABEL_SOURCE), value_set=self.excluded).to_numpy(zero_copy_only=False)
+            if split == TRAIN and len(self.excluded):
+                keep &= ~pc.is_in(batch.column(LABEL_SOURCE), value_set=self.excluded).to_numpy(zero_copy_only=False)
             rows = batch.filter(pa.array(keep))
             out[split] = Matched(to_dataset_rows(rows, weight[keep]), source[keep], game[keep])
         return out
@@ -240,18 +253,18 @@ class _Matcher:
 
 def to_dataset_rows(batch: pa.RecordBatch, weights: np.ndarray) -> pa.RecordBatch:
     """Scanned lake rows -> dataset rows (SCHEMA): features encoded, mask completed, weight attached."""
-    state = F.state_arrays_from_arrow(batch)
-    vectors = F.encode(state)
+    state = state_arrays_from_arrow(batch)
+    vectors = encode(state)
     legal = state.mask | ~state.mask_known[:, None]  # no logged mask: every action counts as legal
     columns = {
         **{name: batch.column(name) for name in (col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION)},
-        D.FEATURES: pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), type=D.SCHEMA.field(D.FEATURES).type),
-        D.LABEL: batch.column(D.LABEL),
-        D.LEGAL_MASK: pa.FixedSizeListArray.from_arrays(pa.array(legal.ravel(), pa.bool_()), type=D.SCHEMA.field(D.LEGAL_MASK).type),
-        D.SAMPLE_WEIGHT: pa.array(weights, pa.float32()),
-        **{name: batch.column(name) for name in (D.LABEL_SOURCE, col.REWARD, col.EPISODE_RETURN, col.SEAT_WON, col.BATCH_ID, col.SOURCE_LINE)},
+        FEATURES: pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), type=SCHEMA.field(FEATURES).type),
+        LABEL: batch.column(LABEL),
+        LEGAL_MASK: pa.FixedSizeListArray.from_arrays(pa.array(legal.ravel(), pa.bool_()), type=SCHEMA.field(LEGAL_MASK).type),
+        SAMPLE_WEIGHT: pa.array(weights, pa.float32()),
+        **{name: batch.column(name) for name in (LABEL_SOURCE, col.REWARD, col.EPISODE_RETURN, col.SEAT_WON, col.BATCH_ID, col.SOURCE_LINE)},
     }
-    return pa.RecordBatch.from_arrays([columns[name].cast(D.SCHEMA.field(name).type) for name in D.COLUMNS], schema=D.SCHEMA)
+    return pa.RecordBatch.from_arrays([columns[name].cast(SCHEMA.field(name).type) for name in COLUMNS], schema=SCHEMA)
 
 
 def _line_keys(rows: pa.RecordBatch | pa.Table) -> pa.Array:

@@ -14,12 +14,24 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tests.build.conftest import game_records
-from toolkit import features as F
-from toolkit.build import dataset as D
-from toolkit.build.build import build_dataset
-from toolkit.build.config import BuildConfig, HoldoutConfig, load_config
-from toolkit.build.leakage import check_leakage
+from tests.datasets.conftest import game_records
+from toolkit.features import encode_arrow, feature_spec
+from toolkit.datasets.dataset import (
+    Dataset,
+    FEATURES,
+    HOLDOUT,
+    LABEL,
+    LEGAL_MASK,
+    SAMPLE_WEIGHT,
+    SPLITS,
+    TRAIN,
+    list_names,
+    open_dataset,
+)
+from toolkit.datasets.build import build_dataset
+from toolkit.config import load_config
+from toolkit.datasets.config import BuildConfig, HoldoutConfig
+from toolkit.datasets.leakage import check_leakage
 from toolkit.catalog.store import Catalog
 from toolkit.errors import BuildError, ConfigError, LeakageError
 from toolkit.holdout import in_holdout
@@ -31,11 +43,11 @@ def _games(prefix: str, n: int, source: str = "forge", **kwargs: object) -> list
     return [game_records(f"{prefix}-{i}", source, **kwargs) for i in range(n)]
 
 
-def _rows(dataset: D.Dataset, split: str) -> list[dict]:
-    return dataset.read(split, [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, D.SAMPLE_WEIGHT]).to_pylist()
+def _rows(dataset: Dataset, split: str) -> list[dict]:
+    return dataset.read(split, [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, SAMPLE_WEIGHT]).to_pylist()
 
 
-def _games_of(dataset: D.Dataset, split: str, source: str | None = None) -> set[str]:
+def _games_of(dataset: Dataset, split: str, source: str | None = None) -> set[str]:
     return {r[col.GAME_ID] for r in _rows(dataset, split) if source is None or r[col.SOURCE] == source}
 
 
@@ -43,15 +55,15 @@ def test_a_default_build_splits_reference_games_by_the_rule_and_keeps_every_row(
     lake("a.jsonl", *_games("f", 200), *_games("p", 50, "ppo"))
     info = build_dataset(layout, BuildConfig())
     ds = info.dataset
-    holdout = _games_of(ds, D.HOLDOUT)
+    holdout = _games_of(ds, HOLDOUT)
     rule = HoldoutConfig().rule()
     assert holdout == {f"f-{i}" for i in range(200) if in_holdout(f"f-{i}", rule)}
     assert 0.07 <= len(holdout) / 200 <= 0.17
-    assert _games_of(ds, D.TRAIN, "forge") == {f"f-{i}" for i in range(200)} - holdout
-    assert _games_of(ds, D.TRAIN, "ppo") == {f"p-{i}" for i in range(50)}  # only reference sources are split
-    assert ds.manifest.splits[D.TRAIN].rows + ds.manifest.splits[D.HOLDOUT].rows == 250 * 12
-    assert {r[D.SAMPLE_WEIGHT] for r in _rows(ds, D.TRAIN)} == {1.0}
-    assert ds.manifest.holdout["games"] == len(holdout) and ds.manifest.features == F.feature_spec()
+    assert _games_of(ds, TRAIN, "forge") == {f"f-{i}" for i in range(200)} - holdout
+    assert _games_of(ds, TRAIN, "ppo") == {f"p-{i}" for i in range(50)}  # only reference sources are split
+    assert ds.manifest.splits[TRAIN].rows + ds.manifest.splits[HOLDOUT].rows == 250 * 12
+    assert {r[SAMPLE_WEIGHT] for r in _rows(ds, TRAIN)} == {1.0}
+    assert ds.manifest.holdout["games"] == len(holdout) and ds.manifest.features == feature_spec()
 
 
 def test_dataset_rows_carry_the_encoded_features_label_and_mask_of_their_lake_row(layout: Layout, lake) -> None:
@@ -59,19 +71,19 @@ def test_dataset_rows_carry_the_encoded_features_label_and_mask_of_their_lake_ro
     games[0][0]["legal_actions"] = None  # an unknown mask becomes all-legal in the dataset
     lake("a.jsonl", *games)
     ds = build_dataset(layout, BuildConfig()).dataset
-    table = pa.concat_tables([ds.read(D.TRAIN), ds.read(D.HOLDOUT)])
+    table = pa.concat_tables([ds.read(TRAIN), ds.read(HOLDOUT)])
     with Catalog.open(layout, read_only=True) as catalog:
         lake_rows = catalog.con.sql("SELECT * FROM decisions").to_arrow_table()
     expected = {
         (r[col.GAME_ID], r[col.SEAT], r[col.DECISION_INDEX]): (v, r)
-        for r, v in zip(lake_rows.to_pylist(), F.encode_arrow(lake_rows), strict=True)
+        for r, v in zip(lake_rows.to_pylist(), encode_arrow(lake_rows), strict=True)
     }
     assert table.num_rows == len(expected)
     for row in table.to_pylist():
         vector, lake_row = expected[(row[col.GAME_ID], row[col.SEAT], row[col.DECISION_INDEX])]
-        assert np.array_equal(np.array(row[D.FEATURES], np.float32), vector)
-        assert row[D.LABEL] == lake_row[col.ACTION]["index"]
-        assert row[D.LEGAL_MASK] == (lake_row[col.LEGAL_ACTIONS] or [True] * 8)
+        assert np.array_equal(np.array(row[FEATURES], np.float32), vector)
+        assert row[LABEL] == lake_row[col.ACTION]["index"]
+        assert row[LEGAL_MASK] == (lake_row[col.LEGAL_ACTIONS] or [True] * 8)
         assert row[col.BATCH_ID] == lake_row[col.BATCH_ID] and row[col.SOURCE_LINE] == lake_row[col.SOURCE_LINE]
 
 
@@ -80,14 +92,14 @@ def test_ratio_weights_subsample_oversample_and_drop_whole_games(layout: Layout,
     config = BuildConfig(weights={"ppo": 0.5, "random": 0.0, "forge": 2.0}, seed=3)
     ds = build_dataset(layout, config).dataset
     per_game: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in _rows(ds, D.TRAIN):
-        per_game[(r[col.SOURCE], r[col.GAME_ID])].append(r[D.SAMPLE_WEIGHT])
+    for r in _rows(ds, TRAIN):
+        per_game[(r[col.SOURCE], r[col.GAME_ID])].append(r[SAMPLE_WEIGHT])
     assert all(len(w) == 12 and len(set(w)) == 1 for w in per_game.values())  # games are never split
     kept_ppo = sum(1 for s, _ in per_game if s == "ppo")
     assert 150 - 4 * 8.7 <= kept_ppo <= 150 + 4 * 8.7  # Binomial(300, 0.5): mean 150, sd 8.7
     assert not any(s == "random" for s, _ in per_game)
     forge = [w[0] for (s, _), w in per_game.items() if s == "forge"]
-    trainable = 100 - len(_games_of(ds, D.HOLDOUT))
+    trainable = 100 - len(_games_of(ds, HOLDOUT))
     assert 2 * trainable - 4 * (2 * trainable) ** 0.5 <= sum(forge) <= 2 * trainable + 4 * (2 * trainable) ** 0.5
     assert max(forge) >= 2  # some games drawn more than once
     assert build_dataset(layout, config.model_copy(update={"name": "again"})).manifest.splits == ds.manifest.splits
@@ -99,7 +111,7 @@ def test_share_mode_meets_the_target_shares_and_reports_them(layout: Layout, lak
     shares = ds.manifest.shares
     assert shares["forge"]["target"] == 0.6 and shares["ppo"]["target"] == 0.4
     assert abs(shares["ppo"]["achieved"] - 0.4) < 0.05
-    weighted = ds.manifest.splits[D.TRAIN].weighted_rows_by_source
+    weighted = ds.manifest.splits[TRAIN].weighted_rows_by_source
     assert weighted["ppo"] / sum(weighted.values()) == pytest.approx(shares["ppo"]["achieved"], abs=1e-5)
     assert ds.manifest.filters["forge"][-1]["rows"] == ds.manifest.filters["forge"][1]["rows"]  # forge is not cut
 
@@ -109,7 +121,7 @@ def test_filters_keep_or_drop_whole_episodes(layout: Layout, lake) -> None:
     lake("a.jsonl", good, game_records("f-0", "forge", winner=2), game_records("f-short", "forge", per_seat=1))
     config = BuildConfig(min_reward=0.2, wins_only=["forge"], min_episode_length=2, holdout=HoldoutConfig(fraction=0.1, salt="s3"))
     ds = build_dataset(layout, config).dataset
-    episodes = Counter((r[col.SOURCE], r[col.GAME_ID], r[col.SEAT]) for r in _rows(ds, D.TRAIN))
+    episodes = Counter((r[col.SOURCE], r[col.GAME_ID], r[col.SEAT]) for r in _rows(ds, TRAIN))
     assert episodes == {("ppo", "p-good", 0): 3, ("ppo", "p-good", 2): 3, ("ppo", "p-good", 3): 3, ("forge", "f-0", 2): 3}
     steps = [s["step"] for s in ds.manifest.filters["forge"]]
     assert steps == ["selected", "after_holdout", "min_episode_length", "wins_only", "sampled"]
@@ -118,8 +130,8 @@ def test_filters_keep_or_drop_whole_episodes(layout: Layout, lake) -> None:
 def test_excluded_label_sources_leave_the_train_split_but_not_the_holdout(layout: Layout, lake) -> None:
     lake("a.jsonl", *_games("f", 60, label_source="card_role"), *_games("g", 60))
     ds = build_dataset(layout, BuildConfig(exclude_label_sources=["card_role"])).dataset
-    assert ds.manifest.splits[D.TRAIN].label_sources == {"logged": ds.manifest.splits[D.TRAIN].rows}
-    assert "card_role" in ds.manifest.splits[D.HOLDOUT].label_sources
+    assert ds.manifest.splits[TRAIN].label_sources == {"logged": ds.manifest.splits[TRAIN].rows}
+    assert "card_role" in ds.manifest.splits[HOLDOUT].label_sources
 
 
 def test_duplicate_decisions_across_batches_are_dropped_and_counted(layout: Layout, lake) -> None:
@@ -127,7 +139,7 @@ def test_duplicate_decisions_across_batches_are_dropped_and_counted(layout: Layo
     _copy_batch_as_another(layout)
     ds = build_dataset(layout, BuildConfig()).dataset
     assert ds.manifest.duplicates == 40 * 12
-    rows = _rows(ds, D.TRAIN) + _rows(ds, D.HOLDOUT)
+    rows = _rows(ds, TRAIN) + _rows(ds, HOLDOUT)
     assert len(rows) == len({(r[col.GAME_ID], r[col.SEAT], r[col.DECISION_INDEX]) for r in rows}) == 40 * 12
 
 
@@ -153,9 +165,9 @@ def test_the_holdout_never_moves_when_data_is_added_reweighted_or_filtered(layou
     first = build_dataset(layout, BuildConfig()).dataset
     lake("b.jsonl", *_games("n", 150), *_games("p", 50, "ppo"))
     second = build_dataset(layout, BuildConfig(weights={"forge": 0.3, "ppo": 2.0}, wins_only=["forge"])).dataset
-    old_holdout, old_train = _games_of(first, D.HOLDOUT), _games_of(first, D.TRAIN)
-    assert old_holdout <= _games_of(second, D.HOLDOUT)
-    assert not old_holdout & _games_of(second, D.TRAIN) and not old_train & _games_of(second, D.HOLDOUT)
+    old_holdout, old_train = _games_of(first, HOLDOUT), _games_of(first, TRAIN)
+    assert old_holdout <= _games_of(second, HOLDOUT)
+    assert not old_holdout & _games_of(second, TRAIN) and not old_train & _games_of(second, HOLDOUT)
     third = build_dataset(layout, BuildConfig(name="other", min_episode_length=3, seed=9)).dataset
     assert third.manifest.holdout["content"] == second.manifest.holdout["content"]  # same data: same holdout bytes
 
@@ -169,8 +181,8 @@ def test_same_inputs_and_config_give_the_same_fingerprint_and_bytes(tmp_path: Pa
 
     ingest_paths([path], other, IngestConfig())
     second = build_dataset(other, config).dataset
-    assert first.fingerprint == second.fingerprint and len(first.files(D.TRAIN)) > 1
-    for split in D.SPLITS:
+    assert first.fingerprint == second.fingerprint and len(first.files(TRAIN)) > 1
+    for split in SPLITS:
         for a, b in zip(first.files(split), second.files(split), strict=True):
             assert a.read_bytes() == b.read_bytes()
     again = build_dataset(layout, config)
@@ -181,7 +193,7 @@ def test_the_leakage_check_fires_on_a_tampered_dataset(layout: Layout, lake) -> 
     lake("a.jsonl", *_games("f", 100))
     ds = build_dataset(layout, BuildConfig()).dataset
     check_leakage(ds)
-    shutil.copy(ds.files(D.HOLDOUT)[0], ds.root / D.TRAIN / "part-99999.parquet")
+    shutil.copy(ds.files(HOLDOUT)[0], ds.root / TRAIN / "part-99999.parquet")
     with pytest.raises(LeakageError, match="games in both train and holdout"):
         check_leakage(ds)
 
@@ -193,13 +205,13 @@ def test_clear_errors_for_bad_selections(layout: Layout, lake) -> None:
     with pytest.raises(ConfigError, match="weights: source 'ppo' is not in the selection"):
         build_dataset(layout, BuildConfig(weights={"ppo": 1.0}))
     with pytest.raises(ConfigError, match="every weight is 0"):
-        load_config(weights={"forge": 0.0}, weight_mode="share")
+        load_config(BuildConfig, None, {"weights": {"forge": 0.0}, "weight_mode": "share"})
     with pytest.raises(BuildError, match="training set is empty"):
         build_dataset(layout, BuildConfig(weights={"forge": 0.0}))
     with pytest.raises(ConfigError, match="holdout.fraction"):
-        load_config(holdout={"fraction": 0.5})
+        load_config(BuildConfig, None, {"holdout": {"fraction": 0.5}})
     with pytest.raises(BuildError, match="no dataset named 'missing'"):
-        D.open_dataset(layout, "missing")
+        open_dataset(layout, "missing")
 
 
 def test_an_empty_lake_is_an_empty_selection(layout: Layout, lake) -> None:
@@ -211,25 +223,25 @@ def test_an_empty_lake_is_an_empty_selection(layout: Layout, lake) -> None:
 def test_a_yaml_config_loads_and_flags_override_it(tmp_path: Path) -> None:
     path = tmp_path / "build.yaml"
     path.write_text("name: mix\nweights: {forge: 1.0, ppo: 0.5}\nmin_reward: 0.1\n")
-    config = load_config(path, min_reward=0.3)
+    config = load_config(BuildConfig, path, {"min_reward": 0.3})
     assert (config.name, config.weights, config.min_reward) == ("mix", {"forge": 1.0, "ppo": 0.5}, 0.3)
     path.write_text("weights: {forge: -1}\n")
     with pytest.raises(ConfigError, match="weights"):
-        load_config(path)
+        load_config(BuildConfig, path)
 
 
 def test_a_build_killed_mid_way_leaves_nothing_visible_and_a_rerun_completes(layout: Layout, lake) -> None:
     lake("a.jsonl", *_games("f", 60))
     code = (
-        "import os, signal; from toolkit.layout import Layout; from toolkit.build.build import build_dataset; "
-        "from toolkit.build.config import BuildConfig; "
+        "import os, signal; from toolkit.layout import Layout; from toolkit.datasets.build import build_dataset; "
+        "from toolkit.datasets.config import BuildConfig; "
         f"build_dataset(Layout.at({str(layout.home)!r}), BuildConfig(rows_per_file=100), "
         "progress=lambda rows: os.kill(os.getpid(), signal.SIGKILL))"
     )
     process = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=False)
     assert process.returncode == -signal.SIGKILL
     assert list(layout.build_staging.glob("default/*/train/*.parquet"))  # it died while writing parts
-    assert not (layout.builds / "default").exists() and D.list_names(layout) == []
+    assert not (layout.builds / "default").exists() and list_names(layout) == []
     info = build_dataset(layout, BuildConfig(rows_per_file=100))
-    assert D.list_names(layout) == ["default"] and not any(layout.build_staging.iterdir())
+    assert list_names(layout) == ["default"] and not any(layout.build_staging.iterdir())
     check_leakage(info.dataset)

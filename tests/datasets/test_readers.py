@@ -8,7 +8,7 @@ import polars as pl
 import pyarrow.dataset as pads
 import pytest
 
-from toolkit.build.dataset import Dataset, open_dataset
+from toolkit.datasets.dataset import Dataset, open_dataset
 from toolkit.layout import Layout
 
 

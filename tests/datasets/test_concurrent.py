@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.build.conftest import game_records
-from toolkit.build import dataset as D
-from toolkit.build.build import build_dataset, build_lock
-from toolkit.build.config import BuildConfig
+from tests.datasets.conftest import game_records
+from toolkit.datasets.dataset import open_dataset
+from toolkit.datasets.build import build_dataset, build_lock
+from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
 from toolkit.layout import Layout
 
@@ -30,8 +30,8 @@ CONFIGS = {"one": {"weights": {"forge": 1.0, "ppo": 0.5}}, "two": {"weight_mode"
 
 def test_builds_of_different_names_run_side_by_side_and_equal_their_solo_runs(layout: Layout, lake, tmp_path: Path) -> None:
     _fill(lake)
-    code = ("import sys, json; from toolkit.layout import Layout; from toolkit.build.build import build_dataset; "
-            "from toolkit.build.config import BuildConfig; "
+    code = ("import sys, json; from toolkit.layout import Layout; from toolkit.datasets.build import build_dataset; "
+            "from toolkit.datasets.config import BuildConfig; "
             "info = build_dataset(Layout.at(sys.argv[1]), BuildConfig(name=sys.argv[2], rows_per_file=500, "
             "**json.loads(sys.argv[3]))); print(info.manifest.fingerprint)")
     running = [subprocess.Popen([sys.executable, "-c", code, str(layout.home), name, json.dumps(CONFIGS[name])],
@@ -40,7 +40,7 @@ def test_builds_of_different_names_run_side_by_side_and_equal_their_solo_runs(la
     outcomes = [(p.communicate(timeout=300), p.returncode) for p in running]
     for (out, err), code_ in outcomes:
         assert code_ == 0 or "is being written by another process" in err, err
-    concurrent = {name: D.open_dataset(layout, name).manifest.fingerprint for name in CONFIGS}
+    concurrent = {name: open_dataset(layout, name).manifest.fingerprint for name in CONFIGS}
     solo = Layout.at(tmp_path / "solo")  # the same lake, each name built alone
     shutil.copytree(layout.home, solo.home, ignore=shutil.ignore_patterns("builds"))
     for name in CONFIGS:
