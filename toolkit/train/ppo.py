@@ -47,13 +47,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
 
 from toolkit.errors import ConfigError, TrainError
 from toolkit.game.league import OpponentPool
@@ -261,26 +263,54 @@ class _League:
 
 @dataclass
 class _Run:
-    """State shared by the callbacks of one run."""
+    """One run: what it trains with (set once), and what it has done so far (updated by the callback)."""
 
     config: PPOConfig
     run_id: str
     out: Path
-    model: Any
+    model: Any  # MaskablePPO or RecurrentPPO
     env: CommanderVecEnv
     league: _League
     meter: _GradMeter
     metrics: MetricsWriter
-    eval_exporter: DecisionExporter | None
-    stage: int
-    stage_start: int
-    updates: list[UpdateStats]
-    evaluations: list[EvalPoint]
-    best: Path | None = None
-    best_win_rate: float | None = None
+    eval_exporter: DecisionExporter | None = None
     parent: str | None = None
     dataset: checkpoints.DatasetRef | None = None
     progress: Progress | None = None
+    # progress so far
+    stage: int = 0
+    stage_start: int = 0
+    updates: list[UpdateStats] = field(default_factory=list)
+    evaluations: list[EvalPoint] = field(default_factory=list)
+    best: Path | None = None
+    best_win_rate: float | None = None
+
+
+class _RunCallback(BaseCallback):
+    """sb3's hooks into one run: records every update, evaluates on schedule, reports progress."""
+
+    def __init__(self, run: _Run) -> None:
+        super().__init__()
+        self.run = run
+        self.next_eval = run.config.eval_every or math.inf
+
+    def _on_training_start(self) -> None:
+        _evaluate(self.run)
+
+    def _on_step(self) -> bool:
+        run = self.run
+        if self.num_timesteps >= self.next_eval:
+            self.next_eval += run.config.eval_every
+            _evaluate(run)
+        if run.progress is not None:
+            run.progress(self.num_timesteps, run.config.total_steps)
+        return True
+
+    def _on_rollout_start(self) -> None:
+        _log_update(self.run)
+
+    def _on_training_end(self) -> None:
+        _log_update(self.run)
 
 
 def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) -> PPOResult:
@@ -290,9 +320,6 @@ def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) ->
         TrainError: the warm-start checkpoint is missing or does not fit.
         ConfigError: an invalid combination of options.
     """
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.logger import Logger
-
     torch.set_num_threads(config.torch_threads)
     run_id = config.run_id or checkpoints.new_run_id()
     out.mkdir(parents=True, exist_ok=True)
@@ -315,10 +342,9 @@ def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) ->
     start = time.perf_counter()
     stem = checkpoints.checkpoint_stem(config.kind, run_id, "metrics")
     with MetricsWriter(out, stem, "ppo", run_id, tensorboard=config.tensorboard) as metrics:
-        run = _Run(config, run_id, out, model, env, league, meter, metrics, eval_exporter, 0, 0, [], [],
-                   parent=parent, dataset=dataset, progress=progress)
-        callback = _make_callback(BaseCallback, run)
-        model.learn(total_timesteps=config.total_steps, callback=callback, log_interval=None)
+        run = _Run(config=config, run_id=run_id, out=out, model=model, env=env, league=league, meter=meter,
+                   metrics=metrics, eval_exporter=eval_exporter, parent=parent, dataset=dataset, progress=progress)
+        model.learn(total_timesteps=config.total_steps, callback=_RunCallback(run), log_interval=None)
         seconds = time.perf_counter() - start
         if not run.evaluations or run.evaluations[-1].steps != model.num_timesteps:
             _evaluate(run, final=True)
@@ -418,34 +444,6 @@ def _install_meter(model: Any, config: PPOConfig) -> _GradMeter:
     meter = _GradMeter(list(policy.parameters()), actor, config.max_grad_norm, config.critic_warmup_updates)
     policy.optimizer.register_step_pre_hook(meter)
     return meter
-
-
-def _make_callback(base: type, run: _Run) -> Any:
-    class _Callback(base):  # type: ignore[misc, valid-type]
-        """Logs every update, evaluates on schedule."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.next_eval = run.config.eval_every or math.inf
-
-        def _on_training_start(self) -> None:
-            _evaluate(run)
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next_eval:
-                self.next_eval += run.config.eval_every
-                _evaluate(run)
-            if run.progress is not None:
-                run.progress(self.num_timesteps, run.config.total_steps)
-            return True
-
-        def _on_rollout_start(self) -> None:
-            _log_update(run)
-
-        def _on_training_end(self) -> None:
-            _log_update(run)
-
-    return _Callback()
 
 
 def _log_update(run: _Run) -> None:
