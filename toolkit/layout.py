@@ -37,7 +37,15 @@ from toolkit.errors import DataRootError
 
 HOME_ENV: Final = "DISTILL_HOME"
 DEFAULT_HOME: Final = "datasets"
-LAKE_FORMAT_VERSION: Final = 1
+# Format versions of everything Distill writes; a reader refuses a version it does not know
+# (toolkit.storage.read_versioned for the JSON files).
+LAKE_FORMAT_VERSION: Final = 1  # the catalog's tables and the lake's Parquet columns
+MANIFEST_FORMAT_VERSION: Final = 1  # builds/<name>/<fingerprint>/manifest.json
+CARD_FORMAT_VERSION: Final = 1  # a checkpoint's card.json
+STATE_FORMAT_VERSION: Final = 2  # runs/<loop>/state.json
+POOL_FORMAT_VERSION: Final = 2  # a rating pool (runs/<loop>/ratings.json)
+REPORT_FORMAT_VERSION: Final = 1  # reports/<id>.json, a gate report
+SUITE_FORMAT_VERSION: Final = 1  # an expectation suite (checks/*.json)
 CATALOG_FILE: Final = "catalog.duckdb"
 CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
 NO_GENERATION: Final = "none"

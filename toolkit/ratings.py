@@ -36,10 +36,11 @@ from typing import Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.layout import POOL_FORMAT_VERSION
 from toolkit.errors import ConfigError
 from toolkit.game import core, rules
 from toolkit.game.players import Player
-from toolkit.storage import write_text_atomic
+from toolkit.storage import read_versioned, write_text_atomic
 
 POD: Final = 4
 ELO_ANCHOR: Final = 1500.0
@@ -49,7 +50,6 @@ PRIOR_SD: Final = 3.0  # nats: weak, it only keeps an unbeaten player's rating f
 ORDINAL_Z: Final = 3.0
 SHUFFLES: Final = 8
 NOBODY: Final = -1  # the winner of a game that hit the turn limit
-POOL_VERSION: Final = 2
 
 
 class Rating(BaseModel):
@@ -94,7 +94,7 @@ class PoolFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: int = POOL_VERSION
+    format_version: int = POOL_FORMAT_VERSION
     tournaments: list[str] = Field(default_factory=list, description="Ids of the tournaments rated, in order.")
     games: list[RatedGame] = Field(default_factory=list)
 
@@ -115,10 +115,9 @@ class RatingPool:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.data = PoolFile.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else PoolFile()
-        if self.data.format_version != POOL_VERSION:
-            raise ConfigError(f"{path} is a rating pool of format {self.data.format_version}; this Distill reads "
-                              f"{POOL_VERSION}", hint="start a new loop run (ratings of older runs cannot be refitted)")
+        self.data = PoolFile() if not path.exists() else read_versioned(
+            path, PoolFile, POOL_FORMAT_VERSION, what="rating pool", error=ConfigError,
+            hint="start a new loop run (ratings of older runs cannot be refitted)")
 
     def has(self, tournament: str) -> bool:
         return tournament in self.data.tournaments

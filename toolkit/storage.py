@@ -2,7 +2,8 @@
 
 Every stage that publishes a small file (a manifest pointer, a report, a
 checkpoint card, loop state, the rating pool) writes it with
-:func:`write_text_atomic`; every content hash (an ingested file, a dataset
+:func:`write_text_atomic`, and reads a versioned one back with
+:func:`read_versioned`; every content hash (an ingested file, a dataset
 part, checkpoint weights) is :func:`file_sha256`.
 """
 
@@ -11,9 +12,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from toolkit.errors import DistillError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class LockHeldError(Exception):
@@ -30,6 +39,33 @@ def write_text_atomic(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+def read_versioned(path: Path, model: type[M], version: int, *, what: str, error: type[DistillError],
+                   hint: str) -> M:
+    """A versioned JSON file (one with a ``format_version`` field) as ``model``, the one way Distill reads them.
+
+    Every problem raises ``error`` naming the file: missing, unreadable or not
+    JSON, of another format version than ``version`` (hint: the Distill
+    version that wrote it), or not a valid ``what`` (each field named).
+    ``hint`` says how to get a good file back.
+    """
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"no {what} at {path}", hint=hint) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as problem:
+        raise error(f"{path} is unreadable: {problem}", hint=hint) from None
+    found = raw.get("format_version") if isinstance(raw, dict) else None
+    if found != version:
+        raise error(f"{path} is a {what} of format version {found!r}; this Distill reads version {version}",
+                    hint=f"use the Distill version that wrote it, or: {hint}")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as problem:
+        from toolkit.config import validation_message
+
+        raise error(f"{path} is not a valid {what}: {validation_message(problem)}", hint=hint) from None
 
 
 def file_sha256(path: Path) -> str:

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.layout import REPORT_FORMAT_VERSION
 from toolkit.checks.report_html import render_html
 from toolkit.checks.suite import Severity
 from toolkit.errors import GateFailedError
 from toolkit.storage import write_text_atomic
 
-REPORT_FORMAT_VERSION: Final = 1
 
 
 class Distribution(BaseModel):

@@ -34,7 +34,6 @@ from toolkit.schema.arrow import lake_schema
 
 Severity = Literal["blocking", "warning"]
 Target = Literal["lake", "dataset"]
-SUITE_FORMAT_VERSION: Final = 1
 SUITES_DIR: Final = Path(str(files("toolkit.checks").joinpath("suites")))  # package data: found by any install
 DEFAULT_SUITES: Final[dict[str, str]] = {"lake": "lake.json", "dataset": "dataset.json"}
 # kwargs of GX expectations that name columns (validated against the schema).
@@ -68,7 +67,7 @@ class Suite(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format_version: Literal[1]
+    format_version: Literal[1]  # toolkit.layout.SUITE_FORMAT_VERSION
     name: str
     target: Target
     description: str = ""

@@ -30,7 +30,6 @@ import pyarrow.parquet as pq
 from toolkit import __version__
 from toolkit.datasets.dataset import (
     Dataset,
-    FORMAT_VERSION,
     HOLDOUT,
     MANIFEST_FILE,
     Manifest,
@@ -45,6 +44,7 @@ from toolkit.datasets.select import InputBatch, episode_summary, register_rows, 
 from toolkit.errors import BuildError
 from toolkit.datasets.write import write_splits
 from toolkit.features import feature_spec
+from toolkit.layout import MANIFEST_FORMAT_VERSION
 from toolkit.holdout import RULE
 from toolkit.layout import Layout
 from toolkit.schema.vocab import SCHEMA_VERSION
@@ -134,7 +134,7 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
 def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
     """The identity of a build's inputs: config, batches (with content hashes), code and format versions."""
     body = {
-        "format_version": FORMAT_VERSION,
+        "format_version": MANIFEST_FORMAT_VERSION,
         "code_version": __version__,
         "features": feature_spec()["version"],
         "config": config.model_dump(mode="json"),
@@ -160,7 +160,7 @@ def _manifest(
 ) -> Manifest:
     holdout = splits[HOLDOUT]
     body = {
-        "format_version": FORMAT_VERSION,
+        "format_version": MANIFEST_FORMAT_VERSION,
         "name": config.name,
         "fingerprint": "",
         "input_key": key,

@@ -9,13 +9,12 @@ record had no mask), ``sample_weight`` how much the row counts (a game drawn
 k times by oversampling is stored once with weight k). Lineage columns point
 back at the lake row (batch and line).
 
-The manifest is versioned (:data:`FORMAT_VERSION`); a reader refuses a
+The manifest is versioned (:data:`toolkit.layout.MANIFEST_FORMAT_VERSION`); a reader refuses a
 version it does not know, naming the command that fixes it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import BuildError
 from toolkit.features import FEATURE_SIZE
-from toolkit.layout import Layout
+from toolkit.layout import Layout, MANIFEST_FORMAT_VERSION
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import N_ACTIONS
+from toolkit.storage import read_versioned
 
-FORMAT_VERSION: Final = 1
 MANIFEST_FILE: Final = "manifest.json"
 TRAIN: Final = "train"
 HOLDOUT: Final = "holdout"
@@ -153,20 +152,8 @@ def read_manifest(root: Path) -> Manifest:
     Raises:
         BuildError: when it is missing, unreadable, or of an unknown format version.
     """
-    path = root / MANIFEST_FILE
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BuildError(f"{path} is missing", hint="rebuild the dataset with `distill build`") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise BuildError(f"{path} is unreadable: {exc}", hint="rebuild the dataset with `distill build`") from None
-    version = raw.get("format_version") if isinstance(raw, dict) else None
-    if version != FORMAT_VERSION:
-        raise BuildError(
-            f"{path} has dataset format version {version!r}; this Distill reads version {FORMAT_VERSION}",
-            hint="rebuild it with `distill build`, or use the Distill version that wrote it",
-        )
-    return Manifest.model_validate(raw)
+    return read_versioned(root / MANIFEST_FILE, Manifest, MANIFEST_FORMAT_VERSION, what="dataset manifest", error=BuildError,
+                          hint="rebuild the dataset with `distill build`")
 
 
 def open_dataset(layout: Layout, name: str, fingerprint: str | None = None) -> Dataset:

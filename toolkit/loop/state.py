@@ -31,11 +31,10 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.layout import Layout
+from toolkit.layout import Layout, STATE_FORMAT_VERSION
 from toolkit.loop.config import NAME_PATTERN
-from toolkit.storage import LockHeldError, exclusive_lock, lock_holder, write_text_atomic
+from toolkit.storage import LockHeldError, exclusive_lock, lock_holder, read_versioned, write_text_atomic
 
-STATE_VERSION: Final = 2
 STOP: Final = "STOP"
 PAUSE: Final = "PAUSE"
 Status = Literal["running", "paused", "stopped", "converged", "finished", "failed"]
@@ -90,7 +89,7 @@ class LoopState(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    format_version: int = STATE_VERSION
+    format_version: int = STATE_FORMAT_VERSION
     name: str
     status: Status = "running"
     generation: int = 0
@@ -168,13 +167,8 @@ class RunFolder:
     def load(self) -> LoopState:
         if not self.exists():
             raise RunNotFoundError(f"no loop run at {self.root}", hint="start one with `distill loop run`")
-        raw = json.loads(self.state_path.read_text(encoding="utf-8"))
-        if raw.get("format_version") != STATE_VERSION:
-            raise ConfigError(
-                f"{self.state_path} has state version {raw.get('format_version')}; this Distill reads {STATE_VERSION}",
-                hint="finish it with the Distill version that started it, or start a new run with another --name",
-            )
-        return LoopState.model_validate(raw)
+        return read_versioned(self.state_path, LoopState, STATE_FORMAT_VERSION, what="loop state", error=ConfigError,
+                              hint="start a new run with another --name")
 
     def save(self, state: LoopState) -> None:
         state.updated_at = now()

@@ -17,24 +17,22 @@ points at complete weights, and the card carries their sha256.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import secrets
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from safetensors.torch import load_file, save_file
 
+from toolkit.layout import CARD_FORMAT_VERSION
 from toolkit import __version__
-from toolkit.config import validation_message
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.schema.vocab import N_ACTIONS
-from toolkit.storage import file_sha256, write_text_atomic
+from toolkit.storage import file_sha256, read_versioned, write_text_atomic
 
-CARD_FORMAT_VERSION: Final = 1
 Kind = Literal["bc", "ppo", "ppo-recurrent"]
 KINDS: Final = ("bc", "ppo", "ppo-recurrent")
 WEIGHTS_SUFFIX: Final = ".safetensors"
@@ -146,20 +144,8 @@ def read_card(path: Path) -> Card:
         TrainError: missing, unreadable, of an unknown format, or for other features than this code's.
     """
     card_file = card_path(path)
-    try:
-        raw = json.loads(card_file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TrainError(f"no checkpoint card at {card_file}", hint="pass the .json or .safetensors of a checkpoint") from None
-    except (OSError, json.JSONDecodeError) as error:
-        raise TrainError(f"{card_file} is unreadable: {error}", hint="re-train or restore the checkpoint") from None
-    if not isinstance(raw, dict) or raw.get("format_version") != CARD_FORMAT_VERSION:
-        raise TrainError(f"{card_file} has card format {raw.get('format_version') if isinstance(raw, dict) else None!r}; "
-                         f"this Distill reads {CARD_FORMAT_VERSION}", hint="use the Distill version that wrote it")
-    try:
-        card = Card.model_validate(raw)
-    except ValidationError as error:
-        raise TrainError(f"{card_file} is not a valid card: {validation_message(error)}",
-                         hint="re-train or restore the checkpoint") from None
+    card = read_versioned(card_file, Card, CARD_FORMAT_VERSION, what="checkpoint card", error=TrainError,
+                          hint="pass the .json or .safetensors of a checkpoint, or re-train it")
     if (card.feature_version, card.feature_size) != (FEATURE_VERSION, FEATURE_SIZE):
         raise TrainError(f"{card_file} was trained on features v{card.feature_version} ({card.feature_size} floats); "
                          f"this code encodes v{FEATURE_VERSION} ({FEATURE_SIZE})",
