@@ -55,7 +55,7 @@ def lake_home(decisions: int) -> Path:
 
 def make_lake(home: Path, decisions: int) -> int:
     """Simulate and ingest parts until the lake holds ``decisions`` decisions; returns how many it holds."""
-    from toolkit.catalog.ingest import ingest_paths
+    from toolkit.ingest.ingest import ingest_paths
     from toolkit.catalog.store import Catalog
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.layout import Layout

@@ -306,7 +306,7 @@ def check_sample(path: Path, every: int = 997, first: int = 2000) -> int:
 
 
 def _child_ingest(path: Path, home: Path) -> None:
-    from toolkit.catalog.ingest import ingest_paths
+    from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
 
     shutil.rmtree(home, ignore_errors=True)
@@ -322,7 +322,7 @@ def _child_naive(path: Path, home: Path, batch_rows: int = 16_384) -> None:
     import pyarrow.parquet as pq
     from pydantic import ValidationError
 
-    from toolkit.catalog.publish import PARQUET_OPTIONS
+    from toolkit.ingest.staging import PARQUET_OPTIONS
     from toolkit.schema.arrow import snapshot_schema
     from toolkit.schema.models import DecisionSnapshot
 

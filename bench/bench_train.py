@@ -70,7 +70,7 @@ def vec_env_figures() -> dict[str, float]:
 def bc_figures(tmp: Path) -> dict[str, float]:
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.catalog.ingest import ingest_paths
+    from toolkit.ingest.ingest import ingest_paths
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.layout import Layout
     from toolkit.train.bc import BCConfig, read_split, train_bc

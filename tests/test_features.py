@@ -43,7 +43,7 @@ def _slot(vector: np.ndarray, k: int) -> np.ndarray:
 
 def test_names_cover_every_position_and_the_spec_is_versioned() -> None:
     assert len(feature_names()) == FEATURE_SIZE == len(set(feature_names()))
-    assert feature_spec()["version"] == FEATURE_VERSION and feature_spec()["size"] == FEATURE_SIZE
+    assert feature_spec().version == FEATURE_VERSION and feature_spec().size == FEATURE_SIZE
 
 
 @pytest.mark.parametrize("pod_size", [2, 3, 4, 6, 8])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
 from toolkit.game.simulate import SimulateConfig, simulate

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict
 
 from toolkit.dialects.labels import load_card_roles
 from toolkit.schema import columns as col
@@ -205,26 +206,52 @@ def feature_names() -> list[str]:
     return [*names, "mask_known"]
 
 
-@cache
-def feature_spec() -> dict[str, Any]:
+class FeatureNormalisation(BaseModel):
+    """How each feature group is scaled, in words (the manifest is read by people too)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seat_fields: dict[str, str]
+    hand: str
+    turn: str
+    pod_size: str
+
+
+class FeatureSpec(BaseModel):
     """The versioned feature spec a dataset manifest carries: names, order and normalisation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int
+    size: int
+    dtype: str
+    names: list[str]
+    max_seats: int
+    slot_order: str
+    normalisation: FeatureNormalisation
+    nulls: str
+
+
+@cache
+def feature_spec() -> FeatureSpec:
+    """This code's feature spec (the one every new build records)."""
     scales = dict(zip(SEAT_FIELDS, SEAT_SCALE.tolist(), strict=True))
-    return {
-        "version": FEATURE_VERSION,
-        "size": FEATURE_SIZE,
-        "dtype": "float32",
-        "names": feature_names(),
-        "max_seats": MAX_SEATS,
-        "slot_order": "slot k is the seat k places after the acting seat in turn order: (seat + k) % pod_size",
-        "normalisation": {
-            "seat_fields": {name: f"x / {scale:g}" for name, scale in scales.items()},
-            "hand": f"count by role / {HAND_SCALE:g}; roles: lands by name, removal/draw/ramp by the card-role "
+    return FeatureSpec(
+        version=FEATURE_VERSION,
+        size=FEATURE_SIZE,
+        dtype="float32",
+        names=feature_names(),
+        max_seats=MAX_SEATS,
+        slot_order="slot k is the seat k places after the acting seat in turn order: (seat + k) % pod_size",
+        normalisation=FeatureNormalisation(
+            seat_fields={name: f"x / {scale:g}" for name, scale in scales.items()},
+            hand=f"count by role / {HAND_SCALE:g}; roles: lands by name, removal/draw/ramp by the card-role "
             "table, else creature_or_other",
-            "turn": f"turn / {TURN_SCALE:g}",
-            "pod_size": f"pod_size / {MAX_SEATS}",
-        },
-        "nulls": "unknown counts are 0; no hand names: hand roles 0; no legal_actions: mask 0, mask_known 0",
-    }
+            turn=f"turn / {TURN_SCALE:g}",
+            pod_size=f"pod_size / {MAX_SEATS}",
+        ),
+        nulls="unknown counts are 0; no hand names: hand roles 0; no legal_actions: mask 0, mask_known 0",
+    )
 
 
 def _ints(values: pa.Array | pa.ChunkedArray) -> np.ndarray:

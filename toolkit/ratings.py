@@ -249,7 +249,22 @@ def play_tournament(
     return [r for r in results if r is not None]
 
 
-def standings(pool: RatingPool) -> list[dict[str, float | int | str]]:
-    """The pool as rows for reports: name, elo, elo_se, mu, sigma, ordinal, games, wins."""
-    return [{"name": r.name, "elo": r.elo, "elo_se": r.elo_se, "mu": round(r.mu, 3), "sigma": round(r.sigma, 3),
-             "ordinal": round(r.ordinal, 3), "games": r.games, "wins": r.wins} for r in pool.table()]
+class Standing(BaseModel):
+    """One player's rating in a pool, as reports and the loop's records carry it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    elo: float
+    elo_se: float
+    mu: float
+    sigma: float
+    ordinal: float
+    games: int
+    wins: int
+
+
+def standings(pool: RatingPool) -> list[Standing]:
+    """The pool's players, best first: name, elo, elo_se, mu, sigma, ordinal, games, wins."""
+    return [Standing(name=r.name, elo=r.elo, elo_se=r.elo_se, mu=round(r.mu, 3), sigma=round(r.sigma, 3),
+                     ordinal=round(r.ordinal, 3), games=r.games, wins=r.wins) for r in pool.table()]

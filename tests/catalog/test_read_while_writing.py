@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.cli.main import app
 from toolkit.layout import Layout
 

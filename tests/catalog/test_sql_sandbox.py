@@ -10,7 +10,7 @@ import pytest
 
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.catalog.query import run_query
 from toolkit.errors import QueryError
 from toolkit.layout import Layout

@@ -16,9 +16,10 @@ import pytest
 from tests.factories import make_snapshot
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
-from toolkit.catalog.ingest import IngestConfig, ingest_paths
+from toolkit.ingest.config import IngestConfig
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.game.simulate import SimulateConfig, simulate
-from toolkit.ingest.validate import ReadOptions
+from toolkit.ingest.config import ReadOptions
 from toolkit.layout import Layout
 from toolkit.schema.vocab import ACTION_INDEX, MACRO_ACTIONS
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tests.factories import make_snapshot
-from toolkit.catalog.ingest import IngestConfig, ingest_paths
+from toolkit.ingest.config import IngestConfig
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
 

@@ -63,7 +63,7 @@ def test_a_default_build_splits_reference_games_by_the_rule_and_keeps_every_row(
     assert _games_of(ds, TRAIN, "ppo") == {f"p-{i}" for i in range(50)}  # only reference sources are split
     assert ds.manifest.splits[TRAIN].rows + ds.manifest.splits[HOLDOUT].rows == 250 * 12
     assert {r[SAMPLE_WEIGHT] for r in _rows(ds, TRAIN)} == {1.0}
-    assert ds.manifest.holdout["games"] == len(holdout) and ds.manifest.features == feature_spec()
+    assert ds.manifest.holdout.games == len(holdout) and ds.manifest.features == feature_spec()
 
 
 def test_dataset_rows_carry_the_encoded_features_label_and_mask_of_their_lake_row(layout: Layout, lake) -> None:
@@ -109,11 +109,11 @@ def test_share_mode_meets_the_target_shares_and_reports_them(layout: Layout, lak
     lake("a.jsonl", *_games("f", 200), *_games("p", 400, "ppo"))
     ds = build_dataset(layout, BuildConfig(weight_mode="share", weights={"forge": 0.6, "ppo": 0.4})).dataset
     shares = ds.manifest.shares
-    assert shares["forge"]["target"] == 0.6 and shares["ppo"]["target"] == 0.4
-    assert abs(shares["ppo"]["achieved"] - 0.4) < 0.05
+    assert shares["forge"].target == 0.6 and shares["ppo"].target == 0.4
+    assert abs(shares["ppo"].achieved - 0.4) < 0.05
     weighted = ds.manifest.splits[TRAIN].weighted_rows_by_source
-    assert weighted["ppo"] / sum(weighted.values()) == pytest.approx(shares["ppo"]["achieved"], abs=1e-5)
-    assert ds.manifest.filters["forge"][-1]["rows"] == ds.manifest.filters["forge"][1]["rows"]  # forge is not cut
+    assert weighted["ppo"] / sum(weighted.values()) == pytest.approx(shares["ppo"].achieved, abs=1e-5)
+    assert ds.manifest.filters["forge"][-1].rows == ds.manifest.filters["forge"][1].rows  # forge is not cut
 
 
 def test_filters_keep_or_drop_whole_episodes(layout: Layout, lake) -> None:
@@ -123,7 +123,7 @@ def test_filters_keep_or_drop_whole_episodes(layout: Layout, lake) -> None:
     ds = build_dataset(layout, config).dataset
     episodes = Counter((r[col.SOURCE], r[col.GAME_ID], r[col.SEAT]) for r in _rows(ds, TRAIN))
     assert episodes == {("ppo", "p-good", 0): 3, ("ppo", "p-good", 2): 3, ("ppo", "p-good", 3): 3, ("forge", "f-0", 2): 3}
-    steps = [s["step"] for s in ds.manifest.filters["forge"]]
+    steps = [s.step for s in ds.manifest.filters["forge"]]
     assert steps == ["selected", "after_holdout", "min_episode_length", "wins_only", "sampled"]
 
 
@@ -169,7 +169,7 @@ def test_the_holdout_never_moves_when_data_is_added_reweighted_or_filtered(layou
     assert old_holdout <= _games_of(second, HOLDOUT)
     assert not old_holdout & _games_of(second, TRAIN) and not old_train & _games_of(second, HOLDOUT)
     third = build_dataset(layout, BuildConfig(name="other", min_episode_length=3, seed=9)).dataset
-    assert third.manifest.holdout["content"] == second.manifest.holdout["content"]  # same data: same holdout bytes
+    assert third.manifest.holdout.content == second.manifest.holdout.content  # same data: same holdout bytes
 
 
 def test_same_inputs_and_config_give_the_same_fingerprint_and_bytes(tmp_path: Path, lake, layout: Layout) -> None:
@@ -177,7 +177,8 @@ def test_same_inputs_and_config_give_the_same_fingerprint_and_bytes(tmp_path: Pa
     config = BuildConfig(weights={"ppo": 0.5}, rows_per_file=1000)
     first = build_dataset(layout, config).dataset
     other = Layout.at(tmp_path / "elsewhere")
-    from toolkit.catalog.ingest import IngestConfig, ingest_paths
+    from toolkit.ingest.config import IngestConfig
+    from toolkit.ingest.ingest import ingest_paths
 
     ingest_paths([path], other, IngestConfig())
     second = build_dataset(other, config).dataset

@@ -26,7 +26,7 @@ def test_polars_reads_a_split_folder(built: Dataset, split: str) -> None:
     frame = pl.read_parquet(built.root / split / "*.parquet").sort("game_id", "seat", "decision_index")
     assert frame.height == built.manifest.splits[split].rows > 0
     assert frame.equals(expected(built, split))
-    assert frame.schema["features"] == pl.Array(pl.Float32, len(built.manifest.features["names"]))
+    assert frame.schema["features"] == pl.Array(pl.Float32, len(built.manifest.features.names))
 
 
 @pytest.mark.parametrize("split", ["train", "holdout"])

@@ -70,10 +70,10 @@ def test_the_metadata_carries_the_fingerprint_contract_version_and_holdout_rule(
     distill = meta["distill"]
     assert distill["fingerprint"] == manifest.fingerprint == result.fingerprint
     assert distill["contract_version"] == manifest.contract_version == SCHEMA_VERSION
-    assert distill["holdout"]["rule"] == manifest.holdout["rule"]
-    assert distill["holdout"]["salt"] == manifest.holdout["salt"]
-    assert distill["holdout"]["content"] == manifest.holdout["content"]
-    assert distill["features"] == manifest.features["names"]
+    assert distill["holdout"]["rule"] == manifest.holdout.rule
+    assert distill["holdout"]["salt"] == manifest.holdout.salt
+    assert distill["holdout"]["content"] == manifest.holdout.content
+    assert distill["features"] == manifest.features.names
     assert meta["dataset_id"] == "distill/loop-tiny-train-v0"
 
 
@@ -81,7 +81,7 @@ def test_the_dataset_recovers_the_game_as_a_gymnasium_env(loop_home, tmp_path, m
     result = export_minari(loop_home, MinariExportConfig(name="loop-tiny", out=tmp_path))
     env = load(tmp_path, result.dataset_id, monkeypatch).recover_environment()
     observation, _ = env.reset(seed=3)
-    assert observation.shape == (len(open_dataset(loop_home, "loop-tiny").manifest.features["names"]),)
+    assert observation.shape == (len(open_dataset(loop_home, "loop-tiny").manifest.features.names),)
     assert env.unwrapped.action_masks().any()
 
 

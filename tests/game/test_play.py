@@ -163,7 +163,7 @@ def test_simulate_command_writes_logs_that_validate(tmp_path: Path) -> None:
     assert summary["games"] == 16 and sum(summary["wins_per_seat"]) + summary["truncations"] == 16
     assert set(summary["win_rate_per_player_type"]) == {"heuristic", "random"}
     assert [Path(f).name for f in summary["files"]] == ["sim-3-part-0000.jsonl.zst"]
-    pytest.importorskip("toolkit.ingest.files")
+    pytest.importorskip("toolkit.ingest.dry_run")
     checked = runner.invoke(app, ["validate", str(out), "--json"])
     assert checked.exit_code == 0, checked.output
 

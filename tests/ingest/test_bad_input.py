@@ -11,7 +11,7 @@ import zstandard
 from tests.factories import make_snapshot
 from tests.conftest import encode
 from toolkit.errors import UsageError
-from toolkit.ingest.files import validate_paths
+from toolkit.ingest.dry_run import validate_paths
 
 
 def good(i: int, **overrides: object) -> dict:
@@ -37,7 +37,7 @@ def test_invalid_json_names_its_line(write_log) -> None:
 def test_a_truncated_last_line_without_newline_is_reported_as_truncated(write_log) -> None:
     path = write_log("cut.jsonl", [good(0), encode(good(1))[:150]], final_newline=False)
     [problem] = validate_paths([path]).problems
-    assert problem.line == 2 and "truncated" in problem.message
+    assert problem.line == 2 and "truncated" in problem.reason
 
 
 def test_a_complete_last_line_without_newline_is_accepted(write_log) -> None:
@@ -66,14 +66,14 @@ def test_crlf_line_ends_are_accepted(write_log) -> None:
 def test_invalid_utf8_is_rejected_with_its_byte_offset(write_log) -> None:
     line = encode(good(1)).replace(b'"Elves"', b'"Elv\xff\xfes"')
     [problem] = validate_paths([write_log("utf.jsonl", [good(0), line])]).problems
-    assert (problem.line, problem.code) == (2, "invalid_utf8") and "byte" in problem.message
+    assert (problem.line, problem.code) == (2, "invalid_utf8") and "byte" in problem.reason
 
 
 @pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"-Infinity"])
 def test_nan_and_infinity_are_rejected(write_log, token: bytes) -> None:
     line = encode(good(0)).replace(b'"reward":0.0', b'"reward":' + token)
     [problem] = validate_paths([write_log("nan.jsonl", [line])]).problems
-    assert problem.code == "invalid_json" and "NaN" in problem.message
+    assert problem.code == "invalid_json" and "NaN" in problem.reason
 
 
 def test_numbers_out_of_range_name_the_nested_field(write_log) -> None:
@@ -112,14 +112,14 @@ def test_an_acting_seat_outside_the_pod_is_rejected(write_log) -> None:
 def test_duplicates_within_a_file_point_at_the_first(write_log) -> None:
     path = write_log("dup.jsonl", [good(0), good(1), good(0)])
     [problem] = validate_paths([path]).problems
-    assert (problem.line, problem.code) == (3, "duplicate") and f"{path}:1" in problem.message
+    assert (problem.line, problem.code) == (3, "duplicate") and f"{path}:1" in problem.reason
 
 
 def test_duplicates_across_files_point_at_the_first_file(write_log) -> None:
     first = write_log("a.jsonl", [good(0), good(1)])
     second = write_log("b.jsonl", [good(2), good(1)])
     [problem] = validate_paths([first, second]).problems
-    assert (problem.file, problem.line) == (str(second), 2) and f"{first}:2" in problem.message
+    assert (problem.file, problem.line) == (str(second), 2) and f"{first}:2" in problem.reason
 
 
 def test_a_ten_megabyte_line_is_rejected_without_harm_to_its_neighbours(write_log) -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.conftest import DIALECT_CASES, encode
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.ingest.nesting import MAX_NESTING, nesting_depth
 from toolkit.layout import Layout
 
@@ -48,7 +48,7 @@ def test_the_crash_corpus_never_kills_the_process_and_every_line_is_accounted_fo
     for k, (name, line) in enumerate(corpus.items()):
         (folder / f"{name}.jsonl").write_bytes(good(4 * k) + b"\n" + line + b"\n" + good(4 * k + 1) + b"\n")
     code = ("import sys; from pathlib import Path; from toolkit.layout import Layout; "
-            "from toolkit.catalog.ingest import ingest_paths; "
+            "from toolkit.ingest.ingest import ingest_paths; "
             "r = ingest_paths([Path(sys.argv[1])], Layout.at(sys.argv[2])); print(r.rows_valid, r.rows_rejected)")
     run = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "home")], cwd=REPO,
                          capture_output=True, text=True, timeout=600)

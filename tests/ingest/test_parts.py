@@ -8,12 +8,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tests.catalog.test_ingest import good, query
-from toolkit.catalog import ingest as ingest_module
-from toolkit.catalog.ingest import IngestConfig, ingest_paths
+from tests.ingest.test_ingest import good, query
+from toolkit.ingest import ingest as ingest_module
+from toolkit.ingest.config import IngestConfig
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.ingest.fastpath import read_schema
 from toolkit.ingest.rowpath import Problem
-from toolkit.ingest.validate import PackedPart, Part, ReadOptions, Reject, group_by_partition, partition_runs
+from toolkit.ingest.config import ReadOptions
+from toolkit.ingest.parts import PackedPart, Part, Reject, group_by_partition, partition_runs
 from toolkit.layout import Layout
 
 

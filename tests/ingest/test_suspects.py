@@ -10,7 +10,9 @@ from tests.conftest import encode
 from tests.factories import make_snapshot
 from toolkit.ingest import fastpath
 from toolkit.ingest.suspects import Suspects, find_suspects
-from toolkit.ingest.validate import FileReport, ReadOptions, validate_file
+from toolkit.ingest.config import ReadOptions
+from toolkit.ingest.parts import FileReport
+from toolkit.ingest.validate import validate_file
 
 
 def _line(i: int, fault: str | None = None) -> bytes:
@@ -41,7 +43,7 @@ def test_faults_are_learned_and_later_chunks_parse_in_one_go(tmp_path: Path, mon
         return result
 
     monkeypatch.setattr(fastpath, "_parse_block", counting)
-    report = FileReport(str(path))
+    report = FileReport(path=str(path))
     parts = list(validate_file(path, ReadOptions(chunk_bytes=1 << 16, workers=1), report))
     rejected = {r.line for part in parts for r in part.rejects}
     assert rejected == bad and report.valid == 4000 - len(bad)

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import encode
 from tests.factories import make_snapshot
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.cli.main import app
-from toolkit.ingest.files import validate_paths
+from toolkit.ingest.dry_run import validate_paths
 from toolkit.ingest.reader import read_chunks
 from toolkit.layout import Layout
 

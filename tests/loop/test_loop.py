@@ -111,7 +111,7 @@ def test_a_failing_teacher_gate_rejects_the_batch_keeps_it_and_builds_without_it
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
 
-    inputs = {i["batch_id"] for i in build_dataset(layout, BuildConfig(name="after")).manifest.inputs}
+    inputs = {i.batch_id for i in build_dataset(layout, BuildConfig(name="after")).manifest.inputs}
     assert not inputs & set(batches)
 
 

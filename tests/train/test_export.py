@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.game.env import CommanderEnv, EpisodeRecord
 from toolkit.game.players import make_player
 from toolkit.layout import Layout

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.train import checkpoints
 from toolkit.train.agents import load_agent

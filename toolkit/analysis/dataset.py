@@ -34,8 +34,8 @@ def composition(dataset: Dataset) -> pl.DataFrame:
     shares = dataset.manifest.shares
     return pl.DataFrame({
         "source": sources,
-        "target_share": [shares.get(s, {}).get("target") for s in sources],
-        "achieved_share": [shares.get(s, {}).get("achieved") for s in sources],
+        "target_share": [shares[s].target if s in shares else None for s in sources],
+        "achieved_share": [shares[s].achieved if s in shares else None for s in sources],
         "rows": [train.rows_by_source.get(s, 0) for s in sources],
         "games": [train.games_by_source.get(s, 0) for s in sources],
         "weighted_rows": [train.weighted_rows_by_source.get(s, 0.0) for s in sources],
@@ -49,10 +49,10 @@ def filters(dataset: Dataset) -> pl.DataFrame:
     for source, steps in dataset.manifest.filters.items():
         before = None
         for step in steps:
-            removed = None if before is None else before - step["rows"]
-            rows.append({"source": source, "step": step["step"], "rows": step["rows"], "games": step["games"],
+            removed = None if before is None else before - step.rows
+            rows.append({"source": source, "step": step.step, "rows": step.rows, "games": step.games,
                          "rows_removed": removed})
-            before = step["rows"]
+            before = step.rows
     return pl.DataFrame(rows, schema={"source": pl.String, "step": pl.String, "rows": pl.Int64, "games": pl.Int64,
                                       "rows_removed": pl.Int64})
 
@@ -79,8 +79,8 @@ def holdout_history(layout: Layout, name: str) -> pl.DataFrame:
         games = set(dataset.read(HOLDOUT, [col.GAME_ID]).column(col.GAME_ID).to_pylist())
         holdout = dataset.manifest.holdout
         rows.append({"fingerprint": dataset.fingerprint[:12], "holdout_games": len(games),
-                     "holdout_rows": holdout.get("rows"), "sources": ",".join(holdout.get("sources", [])),
-                     "content": str(holdout.get("content", ""))[:12],
+                     "holdout_rows": holdout.rows, "sources": ",".join(holdout.sources),
+                     "content": holdout.content[:12],
                      "kept_earlier": None if previous is None else previous <= games,
                      "train_rows": dataset.manifest.splits[TRAIN].rows})
         previous = games
@@ -104,7 +104,7 @@ def actions(dataset: Dataset) -> pl.DataFrame:
 
 def feature_stats(dataset: Dataset, max_rows: int = 200_000) -> pl.DataFrame:
     """Per feature, its mean and standard deviation in train and in the holdout (the first ``max_rows`` rows)."""
-    names = dataset.manifest.features.get("names") or []
+    names = dataset.manifest.features.names
     stats = {}
     for split in SPLITS:
         table = dataset.read(split, [FEATURES]).slice(0, max_rows)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import polars as pl
@@ -20,7 +19,7 @@ def _open(layout: Layout) -> Catalog:
 
 
 def _frame(catalog: Catalog, sql: str, params: list | None = None) -> pl.DataFrame:
-    return pl.from_arrow(catalog.con.sql(sql, params=params).to_arrow_table())  # type: ignore[return-value]
+    return pl.from_arrow(catalog.read(sql, params))  # type: ignore[return-value]
 
 
 def rows_by_source(layout: Layout) -> pl.DataFrame:
@@ -45,8 +44,8 @@ def dialects(layout: Layout) -> pl.DataFrame:
     """Rows read per dialect, over every ingested file (as each file's report counted them)."""
     with _open(layout) as catalog:
         counts: Counter[str] = Counter()
-        for (text,) in catalog.con.execute("SELECT dialects FROM files").fetchall():
-            counts.update(json.loads(text))
+        for file in catalog.files():
+            counts.update(file.dialects)
     return pl.DataFrame({"dialect": list(counts), "rows": list(counts.values())},
                         schema={"dialect": pl.String, "rows": pl.Int64}).sort("rows", descending=True)
 

@@ -78,9 +78,7 @@ def composition(records: list[GenerationRecord]) -> pl.DataFrame:
 
 def ratings(records: list[GenerationRecord]) -> pl.DataFrame:
     """The rating table as it stood after each generation: one row per (generation, player)."""
-    rows = [{"generation": r.generation, **{k: s[k] for k in ("name", "elo", "elo_se", "mu", "sigma", "ordinal",
-                                                              "games", "wins")}}
-            for r in records for s in (r.ratings or [])]
+    rows = [{"generation": r.generation, **s.model_dump()} for r in records for s in (r.ratings or [])]
     return pl.DataFrame(rows, schema={"generation": pl.Int64, "name": pl.String, "elo": pl.Float64,
                                       "elo_se": pl.Float64, "mu": pl.Float64, "sigma": pl.Float64,
                                       "ordinal": pl.Float64, "games": pl.Int64, "wins": pl.Int64})
@@ -102,9 +100,10 @@ def rejected_batches(layout: Layout, name: str) -> pl.DataFrame:
     schema = {"batch_id": pl.String, "generations": pl.List(pl.Int32), "rows": pl.Int64, "reason": pl.String}
     if not batches or not layout.catalog.exists():
         return pl.DataFrame(schema=schema)
+    wanted = set(batches)
     with Catalog.open(layout, read_only=True) as catalog:
-        table = catalog.con.sql(
-            "SELECT batch_id, generations, rows_valid AS rows, status_reason AS reason FROM batches "
-            "WHERE status = 'rejected' AND list_contains(?, batch_id) ORDER BY created_at", params=[batches]
-        ).to_arrow_table()
-    return pl.from_arrow(table) if table.num_rows else pl.DataFrame(schema=schema)  # type: ignore[return-value]
+        rejected = [b for b in catalog.batches() if b.status == "rejected" and b.batch_id in wanted]
+    rejected.sort(key=lambda b: b.created_at)
+    return pl.DataFrame({"batch_id": [b.batch_id for b in rejected], "generations": [b.generations for b in rejected],
+                         "rows": [b.rows_valid for b in rejected], "reason": [b.status_reason for b in rejected]},
+                        schema=schema)

@@ -48,8 +48,8 @@ def dataset_sections(layout: Layout, name: str) -> list[Section]:
         Section("Filters: rows and games left after each step", ds_analysis.filters(dataset)),
         Section("Sample weights", ds_analysis.sample_weights(dataset)),
         Section("The fixed holdout, build after build", ds_analysis.holdout_history(layout, name),
-                note=f"{holdout.get('games')} games of {', '.join(holdout.get('sources', []))}, chosen by "
-                     f"{holdout.get('rule')} (salt {holdout.get('salt')}, fraction {holdout.get('fraction')}); "
+                note=f"{holdout.games} games of {', '.join(holdout.sources)}, chosen by "
+                     f"{holdout.rule} (salt {holdout.salt}, fraction {holdout.fraction}); "
                      "kept_earlier: every game held out before is still held out."),
         Section("Actions per source and split", ds_analysis.actions(dataset), charts.actions(ds_analysis.actions(dataset))),
         Section("Features: train against holdout (largest gaps first)", features.head(25),

@@ -5,7 +5,7 @@ The catalog is one DuckDB file under the data root. It owns three tables
 users query: ``decisions`` and ``rejects`` (the lake and the quarantine,
 restricted to committed batches), ``games`` (one row per game).
 
-Publishing protocol (see ``toolkit.catalog.publish``): a batch is written
+Publishing protocol (see ``toolkit.ingest.staging``): a batch is written
 under ``staging/<batch>/``, then recorded in ``batches`` in one transaction,
 then moved into ``lake/`` and ``quarantine/``. A batch is visible only once
 recorded (the views semi-join ``batches``), so a crash never shows half a
@@ -26,6 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from toolkit.catalog import snapshot
+from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.errors import CatalogError
 from toolkit.layout import LAKE_FORMAT_VERSION, Layout, sql_literal
 from toolkit.schema import columns as col
@@ -235,12 +236,12 @@ class Catalog:
         row = rows[0] if rows else None
         return (row[0], row[1]) if row else None
 
-    def record_batch(self, batch: dict[str, Any], file: dict[str, Any]) -> None:
+    def record_batch(self, batch: BatchRecord, file: FileRecord) -> None:
         """Record a staged batch and its file in one transaction: the commit point."""
         self.con.execute("BEGIN TRANSACTION")
         try:
-            _insert(self.con, "batches", batch)
-            _insert(self.con, "files", file)
+            _insert(self.con, "batches", batch.model_dump())
+            _insert(self.con, "files", file.row())
             self.con.execute("COMMIT")
             self.publish_snapshot()
         except Exception as error:
@@ -250,6 +251,35 @@ class Catalog:
                 raise CatalogError(f"cannot write the catalog {self.layout.catalog}: {str(error).splitlines()[0]}",
                                    hint="the data root must be writable: check its permissions and free space") from error
             raise
+
+    def publish_recorded(self, staged: Path) -> None:
+        """Move a batch staged at ``staged`` and recorded (:meth:`record_batch`) into the lake and the
+        quarantine, and show it in this connection's views. A crash mid-way is finished by :meth:`recover`."""
+        move_tree(staged, self.layout.home)
+        shutil.rmtree(staged, ignore_errors=True)
+        self.refresh_views()
+
+    def read(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        """The result of one query of the views (``decisions``, ``rejects``, ``games``, ...) as Arrow."""
+        return self.con.sql(sql, params=params).to_arrow_table()
+
+    def batches(self, *, newest_first: bool = False, limit: int | None = None) -> list[BatchRecord]:
+        """The recorded batches, by id (or newest first), every status included."""
+        order = "created_at DESC, batch_id" if newest_first else "batch_id"
+        sql = f"SELECT * FROM batches ORDER BY {order}" + (" LIMIT ?" if limit is not None else "")
+        rows = self.read(sql, [limit] if limit is not None else None).to_pylist()
+        return [BatchRecord.model_validate(row) for row in rows]
+
+    def files(self) -> list[FileRecord]:
+        """The ingested files, in the order they were ingested."""
+        return [FileRecord.from_row(row) for row in self.read("SELECT * FROM files ORDER BY ingested_at, path").to_pylist()]
+
+    def has_file(self, path: Path, size_bytes: int) -> bool:
+        """Whether a file was ingested before from ``path`` with this size (most likely a re-run)."""
+        found = self.con.execute(
+            "SELECT count(*) FROM files WHERE path = ? AND size_bytes = ?", [str(path), size_bytes]
+        ).fetchone()
+        return bool(found and found[0])
 
     def set_batch_status(self, batch_id: str, status: str, reason: str | None = None) -> None:
         """Mark a batch accepted or rejected (kept either way); used by gates and the loop."""

@@ -292,7 +292,7 @@ def _train_weights(ctx: CheckContext) -> dict[str, tuple[int, float]]:
 
 
 def _targets(ctx: CheckContext) -> dict[str, float]:
-    return {s: float(v["target"]) for s, v in _dataset(ctx).manifest.shares.items() if v.get("target") is not None}
+    return {s: v.target for s, v in _dataset(ctx).manifest.shares.items() if v.target is not None}
 
 
 @native("source_shares_within_tolerance", ("dataset",))
@@ -312,7 +312,7 @@ def _nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     """Every source given a positive share (share mode) or a positive weight (ratio mode) has train rows."""
     weights = _train_weights(ctx)
     config = _dataset(ctx).manifest.config
-    ratio_weights = config.get("weights", {}) if config.get("weight_mode", "ratio") == "ratio" else {}
+    ratio_weights = config.weights if config.weight_mode == "ratio" else {}
     wanted = sorted({s for s, t in _targets(ctx).items() if t > 0} | {s for s, w in ratio_weights.items() if w > 0})
     empty = [s for s in wanted if weights.get(s, (0, 0.0))[0] == 0]
     observed = {s: weights.get(s, (0, 0.0))[0] for s in wanted}
@@ -357,7 +357,7 @@ def _counts(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
 @native("features_sized_and_finite", ("dataset",), engine="arrow")
 def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     """Feature vectors have the manifest's declared length and only finite values (streamed, never all in memory)."""
-    declared = int(_dataset(ctx).manifest.features["size"])
+    declared = _dataset(ctx).manifest.features.size
     bad, total, sample, wrong_size = 0, 0, [], []
     for path in ctx.files:
         parquet = pq.ParquetFile(path)

@@ -124,30 +124,30 @@ def _summary(manifest: Any) -> dict[str, Any]:
         "fingerprint": manifest.fingerprint,
         "train": {"rows": manifest.splits["train"].rows, "games": manifest.splits["train"].games},
         "holdout": {"rows": manifest.splits["holdout"].rows, "games": manifest.splits["holdout"].games},
-        "shares": manifest.shares,
+        "shares": {s: share.model_dump() for s, share in manifest.shares.items()},
         "duplicates": manifest.duplicates,
     }
 
 
 def _show(manifest: Any) -> None:
     table = Table(title="rows (games) per source after each step")
-    steps = list(dict.fromkeys(step["step"] for trail in manifest.filters.values() for step in trail))
+    steps = list(dict.fromkeys(step.step for trail in manifest.filters.values() for step in trail))
     table.add_column("source")
     for step in steps:
         table.add_column(step, justify="right")
     table.add_column("share", justify="right")
     for source, trail in manifest.filters.items():
-        by_step = {s["step"]: f"{s['rows']:,} ({s['games']:,})" for s in trail}
+        by_step = {s.step: f"{s.rows:,} ({s.games:,})" for s in trail}
         share = manifest.shares[source]
-        target = f" / {share['target']:.1%}" if share["target"] is not None else ""
-        table.add_row(source, *(by_step.get(step, "") for step in steps), f"{share['achieved']:.1%}{target}")
+        target = f" / {share.target:.1%}" if share.target is not None else ""
+        table.add_row(source, *(by_step.get(step, "") for step in steps), f"{share.achieved:.1%}{target}")
     console.print(table)
     train, holdout = manifest.splits["train"], manifest.splits["holdout"]
     console.print(
         f"train {train.rows:,} rows / {train.games:,} games (weighted {train.weighted_rows:,.0f}); "
         f"holdout {holdout.rows:,} rows / {holdout.games:,} games "
-        f"({manifest.holdout['fraction']:.0%} of {', '.join(manifest.holdout['sources'])} games, salt "
-        f"{manifest.holdout['salt']!r}); duplicates dropped {manifest.duplicates:,}"
+        f"({manifest.holdout.fraction:.0%} of {', '.join(manifest.holdout.sources)} games, salt "
+        f"{manifest.holdout.salt!r}); duplicates dropped {manifest.duplicates:,}"
     )
     labels = ", ".join(f"{k} {v:,}" for k, v in train.label_sources.items())
-    console.print(f"labels (train): {labels}; features v{manifest.features['version']} ({manifest.features['size']} floats)")
+    console.print(f"labels (train): {labels}; features v{manifest.features.version} ({manifest.features.size} floats)")

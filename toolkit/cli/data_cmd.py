@@ -40,13 +40,13 @@ def _progress(enabled: bool) -> Iterator[Any]:
 
 
 def _read_options(dialect: str | None, source: str | None) -> Any:
-    from toolkit.ingest.validate import ReadOptions
+    from toolkit.ingest.config import ReadOptions
 
     return ReadOptions(dialect=dialect, source=source)
 
 
 def _counts_table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
-    """One row per file; ``columns`` picks among the keys of ``FileReport.as_dict``/``FileIngest.as_dict``."""
+    """One row per file; ``columns`` picks among the keys of a ``FileReport``'s or a ``FileIngest``'s JSON."""
     table = Table(title=title, title_justify="left")
     table.add_column("file")
     for name in columns:
@@ -78,16 +78,16 @@ def validate(
     max_errors: Annotated[int, typer.Option("--max-errors", help="Problems shown in the terminal.")] = 30,
 ) -> None:
     """Check decision logs against the contract; exit 0 if all valid, 1 if not, 2 on usage errors."""
-    from toolkit.ingest.files import validate_paths
+    from toolkit.ingest.dry_run import validate_paths
 
     with _progress(not as_json and sys.stderr.isatty()) as progress:
         result = validate_paths(paths, _read_options(dialect, source), progress)
     if errors_out is not None:
         errors_out.write_text("".join(p.render() + "\n" for p in result.problems), encoding="utf-8")
     if as_json:
-        print_json(result.as_dict())
+        print_json(result.model_dump(mode="json"))
     else:
-        console.print(_counts_table("validate", [r.as_dict() for r in result.reports],
+        console.print(_counts_table("validate", [r.model_dump(mode="json") for r in result.reports],
                                     ["lines", "valid", "invalid", "blank", "dialects", "reasons"]))
         for problem in result.problems[:max_errors]:
             console.print(problem.render(), markup=False, soft_wrap=True)
@@ -107,15 +107,16 @@ def ingest(
     fail_on_reject: Annotated[bool, typer.Option("--fail-on-reject", help="Exit 1 if any line was rejected.")] = False,
 ) -> None:
     """Validate logs and add them to the lake: one batch per file, bad lines to quarantine."""
-    from toolkit.catalog.ingest import IngestConfig, ingest_paths
+    from toolkit.ingest.config import IngestConfig
+    from toolkit.ingest.ingest import ingest_paths
 
     config = IngestConfig(read=_read_options(dialect, source))
     with _progress(not as_json and sys.stderr.isatty()) as progress:
         result = ingest_paths(paths, layout(), config, progress)
     if as_json:
-        print_json(result.as_dict())
+        print_json(result.model_dump(mode="json"))
     else:
-        rows = [f.as_dict() for f in result.files]
+        rows = [f.model_dump(mode="json") for f in result.files]
         console.print(_counts_table(f"ingest into {layout().home}", rows,
                                     ["status", "batch_id", "valid", "invalid", "reasons"]))
         for file in result.files:

@@ -127,8 +127,8 @@ def show_history(records: list[dict[str, Any]]) -> None:
         for column in ("player", "elo", "+/-", "mu", "sigma", "ordinal", "games", "wins"):
             ratings.add_column(column, justify="left" if column == "player" else "right")
         for s in parsed[-1].ratings:
-            ratings.add_row(s["name"], f"{s['elo']:.0f}", f"{s['elo_se']:.0f}", f"{s['mu']:.2f}", f"{s['sigma']:.2f}",
-                            f"{s['ordinal']:.2f}", str(s["games"]), str(s["wins"]))
+            ratings.add_row(s.name, f"{s.elo:.0f}", f"{s.elo_se:.0f}", f"{s.mu:.2f}", f"{s.sigma:.2f}",
+                            f"{s.ordinal:.2f}", str(s.games), str(s.wins))
         console.print(ratings)
     for r in parsed:
         if r.outcome != "passed" or (r.generation > 0 and not r.student_promoted):

@@ -20,7 +20,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from pydantic import BaseModel, ConfigDict
 from pathlib import Path
 from typing import Final
 
@@ -32,6 +32,7 @@ from toolkit.datasets.dataset import (
     Dataset,
     HOLDOUT,
     MANIFEST_FILE,
+    HoldoutRecord,
     Manifest,
     SplitSummary,
     list_builds,
@@ -54,9 +55,10 @@ MEMORY_LIMIT: Final = "1GB"
 FINGERPRINT_CHARS: Final = 16
 
 
-@dataclass(frozen=True)
-class BuildInfo:
+class BuildInfo(BaseModel):
     """What a build produced: the published dataset, and whether an identical earlier build was reused."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     dataset: Dataset
     reused: bool
@@ -90,7 +92,7 @@ def build_dataset(
         reused = _find_build(layout, config.name, key)
         if reused is not None:
             _point_latest(layout, reused)
-            return BuildInfo(reused, True, time.perf_counter() - started)
+            return BuildInfo(dataset=reused, reused=True, seconds=time.perf_counter() - started)
         staging_root = layout.build_staging / config.name
         shutil.rmtree(staging_root, ignore_errors=True)  # half-written by a crash: this name's lock is ours
         staging = staging_root / uuid.uuid4().hex[:12]
@@ -108,7 +110,7 @@ def build_dataset(
         finally:
             shutil.rmtree(staging_root, ignore_errors=True)
         _point_latest(layout, published)
-    return BuildInfo(published, False, time.perf_counter() - started)
+    return BuildInfo(dataset=published, reused=False, seconds=time.perf_counter() - started)
 
 
 @contextlib.contextmanager
@@ -136,7 +138,7 @@ def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
     body = {
         "format_version": MANIFEST_FORMAT_VERSION,
         "code_version": __version__,
-        "features": feature_spec()["version"],
+        "features": feature_spec().version,
         "config": config.model_dump(mode="json"),
         "inputs": [[b.batch_id, b.file_sha256, [str(p.relative_to(p.parents[3])) for p in b.files]] for b in inputs],
     }
@@ -159,30 +161,25 @@ def _manifest(
     splits: dict[str, SplitSummary],
 ) -> Manifest:
     holdout = splits[HOLDOUT]
-    body = {
-        "format_version": MANIFEST_FORMAT_VERSION,
-        "name": config.name,
-        "fingerprint": "",
-        "input_key": key,
-        "code_version": __version__,
-        "contract_version": SCHEMA_VERSION,
-        "config": config.model_dump(mode="json"),
-        "inputs": [b.describe(input_rows[b.batch_id]) for b in inputs],
-        "filters": plan.filters,
-        "shares": plan.shares,
-        "duplicates": duplicates,
-        "holdout": {
-            **config.holdout.model_dump(mode="json"),
-            "rule": RULE,
-            "games": holdout.games,
-            "rows": holdout.rows,
-            "content": _content_hash(holdout),
-        },
-        "features": feature_spec(),
-        "splits": {name: split.model_dump(mode="json") for name, split in splits.items()},
-    }
-    body["fingerprint"] = hashlib.sha256(_dumps(body).encode()).hexdigest()[:FINGERPRINT_CHARS]
-    return Manifest.model_validate(body)
+    manifest = Manifest(
+        format_version=MANIFEST_FORMAT_VERSION,
+        name=config.name,
+        fingerprint="",
+        input_key=key,
+        code_version=__version__,
+        contract_version=SCHEMA_VERSION,
+        config=config,
+        inputs=[b.describe(input_rows[b.batch_id]) for b in inputs],
+        filters=plan.filters,
+        shares=plan.shares,
+        duplicates=duplicates,
+        holdout=HoldoutRecord(**config.holdout.model_dump(), rule=RULE, games=holdout.games, rows=holdout.rows,
+                              content=_content_hash(holdout)),
+        features=feature_spec(),
+        splits=splits,
+    )
+    fingerprint = hashlib.sha256(_dumps(manifest.model_dump(mode="json")).encode()).hexdigest()[:FINGERPRINT_CHARS]
+    return manifest.model_copy(update={"fingerprint": fingerprint})
 
 
 def _content_hash(split: SplitSummary) -> str:

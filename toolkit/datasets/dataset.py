@@ -22,10 +22,11 @@ from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
-from toolkit.features import FEATURE_SIZE
+from toolkit.features import FEATURE_SIZE, FeatureSpec
 from toolkit.layout import Layout, MANIFEST_FORMAT_VERSION
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import N_ACTIONS
@@ -90,6 +91,58 @@ class SplitSummary(BaseModel):
     files: list[PartFile]
 
 
+class InputRecord(BaseModel):
+    """One lake batch a build read: its identity, review status and the rows selected from it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    batch_id: str
+    file_sha256: str
+    status: str
+    rows: int
+
+
+class FilterStep(BaseModel):
+    """One step of a source's filter trail: what was left after it (``weighted_rows`` on the last, "sampled")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step: str
+    rows: int
+    games: int
+    weighted_rows: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_weight(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        body = handler(self)
+        if body.get("weighted_rows") is None:
+            body.pop("weighted_rows", None)
+        return body
+
+
+class Share(BaseModel):
+    """A source's share of the training set: asked for (share mode only) and achieved (of the weighted rows)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: float | None
+    achieved: float
+
+
+class HoldoutRecord(BaseModel):
+    """The fixed holdout of a build: its rule and settings, and what it holds (``content`` hashes its files)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    salt: str
+    fraction: float
+    sources: list[str]
+    rule: str
+    games: int
+    rows: int
+    content: str
+
+
 class Manifest(BaseModel):
     """Everything a build did and holds; ``fingerprint`` names its content."""
 
@@ -102,13 +155,13 @@ class Manifest(BaseModel):
     code_version: str
     contract_version: int | None = Field(
         None, description="The DecisionSnapshot contract version of the rows (absent in builds written before it was recorded).")
-    config: dict[str, Any]
-    inputs: list[dict[str, Any]] = Field(description="Input batches: id, source, generation, file sha256, rows.")
-    filters: dict[str, list[dict[str, Any]]] = Field(description="Per source: rows and games after each step.")
-    shares: dict[str, dict[str, float | None]] = Field(description="Per source: target and achieved share of train.")
+    config: BuildConfig
+    inputs: list[InputRecord] = Field(description="Input batches: id, file sha256, review status, rows selected.")
+    filters: dict[str, list[FilterStep]] = Field(description="Per source: rows and games after each step.")
+    shares: dict[str, Share] = Field(description="Per source: target and achieved share of train.")
     duplicates: int = Field(description="Decisions dropped as duplicates of (game, seat, decision index).")
-    holdout: dict[str, Any] = Field(description="The rule, salt, fraction, reference sources, games, rows.")
-    features: dict[str, Any] = Field(description="The feature spec (toolkit.features.feature_spec).")
+    holdout: HoldoutRecord = Field(description="The rule, salt, fraction, reference sources, games, rows.")
+    features: FeatureSpec = Field(description="The feature spec (toolkit.features.feature_spec).")
     splits: dict[str, SplitSummary]
 
 

@@ -21,13 +21,13 @@ _SAMPLE = 5
 def check_leakage(dataset: Dataset) -> None:
     """Raise :class:`LeakageError` naming the games at fault if ``dataset`` leaks; return otherwise."""
     holdout = dataset.manifest.holdout
-    rule = HoldoutRule(salt=holdout["salt"], fraction=holdout["fraction"])
+    rule = HoldoutRule(salt=holdout.salt, fraction=holdout.fraction)
     splits = {split: sorted((dataset.root / split).glob("*.parquet")) for split in SPLITS}
     with duckdb.connect() as con:
         for split, files in splits.items():
             relation = f"read_parquet([{', '.join(repr(str(f)) for f in files)}])" if files else _EMPTY
             con.execute(f"CREATE TEMP VIEW {split} AS SELECT {col.GAME_ID}, {col.SOURCE} FROM {relation}")
-        problems = _problems(con, rule, holdout["sources"])
+        problems = _problems(con, rule, holdout.sources)
         for split in SPLITS:
             (rows,) = con.execute(f"SELECT count(*) FROM {split}").fetchall()[0]
             expected = dataset.manifest.splits[split].rows

@@ -20,12 +20,11 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 
 from toolkit.datasets.config import BuildConfig
+from toolkit.datasets.dataset import FilterStep, Share
 from toolkit.errors import BuildError
 
 _UNIFORM_DIGITS = 15
@@ -50,8 +49,8 @@ class Plan:
 
     train: Episodes
     holdout: Episodes
-    filters: dict[str, list[dict[str, Any]]]
-    shares: dict[str, dict[str, float | None]]
+    filters: dict[str, list[FilterStep]]
+    shares: dict[str, Share]
 
 
 def uniform(seed: int, source: str, game_id: str) -> float:
@@ -171,26 +170,22 @@ def _rates(available: dict[str, float], config: BuildConfig) -> dict[str, float]
     return {s: min(1.0, size * (t / total) / available[s]) for s, t in targets.items()}
 
 
-def _count(ep: dict[str, np.ndarray], step: str, mask: np.ndarray, weighted: np.ndarray | None = None) -> dict[str, Any]:
+def _count(ep: dict[str, np.ndarray], step: str, mask: np.ndarray, weighted: np.ndarray | None = None) -> FilterStep:
     counted = ep["label_rows"] if step in ("label_source", "sampled") else ep["rows"]
-    out: dict[str, Any] = {
-        "step": step,
-        "rows": int(counted[mask].sum()),
-        "games": len(set(ep["game_id"][mask].tolist())),
-    }
-    if weighted is not None:
-        out["weighted_rows"] = float(weighted[mask].sum())
-    return out
+    return FilterStep(
+        step=step, rows=int(counted[mask].sum()), games=len(set(ep["game_id"][mask].tolist())),
+        weighted_rows=None if weighted is None else float(weighted[mask].sum()),
+    )
 
 
-def _shares(filters: dict[str, list[dict[str, Any]]], config: BuildConfig) -> dict[str, dict[str, float | None]]:
-    weighted = {s: trail[-1]["weighted_rows"] for s, trail in filters.items()}
+def _shares(filters: dict[str, list[FilterStep]], config: BuildConfig) -> dict[str, Share]:
+    weighted = {s: trail[-1].weighted_rows or 0.0 for s, trail in filters.items()}
     total = sum(weighted.values()) or 1.0
     targets: dict[str, float] = {}
     if config.weight_mode == "share":
         norm = sum(config.weights.values())
         targets = {s: w / norm for s, w in config.weights.items()}
     return {
-        s: {"target": round(targets[s], 6) if s in targets else None, "achieved": round(w / total, 6)}
+        s: Share(target=round(targets[s], 6) if s in targets else None, achieved=round(w / total, 6))
         for s, w in sorted(weighted.items())
     }

@@ -16,6 +16,8 @@ import duckdb
 import pyarrow as pa
 
 from toolkit.datasets.config import BuildConfig
+from toolkit.datasets.dataset import InputRecord
+from toolkit.catalog.records import BatchRecord
 from toolkit.catalog.store import Catalog
 from toolkit.errors import BuildError, ConfigError
 from toolkit.holdout import holdout_sql
@@ -36,8 +38,8 @@ class InputBatch:
     status: str
     files: tuple[Path, ...] = field(default=())
 
-    def describe(self, rows: int) -> dict[str, object]:
-        return {"batch_id": self.batch_id, "file_sha256": self.file_sha256, "status": self.status, "rows": rows}
+    def describe(self, rows: int) -> InputRecord:
+        return InputRecord(batch_id=self.batch_id, file_sha256=self.file_sha256, status=self.status, rows=rows)
 
 
 def select_inputs(layout: Layout, config: BuildConfig) -> list[InputBatch]:
@@ -48,18 +50,16 @@ def select_inputs(layout: Layout, config: BuildConfig) -> list[InputBatch]:
         BuildError: when nothing is selected.
     """
     with Catalog.open(layout, read_only=True) as catalog:
-        rows = catalog.con.execute(
-            "SELECT batch_id, file_sha256, status, sources, generations FROM batches ORDER BY batch_id"
-        ).fetchall()
-    usable = [r for r in rows if r[2] != REJECTED]
-    _check_known(config, usable, rows)
+        every = catalog.batches()
+    usable = [b for b in every if b.status != REJECTED]
+    _check_known(config, usable, every)
     inputs = []
-    for batch_id, sha, status, _, _ in usable:
-        if config.batches is not None and batch_id not in config.batches:
+    for batch in usable:
+        if config.batches is not None and batch.batch_id not in config.batches:
             continue
-        files = tuple(p for p in _batch_files(layout, batch_id) if _partition_selected(p, config))
+        files = tuple(p for p in _batch_files(layout, batch.batch_id) if _partition_selected(p, config))
         if files:
-            inputs.append(InputBatch(batch_id, sha, status, files))
+            inputs.append(InputBatch(batch.batch_id, batch.file_sha256, batch.status, files))
     if not inputs:
         raise BuildError(
             "the selection is empty: no lake rows match the sources, generations and batches asked for",
@@ -69,16 +69,16 @@ def select_inputs(layout: Layout, config: BuildConfig) -> list[InputBatch]:
     return inputs
 
 
-def _check_known(config: BuildConfig, usable: list[tuple], every: list[tuple]) -> None:
-    sources = sorted({s for r in usable for s in r[3]})
-    generations = sorted({g for r in usable for g in r[4] if g is not None})
+def _check_known(config: BuildConfig, usable: list[BatchRecord], every: list[BatchRecord]) -> None:
+    sources = sorted({s for b in usable for s in b.sources})
+    generations = sorted({g for b in usable for g in b.generations if g is not None})
     for wanted in config.sources or []:
         if wanted not in sources:
             raise ConfigError(f"sources: unknown source {wanted!r}", hint=f"the lake holds {', '.join(sources) or 'nothing'}")
     for wanted in config.generations or []:
         if wanted not in generations:
             raise ConfigError(f"generations: no generation {wanted} in the lake", hint=f"the lake holds {generations}")
-    known = {r[0]: r[2] for r in every}
+    known = {b.batch_id: b.status for b in every}
     for wanted in config.batches or []:
         if wanted not in known:
             raise ConfigError(f"batches: no batch {wanted!r} in the catalog", hint="list them: distill sql \"SELECT * FROM batches\"")

@@ -126,7 +126,7 @@ def export_minari(layout: Layout, config: MinariExportConfig) -> MinariExportRes
         with _minari_root(staging), warnings.catch_warnings():
             # Minari warns that no author e-mail and no evaluation env were given: neither applies here.
             warnings.filterwarnings("ignore", category=UserWarning, module=r"minari\.")
-            width = len(dataset.manifest.features["names"])
+            width = len(dataset.manifest.features.names)
             created = minari.create_dataset_from_buffers(
                 dataset_id=ident, buffer=[], env=ENV_SPEC,
                 # The logged features are not clipped to the env's bounds (a Forge life total can exceed them).
@@ -253,8 +253,8 @@ def _distill_metadata(dataset: Dataset, split: str, filled: int) -> dict[str, An
     return {
         "dataset": dataset.name, "fingerprint": dataset.fingerprint, "split": split,
         "contract_version": dataset.manifest.contract_version or SCHEMA_VERSION, "code_version": dataset.manifest.code_version,
-        "holdout": {k: holdout.get(k) for k in ("rule", "salt", "fraction", "sources", "content")},
-        "features": dataset.manifest.features["names"], "actions": list(MACRO_ACTIONS),
+        "holdout": holdout.model_dump(include={"rule", "salt", "fraction", "sources", "content"}),
+        "features": dataset.manifest.features.names, "actions": list(MACRO_ACTIONS),
         "rewards_missing": filled,
         "final_observation": "the seat's last decision's features, repeated (its state after it is not logged)",
     }

@@ -2,7 +2,7 @@
 
 Lines are parsed in bulk by ``pyarrow.json`` against an explicit schema
 derived from the models (it rejects every type mismatch and unknown field),
-then filtered by :func:`toolkit.ingest.checks.find_bad_rows`. Lines known
+then filtered by :func:`toolkit.ingest.rules.find_bad_rows`. Lines known
 not to parse (blank, padded, or showing a fault the file has shown before:
 see :mod:`toolkit.ingest.suspects`) are blanked to ``{}`` in a copy of the
 block and their rows dropped (:data:`PLACEHOLDER_ID`), so the block still
@@ -28,7 +28,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.json as pj
 
-from toolkit.ingest.checks import find_bad_rows
+from toolkit.ingest.rules import find_bad_rows
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.nesting import too_deep
 from toolkit.schema.arrow import snapshot_schema

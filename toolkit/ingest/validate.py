@@ -8,32 +8,27 @@ per-row path in file order. Nothing is written here.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.ipc as ipc
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.dialects import detect_dialect
-from toolkit.errors import ConfigError, DialectError
+from toolkit.errors import DialectError
+from toolkit.ingest.config import ReadOptions
 from toolkit.ingest.fastpath import PLACEHOLDER_ID, FastResult, looks_like_object, read_schema, validate_block, validate_lines
-from toolkit.ingest.memory import memory_pool
-from toolkit.ingest.reader import CHUNK_BYTES, UTF8_BOM, Chunk, read_chunks, read_chunks_ahead
+from toolkit.ingest.parts import FileReport, Part, Reject, group_by_partition
+from toolkit.ingest.reader import UTF8_BOM, Chunk, read_chunks, read_chunks_ahead
 from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
 from toolkit.ingest.suspects import Suspects, find_suspects
 from toolkit.schema import columns as col
-from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
 
 _SNIFF_LINES = 50
 _OPEN, _CLOSE, _SPACE = ord("{"), ord("}"), ord(" ")
@@ -44,114 +39,6 @@ _BLANK_SHARE = 0.1
 # worker parses a later chunk. A deeper queue only held more chunks (16 MB
 # each, plus their parsed rows) in memory, at no gain in speed.
 _QUEUE_PER_WORKER = 1
-
-
-class ReadOptions(BaseModel):
-    """How to read decision-log files."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    dialect: str | None = Field(default=None, description="Force this dialect for every line (default: detect).")
-    source: str | None = Field(default=None, description="Force this source role on every row.")
-    max_line_bytes: int = Field(default=4 << 20, ge=1024, description="Longer lines are rejected unread.")
-    chunk_bytes: int = Field(default=CHUNK_BYTES, ge=1 << 10, description="Bytes of lines parsed per chunk.")
-    workers: int = Field(default=2, ge=1, le=64, description="Threads parsing chunks on the fast path.")
-
-    @field_validator("dialect")
-    @classmethod
-    def _known_dialect(cls, value: str | None) -> str | None:
-        if value is not None and value not in DIALECTS:
-            raise ConfigError(f"--dialect {value!r} is unknown", hint=f"use one of {', '.join(DIALECTS)}")
-        return value
-
-    @field_validator("source")
-    @classmethod
-    def _source_slug(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(SOURCE_PATTERN, value):
-            raise ConfigError(
-                f"--source {value!r} is not a lowercase slug", hint="use e.g. forge, sim, ppo (a-z, 0-9, _ or -)"
-            )
-        return value
-
-
-@dataclass(frozen=True)
-class Reject:
-    """A rejected line: where it was, its exact bytes, and why."""
-
-    file: str
-    line: int
-    raw: bytes
-    problems: list[Problem]
-
-
-@dataclass
-class Part:
-    """Accepted rows of a stretch of the file (schema ``read_schema()``) with
-    their line numbers, and the rejects found in that stretch. Rows are in line
-    order, except that rows of finely interleaved lake partitions (source,
-    generation) are grouped by partition, in line order within each."""
-
-    table: pa.Table
-    lines: np.ndarray
-    rejects: list[Reject]
-
-
-@dataclass
-class PackedPart:
-    """A part held compressed: its rows as an Arrow IPC stream (lz4), ~210
-    bytes per canonical record instead of ~830 as Arrow arrays. For parts that
-    must wait a while (e.g. for the file's hash) without weighing on memory;
-    packing and unpacking cost ~1.3 us per row."""
-
-    data: pa.Buffer
-    lines: np.ndarray
-    rejects: list[Reject]
-    rows: int
-
-    @classmethod
-    def pack(cls, part: Part) -> PackedPart:
-        sink = pa.BufferOutputStream(memory_pool=memory_pool())
-        options = ipc.IpcWriteOptions(compression="lz4", use_threads=False)
-        with ipc.new_stream(sink, part.table.schema, options=options) as writer:
-            writer.write_table(part.table)
-        return cls(sink.getvalue(), part.lines, part.rejects, part.table.num_rows)
-
-    def unpack(self) -> Part:
-        options = ipc.IpcReadOptions(use_threads=False)
-        return Part(ipc.open_stream(self.data, options=options, memory_pool=memory_pool()).read_all(),
-                    self.lines, self.rejects)
-
-
-@dataclass
-class FileReport:
-    """Counts for one file."""
-
-    path: str
-    lines: int = 0
-    blank: int = 0
-    valid: int = 0
-    invalid: int = 0
-    bom: bool = False
-    ends_without_newline: bool = False
-    reasons: Counter[str] = field(default_factory=Counter)
-    dialects: Counter[str] = field(default_factory=Counter)
-
-    def add_reject(self, reject: Reject) -> None:
-        self.invalid += 1
-        self.reasons.update({problem.code for problem in reject.problems})
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "lines": self.lines,
-            "blank": self.blank,
-            "valid": self.valid,
-            "invalid": self.invalid,
-            "bom": self.bom,
-            "ends_without_newline": self.ends_without_newline,
-            "reasons": dict(sorted(self.reasons.items())),
-            "dialects": dict(sorted(self.dialects.items())),
-        }
 
 
 def _clean(line: bytes) -> bytes:
@@ -259,61 +146,6 @@ def _without_suspects(prepared: _Prepared) -> tuple[bytes | bytearray | memoryvi
         block = bytearray(block)
         blank_lines(block, chunk.breaks, blank)
     return block, ids, suspects
-
-
-def _partition_codes(table: pa.Table) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Per row, a code for its source and its generation (-1 for none), plus the
-    source names the codes index; codes, not Python strings, on the hot path."""
-    sources = pc.dictionary_encode(table[col.SOURCE]).combine_chunks()
-    codes = sources.indices.to_numpy(zero_copy_only=False)
-    generations = table[col.GENERATION].fill_null(-1).to_numpy(zero_copy_only=False)
-    return codes, generations, sources.dictionary.to_pylist()
-
-
-PartitionKey = tuple[str, int | None]
-
-
-def partition_runs(table: pa.Table) -> list[tuple[PartitionKey, int, int]]:
-    """The runs of consecutive rows of one lake partition: ((source, generation), start, stop)."""
-    if table.num_rows == 0:
-        return []
-    codes, generations, names = _partition_codes(table)
-    change = np.flatnonzero((codes[1:] != codes[:-1]) | (generations[1:] != generations[:-1])) + 1
-    bounds = [0, *change.tolist(), table.num_rows]
-    runs = []
-    for start, stop in zip(bounds[:-1], bounds[1:]):
-        generation = int(generations[start])
-        runs.append(((names[codes[start]], None if generation < 0 else generation), start, stop))
-    return runs
-
-
-# Rows of one partition that follow each other form a run; the lake writer
-# takes runs as zero-copy slices, and the Parquet encoder pays per slice
-# (~140 us each: 100-row runs cost ~1.5 us/row more to encode than 4000-row
-# ones). Parts whose runs are shorter than this on average are regrouped so
-# each partition is one run: a concatenation of the runs (~0.75 us/row for
-# 100-row runs), made on the parse workers. ``take`` would cost ~3 us/row.
-_MIN_MEAN_RUN = 512
-
-
-def group_by_partition(table: pa.Table, lines: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-    """``table`` (rows labelled by ``lines``) in line order, with the rows of
-    each partition made one run when partitions interleave finely."""
-    if table.num_rows < 2:
-        return table, lines
-    if not bool((np.diff(lines) > 0).all()):  # slow-path rows joined the part: back to line order
-        order = np.argsort(lines, kind="stable")
-        table, lines = table.take(pa.array(order)), lines[order]
-    runs = partition_runs(table)
-    if len(runs) * _MIN_MEAN_RUN <= table.num_rows:
-        return table, lines
-    by_key: dict[PartitionKey, list[tuple[int, int]]] = {}
-    for key, start, stop in runs:
-        by_key.setdefault(key, []).append((start, stop))
-    spans = [span for key in by_key for span in by_key[key]]  # partitions in order of first appearance
-    grouped = pa.concat_tables([table.slice(start, stop - start) for start, stop in spans])
-    positions = np.concatenate([np.arange(start, stop) for start, stop in spans])
-    return grouped.combine_chunks(memory_pool=memory_pool()), lines[positions]
 
 
 class _FileValidation:
@@ -451,7 +283,7 @@ class _FileValidation:
 # reader, the Parquet writers, the coordinating thread): the parse is the bulk
 # of the work and can always wait, while those threads are each on the critical
 # path. While a file is hashed, validation only runs ahead a bounded way (see
-# ``toolkit.catalog.ingest``), so a hasher starved by the workers stalls them all.
+# ``toolkit.ingest.ingest``), so a hasher starved by the workers stalls them all.
 # A thread a worker starts would inherit the niceness for good: none does
 # (Arrow's JSON reader runs on the worker itself, with use_threads=False).
 _WORKER_NICENESS = 5

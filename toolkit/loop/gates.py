@@ -175,5 +175,5 @@ def accuracy_guard(card: Path, previous: Path | None, dataset: Dataset, config: 
     return GuardVerdict(
         passed=not problems, reason=reason, accuracy=round(accuracy, 4),
         previous_accuracy=None if before is None else round(before, 4), floor=config.floor, margin=config.margin,
-        holdout_rows=dataset.manifest.splits[HOLDOUT].rows, holdout_content=dataset.manifest.holdout["content"],
+        holdout_rows=dataset.manifest.splits[HOLDOUT].rows, holdout_content=dataset.manifest.holdout.content,
     )

@@ -14,8 +14,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from toolkit.loop.state import GenerationState, LoopState, now
+from toolkit.datasets.dataset import Share
+from toolkit.loop.gates import GuardVerdict
 from toolkit.loop.steps.base import StepName
+from toolkit.loop.steps.build import BuildStepResult
+from toolkit.loop.steps.ratings import RatingsResult
 from toolkit.loop.steps.evaluate import EvaluationStepResult, Gain, Score
+from toolkit.ratings import Standing
 
 
 class AttemptRecord(BaseModel):
@@ -47,8 +52,8 @@ class GenerationRecord(BaseModel):
     evaluation: dict[str, dict[str, Score]] | None = Field(description="model -> table -> fixed-size score.")
     student_gain: dict[str, Gain] | None = Field(description="table -> paired gain over the generation-0 student.")
     rows_by_source: dict[str, int] | None = Field(description="The student's training rows by source.")
-    shares: dict[str, dict[str, float | None]] | None
-    ratings: list[dict[str, Any]] | None
+    shares: dict[str, Share] | None
+    ratings: list[Standing] | None
     attempts: list[AttemptRecord]
     seconds: float
     recorded_at: str
@@ -62,9 +67,9 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
         attempts.append(AttemptRecord(attempt=attempt, steps={n: r.result for n, r in steps.items()},
                                       timings={n: r.seconds for n, r in steps.items()}))
     last = attempts[-1].steps
-    guard = last.get(StepName.ACCURACY_GUARD) or {}
-    build = last.get(StepName.BUILD) or {}
-    ratings = last.get(StepName.RATINGS)
+    guard = GuardVerdict.model_validate(last[StepName.ACCURACY_GUARD]) if StepName.ACCURACY_GUARD in last else None
+    build = BuildStepResult.model_validate(last[StepName.BUILD]) if StepName.BUILD in last else None
+    ratings = RatingsResult.model_validate(last[StepName.RATINGS]) if StepName.RATINGS in last else None
     evaluation = EvaluationStepResult.model_validate(last[StepName.EVALUATE]) if StepName.EVALUATE in last else None
     scores = evaluation.scores if evaluation else {}
     student = next(iter(scores.get("student", {}).values()), None)
@@ -74,11 +79,11 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
         loop=loop, generation=gen.generation, outcome=gen.outcome, reason=gen.reason, retries=gen.attempt,
         teacher_promoted="ppo" in promoted, student_promoted="student" in promoted,
         student=state.current_student, ppo=state.current_ppo,
-        holdout_accuracy=guard.get("accuracy"), previous_accuracy=guard.get("previous_accuracy"),
+        holdout_accuracy=guard.accuracy if guard else None, previous_accuracy=guard.previous_accuracy if guard else None,
         student_win_rate=student.win_rate if student else None, student_win_low=student.win_low if student else None,
         student_win_high=student.win_high if student else None, ppo_win_rate=ppo.win_rate if ppo else None,
         evaluation=scores or None, student_gain=evaluation.student_gain if evaluation else None,
-        rows_by_source=build.get("rows_by_source"), shares=build.get("shares"),
-        ratings=ratings["standings"] if ratings else None, attempts=attempts,
+        rows_by_source=build.rows_by_source if build else None, shares=build.shares if build else None,
+        ratings=ratings.standings if ratings else None, attempts=attempts,
         seconds=round(sum(r.seconds for r in gen.steps.values()), 3), recorded_at=now(),
     )

@@ -138,7 +138,7 @@ class DecisionSnapshot(BaseModel):
 def cross_field_errors(s: DecisionSnapshot) -> list[tuple[str, str]]:
     """The cross-field rules of the contract as (field, reason); empty when all hold.
 
-    The vectorised twin of these rules lives in ``toolkit.ingest.checks``;
+    The vectorised twin of these rules lives in ``toolkit.ingest.rules``;
     a property test keeps both in agreement.
     """
     errors: list[tuple[str, str]] = []

@@ -15,23 +15,12 @@ from toolkit.analysis import lake as lake_frames
 from toolkit.analysis import loop as loop_frames
 from toolkit.analysis.errors import NothingToShowError
 from toolkit.catalog import Catalog
+from toolkit.catalog.records import BatchRecord
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.record import GenerationRecord
 from toolkit.loop.state import RunFolder
-
-
-class Standing(BaseModel):
-    """One player's rating after a generation's tournament."""
-
-    name: str
-    elo: float
-    elo_se: float
-    mu: float
-    sigma: float
-    ordinal: float
-    games: int
-    wins: int
+from toolkit.ratings import Standing
 
 
 class RatingsPoint(BaseModel):
@@ -114,6 +103,10 @@ class BatchRow(BaseModel):
     status: str
     status_reason: str | None
 
+    @classmethod
+    def of(cls, batch: BatchRecord) -> BatchRow:
+        return cls.model_validate({**batch.model_dump(), "created_at": str(batch.created_at)})
+
 
 class LakeSummary(BaseModel):
     """What the lake holds: rows by source and generation, quarantined lines by reason, the latest batches."""
@@ -131,7 +124,7 @@ def generations(layout: Layout, name: str) -> list[GenerationRecord]:
 
 
 def ratings(records: list[GenerationRecord]) -> list[RatingsPoint]:
-    return [RatingsPoint(generation=r.generation, standings=[Standing.model_validate(s) for s in r.ratings])
+    return [RatingsPoint(generation=r.generation, standings=r.ratings)
             for r in records if r.ratings]
 
 
@@ -184,14 +177,11 @@ def lake_summary(layout: Layout, batches: int = 20) -> LakeSummary:
     except NothingToShowError:
         return LakeSummary(rows=[], rejects=[], batches=[], total_rows=0, total_rejected=0)
     with Catalog.open(layout, read_only=True) as catalog:
-        latest = catalog.con.sql(
-            "SELECT batch_id, CAST(created_at AS VARCHAR) AS created_at, sources, generations, rows_valid, "
-            "rows_rejected, rows_duplicate, status, status_reason FROM batches ORDER BY created_at DESC LIMIT ?",
-            params=[batches]).to_arrow_table().to_pylist()
+        latest = catalog.batches(newest_first=True, limit=batches)
     return LakeSummary(
         rows=[SourceRows.model_validate(r) for r in rows],
         rejects=[RejectReason(reason=r["reason"], lines=r["lines"], example=r["example"], lines_at=r["lines_at"])
                  for r in rejects],
-        batches=[BatchRow.model_validate(b) for b in latest],
+        batches=[BatchRow.of(b) for b in latest],
         total_rows=sum(r["rows"] for r in rows), total_rejected=sum(r["lines"] for r in rejects),
     )

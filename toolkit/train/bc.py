@@ -167,8 +167,8 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
 
 def _check_dataset(dataset: Dataset) -> None:
     spec = dataset.manifest.features
-    version, size = spec.get("version"), spec.get("size", FEATURE_SIZE)
-    if version is not None and (version, size) != (FEATURE_VERSION, FEATURE_SIZE):
+    version, size = spec.version, spec.size
+    if (version, size) != (FEATURE_VERSION, FEATURE_SIZE):
         raise TrainError(f"dataset {dataset.name} has features v{version} ({size}); this code trains on "
                          f"v{FEATURE_VERSION} ({FEATURE_SIZE})", hint=f"rebuild it: distill build --name {dataset.name}")
     if dataset.manifest.splits[TRAIN].rows == 0:

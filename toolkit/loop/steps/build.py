@@ -7,6 +7,7 @@ import os
 from pydantic import BaseModel
 
 from toolkit.catalog.store import Catalog
+from toolkit.datasets.dataset import Share
 from toolkit.layout import Layout
 from toolkit.loop.steps.base import StepContext
 
@@ -25,7 +26,7 @@ class BuildStepResult(BaseModel):
     holdout_rows: int
     rows_by_source: dict[str, int]
     games_by_source: dict[str, int]
-    shares: dict[str, dict[str, float | None]]
+    shares: dict[str, Share]
     duplicates: int
     holdout_content: str
     batches: list[str]
@@ -42,9 +43,7 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
         if data.other_runs == "include":
             foreign = set()
         skip = foreign | set(step.leave_out)
-        usable = [(batch, sources) for batch, sources in catalog.con.execute(
-            "SELECT batch_id, sources FROM batches WHERE status != 'rejected' ORDER BY batch_id").fetchall()
-            if batch not in skip]
+        usable = [(b.batch_id, b.sources) for b in catalog.batches() if b.status != "rejected" and b.batch_id not in skip]
     present = {s for _, sources in usable for s in sources}
     if ctx.generation == 0:  # the first student learns the bootstrap data, all of it
         weights, mode = {s: 1.0 for s in present}, "ratio"
@@ -61,8 +60,9 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
         name=m.name, fingerprint=m.fingerprint, path=str(info.dataset.root), reused=info.reused,
         train_rows=m.splits["train"].rows, holdout_rows=m.splits["holdout"].rows,
         rows_by_source=m.splits["train"].rows_by_source, games_by_source=m.splits["train"].games_by_source,
-        shares=m.shares, duplicates=m.duplicates, holdout_content=m.holdout["content"],
-        batches=[i["batch_id"] for i in m.inputs],
+        shares=m.shares, duplicates=m.duplicates,
+        holdout_content=m.holdout.content,
+        batches=[i.batch_id for i in m.inputs],
     )
 
 
@@ -73,5 +73,5 @@ def other_runs_batches(layout: Layout, catalog: Catalog, name: str) -> set[str]:
     transaction as the batch.
     """
     runs = str(layout.runs.resolve()) + os.sep
-    files = catalog.con.execute("SELECT batch_id, path FROM files").fetchall()
-    return {batch for batch, path in files if path.startswith(runs) and path[len(runs):].split(os.sep, 1)[0] != name}
+    return {f.batch_id for f in catalog.files()
+            if f.path.startswith(runs) and f.path[len(runs):].split(os.sep, 1)[0] != name}

@@ -20,7 +20,8 @@ class IngestStepResult(BaseModel):
 
 
 def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
-    from toolkit.catalog.ingest import IngestConfig, ingest_paths
+    from toolkit.ingest.config import IngestConfig
+    from toolkit.ingest.ingest import ingest_paths
 
     if not step.files:
         return IngestStepResult(batches=[], rows=0, rejected=0)

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from toolkit.loop.steps.base import StepContext
-from toolkit.ratings import RatingPool, TournamentConfig, play_tournament, standings
+from toolkit.ratings import RatingPool, Standing, TournamentConfig, play_tournament, standings
 
 
 class RatingsInput(BaseModel):
@@ -22,7 +22,7 @@ class RatingsResult(BaseModel):
     entrants: list[str]
     focus: list[str]
     games: int
-    standings: list[dict[str, float | int | str]]
+    standings: list[Standing]
 
 
 def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from toolkit.ingest.memory import memory_pool
-from toolkit.ingest.validate import Part, PartitionKey, Reject, partition_runs
+from toolkit.ingest.parts import Part, PartitionKey, Reject, partition_runs
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
 from toolkit.catalog.store import QUARANTINE_SCHEMA

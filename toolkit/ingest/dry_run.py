@@ -4,52 +4,50 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from toolkit.errors import FileReadError
 from toolkit.ingest.dedup import KeyLog, find_duplicates
 from toolkit.ingest.reader import expand_paths
-from toolkit.ingest.validate import FileReport, ReadOptions, validate_file
+from toolkit.ingest.config import ReadOptions
+from toolkit.ingest.parts import FileReport
+from toolkit.ingest.validate import validate_file
 
 
-@dataclass(frozen=True)
-class LineProblem:
+class LineProblem(BaseModel):
     """One problem, located: ``file:line:field: reason``."""
+
+    model_config = ConfigDict(frozen=True)
 
     file: str
     line: int
     field: str
     code: str
-    message: str
+    reason: str
 
     def render(self) -> str:
-        return f"{self.file}:{self.line}:{self.field or '-'}: {self.message}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "field": self.field, "code": self.code, "reason": self.message}
+        return f"{self.file}:{self.line}:{self.field or '-'}: {self.reason}"
 
 
-@dataclass
-class ValidateResult:
+class ValidateResult(BaseModel):
     """Per-file counts and every problem found, in file and line order."""
 
-    reports: list[FileReport] = field(default_factory=list)
-    problems: list[LineProblem] = field(default_factory=list)
+    reports: list[FileReport] = Field(default_factory=list)
+    problems: list[LineProblem] = Field(default_factory=list)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
         return not self.problems
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "files": [r.as_dict() for r in self.reports],
-            "problems": [p.as_dict() for p in self.problems],
-        }
+    @model_serializer(mode="wrap")
+    def _ok_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        body = handler(self)  # JSON: {"ok", "files" (the reports), "problems"}
+        return {"ok": body.pop("ok"), "files": body.pop("reports"), **body}
 
 
 def validate_paths(
@@ -69,17 +67,17 @@ def validate_paths(
     with tempfile.TemporaryDirectory(prefix="distill-validate-") as scratch:
         keys = KeyLog(Path(scratch) / "keys.parquet")
         for ordinal, path in enumerate(files):
-            report = FileReport(str(path))
+            report = FileReport(path=str(path))
             try:
                 _validate_file(path, ordinal, options, report, keys, result, progress)
             except FileReadError as error:
                 report.reasons["unreadable_file"] += 1
-                result.problems.append(LineProblem(str(path), 0, "", "unreadable_file", error.reason))
+                result.problems.append(LineProblem(file=str(path), line=0, field="", code="unreadable_file", reason=error.reason))
                 result.reports.append(report)
                 continue
             if report.lines == report.blank:
                 report.reasons["empty_file"] += 1
-                result.problems.append(LineProblem(str(path), 0, "", "empty_file", "file holds no record"))
+                result.problems.append(LineProblem(file=str(path), line=0, field="", code="empty_file", reason="file holds no record"))
             result.reports.append(report)
         keys.close()
         _add_duplicates(keys, Path(scratch), result)
@@ -91,7 +89,8 @@ def _validate_file(path: Path, ordinal: int, options: ReadOptions, report: FileR
                    result: ValidateResult, progress: Callable[[str, int], None] | None) -> None:
     for part in validate_file(path, options, report):
         for reject in part.rejects:
-            result.problems.extend(LineProblem(reject.file, reject.line, p.field, p.code, p.message) for p in reject.problems)
+            result.problems.extend(LineProblem(file=reject.file, line=reject.line, field=p.field, code=p.code, reason=p.message)
+                               for p in reject.problems)
         keys.add(part.table, part.lines, str(path), ordinal)
         if progress is not None:
             progress(str(path), report.valid + report.invalid)
@@ -106,4 +105,5 @@ def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None
         report.valid -= 1
         report.invalid += 1
         report.reasons["duplicate"] += 1
-        result.problems.append(LineProblem(duplicate.file, duplicate.line, "game_id", "duplicate", duplicate.message()))
+        result.problems.append(LineProblem(file=duplicate.file, line=duplicate.line, field="game_id", code="duplicate",
+                                           reason=duplicate.message()))

@@ -13,8 +13,8 @@ import pytest
 from tests.conftest import DIALECT_CASES, encode
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
-from toolkit.catalog import ingest as ingest_module
-from toolkit.catalog.ingest import ingest_paths
+from toolkit.catalog import store as catalog_store
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
 
@@ -41,6 +41,18 @@ def test_rows_land_in_the_lake_with_lineage(write_log, layout: Layout) -> None:
     assert [r[2] for r in rows] == list(range(1, 9))
     assert {(r[0], r[1], r[3]) for r in rows} == {(batch, str(path), result.files[0].sha256)}
     assert list(layout.lake.glob(f"source=forge/generation=none/batch={batch}/*.parquet"))
+
+
+def test_the_catalog_records_each_batch_and_file_as_typed_records(write_log, layout: Layout) -> None:
+    ppo = [dict(good(i), source="ppo", model_version="gen-002", generation=2) for i in range(4)]
+    path = write_log("mix.jsonl", [good(i, "f") for i in range(4)] + ppo + [{"broken": True}])
+    result = ingest_paths([path], layout)
+    with Catalog.open(layout, read_only=True) as catalog:
+        [batch], [file] = catalog.batches(), catalog.files()
+    assert (batch.batch_id, batch.file_sha256, batch.status) == (result.batches[0], result.files[0].sha256, "ingested")
+    assert (batch.rows_valid, batch.rows_rejected, batch.sources, sorted(batch.generations)) == (8, 1, ["forge", "ppo"], [2])
+    assert (file.path, file.batch_id, file.lines, file.size_bytes) == (str(path), batch.batch_id, 9, path.stat().st_size)
+    assert file.dialects == dict(result.files[0].report.dialects) and sum(file.dialects.values()) == 8
 
 
 def test_partitions_split_by_source_and_generation(write_log, layout: Layout) -> None:
@@ -82,8 +94,8 @@ def test_a_changed_file_becomes_a_new_batch_and_its_old_lines_are_duplicates(wri
 
 
 def test_forced_source_is_applied_on_both_paths(write_log, layout: Layout) -> None:
-    from toolkit.catalog.ingest import IngestConfig
-    from toolkit.ingest.validate import ReadOptions
+    from toolkit.ingest.config import IngestConfig
+    from toolkit.ingest.config import ReadOptions
 
     path = write_log("a.jsonl", [good(0), encode(good(1)) + b" "])
     ingest_paths([path], layout, IngestConfig(read=ReadOptions(source="lab")))
@@ -94,7 +106,7 @@ def test_forced_source_is_applied_on_both_paths(write_log, layout: Layout) -> No
 def test_every_dialect_case_file_ingests(case: str, layout: Layout) -> None:
     result = ingest_paths([DIALECT_CASES / f"{case}.jsonl"], layout)
     report = result.files[0].report
-    assert report.valid > 0 and report.invalid == 0, report.as_dict()
+    assert report.valid > 0 and report.invalid == 0, report.model_dump()
     dialect = {"forge_4seat": "forge", "forge_synthetic_2seat": "forge", "ppo_legacy": "ppo_legacy"}.get(case, case)
     assert query(layout, "SELECT DISTINCT dialect FROM decisions") == [(dialect,)]
 
@@ -115,7 +127,7 @@ def test_a_crash_before_the_commit_point_leaves_nothing_visible(write_log, layou
 def test_a_crash_after_the_commit_point_is_finished_on_next_open(write_log, layout: Layout, monkeypatch) -> None:
     path = write_log("a.jsonl", [good(i) for i in range(8)])
 
-    monkeypatch.setattr(ingest_module, "move_tree", power_cut)
+    monkeypatch.setattr(catalog_store, "move_tree", power_cut)
     with pytest.raises(RuntimeError):
         ingest_paths([path], layout)
     monkeypatch.undo()
@@ -128,7 +140,7 @@ def test_a_kill_mid_ingest_leaves_no_half_batch_and_a_rerun_completes(tmp_path: 
     with open(path, "wb") as out:
         for i in range(60_000):
             out.write(encode(good(i)) + b"\n")
-    code = f"from toolkit.catalog.ingest import ingest_paths; from toolkit.layout import Layout; " \
+    code = f"from toolkit.ingest.ingest import ingest_paths; from toolkit.layout import Layout; " \
            f"ingest_paths([__import__('pathlib').Path({str(path)!r})], Layout.at({str(layout.home)!r}))"
     process = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
     deadline = time.monotonic() + 60

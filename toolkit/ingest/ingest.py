@@ -11,74 +11,64 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from toolkit import __version__
-from toolkit.catalog.publish import Lineage, StagedBatch
-from toolkit.catalog.store import Catalog, move_tree
+from toolkit.ingest.staging import Lineage, StagedBatch
+from toolkit.catalog.records import BatchRecord, FileRecord
+from toolkit.catalog.store import Catalog
 from toolkit.errors import FileReadError
 from toolkit.ingest.dedup import find_duplicates
 from toolkit.ingest.reader import expand_paths, read_chunks
 from toolkit.ingest.rowpath import Problem
-from toolkit.ingest.validate import FileReport, PackedPart, Part, ReadOptions, Reject, validate_file
+from toolkit.ingest.config import IngestConfig
+from toolkit.ingest.parts import FileReport, PackedPart, Part, Reject
+from toolkit.ingest.validate import validate_file
 from toolkit.layout import Layout
 from toolkit.storage import file_sha256
 
 
-class IngestConfig(BaseModel):
-    """What ``distill ingest`` does; every field is a CLI flag."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    read: ReadOptions = Field(default_factory=ReadOptions)
-
-
-@dataclass
-class FileIngest:
-    """What happened to one file."""
+class FileIngest(BaseModel):
+    """What happened to one file (its JSON: these fields, then its report's counts)."""
 
     path: str
     sha256: str
-    status: str  # "ingested" | "already_ingested" | "empty" | "failed"
+    status: Literal["ingested", "already_ingested", "empty", "failed"]
     batch_id: str | None
     report: FileReport
     duplicates: int = 0
     note: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "sha256": self.sha256,
-            "status": self.status,
-            "batch_id": self.batch_id,
-            "duplicates": self.duplicates,
-            "note": self.note,
-            **{k: v for k, v in self.report.as_dict().items() if k != "path"},
-        }
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        body = handler(self)
+        report = body.pop("report")
+        report.pop("path")
+        return {**body, **report}
 
 
-@dataclass
-class IngestResult:
+class IngestResult(BaseModel):
     """The outcome of one ingest run."""
 
-    files: list[FileIngest] = field(default_factory=list)
+    files: list[FileIngest] = Field(default_factory=list)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def rows_valid(self) -> int:
         return sum(f.report.valid for f in self.files if f.status == "ingested")
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def rows_rejected(self) -> int:
         return sum(f.report.invalid for f in self.files if f.status == "ingested")
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def batches(self) -> list[str]:
         return [f.batch_id for f in self.files if f.status == "ingested" and f.batch_id]
@@ -88,14 +78,11 @@ class IngestResult:
         """Files that could not be read at all (nothing of them was ingested; the note says why)."""
         return [f for f in self.files if f.status == "failed"]
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "rows_valid": self.rows_valid,
-            "rows_rejected": self.rows_rejected,
-            "batches": self.batches,
-            "failed": [f.path for f in self.failed],
-            "files": [f.as_dict() for f in self.files],
-        }
+    @model_serializer(mode="wrap")
+    def _summary_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        body = handler(self)  # JSON: the totals, the failed files' paths, then each file
+        return {"rows_valid": body["rows_valid"], "rows_rejected": body["rows_rejected"], "batches": body["batches"],
+                "failed": [f.path for f in self.failed], "files": body["files"]}
 
 
 ProgressFn = Callable[[str, int], None]
@@ -131,7 +118,8 @@ def ingest_paths(
             try:
                 result.files.append(_ingest_file(path, catalog, config, progress))
             except FileReadError as error:
-                result.files.append(FileIngest(str(path), "", "failed", None, FileReport(str(path)), note=error.reason))
+                result.files.append(FileIngest(path=str(path), sha256="", status="failed", batch_id=None,
+                                               report=FileReport(path=str(path)), note=error.reason))
     return result
 
 
@@ -144,13 +132,14 @@ ROWS_BEFORE_HASH = 262_144
 
 
 def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
-    report = FileReport(str(path))
+    report = FileReport(path=str(path))
     parts = validate_file(path, config.read, report)
     try:
         sha, early = _hash_while_validating(path, parts, catalog)
         earlier = catalog.batch_for_file(sha)
         if earlier is not None:
-            return FileIngest(str(path), sha, "already_ingested", earlier[0], FileReport(str(path)),
+            return FileIngest(path=str(path), sha256=sha, status="already_ingested", batch_id=earlier[0],
+                              report=FileReport(path=str(path)),
                               note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}")
         return _stage_and_publish(path, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress)
     finally:
@@ -162,7 +151,7 @@ def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) 
     ``ROWS_BEFORE_HASH`` rows, packed): hashing takes one core for a while, and
     the other core need not sit idle. A file seen before at this path and size
     is most likely a re-run, so it is only hashed."""
-    if _seen_before(path, catalog):
+    if catalog.has_file(path, path.stat().st_size):
         return file_sha256(path), []
     early: list[PackedPart] = []
     rows = 0
@@ -184,13 +173,6 @@ def _unpacked(early: list[PackedPart]) -> Iterator[Part]:
         yield early.pop().unpack()
 
 
-def _seen_before(path: Path, catalog: Catalog) -> bool:
-    found = catalog.con.execute(
-        "SELECT count(*) FROM files WHERE path = ? AND size_bytes = ?", [str(path), path.stat().st_size]
-    ).fetchone()
-    return bool(found and found[0])
-
-
 def _stage_and_publish(path: Path, sha: str, parts: Iterator[Part], report: FileReport, catalog: Catalog,
                        config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
     """Stage the file's parts as one batch, quarantine duplicates, record and publish it."""
@@ -205,18 +187,18 @@ def _stage_and_publish(path: Path, sha: str, parts: Iterator[Part], report: File
                 progress(str(path), report.valid + report.invalid)
         if report.lines == report.blank and not staged.rejects:
             shutil.rmtree(staged.root, ignore_errors=True)
-            return FileIngest(str(path), sha, "empty", None, report, note="file holds no record: nothing ingested")
+            return FileIngest(path=str(path), sha256=sha, status="empty", batch_id=None, report=report,
+                              note="file holds no record: nothing ingested")
         staged.finish_rows()
         duplicates = _quarantine_duplicates(path, staged, catalog, report)
         staged.close()
-        catalog.record_batch(_batch_row(batch_id, sha, staged, report, duplicates, config), _file_row(path, sha, batch_id, report))
+        catalog.record_batch(_batch_record(batch_id, sha, staged, report, duplicates, config),
+                             _file_record(path, sha, batch_id, report))
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
         raise
-    move_tree(staged.root, layout.home)
-    shutil.rmtree(staged.root, ignore_errors=True)
-    catalog.refresh_views()
-    return FileIngest(str(path), sha, "ingested", batch_id, report, duplicates)
+    catalog.publish_recorded(staged.root)
+    return FileIngest(path=str(path), sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates)
 
 
 def _quarantine_duplicates(path: Path, staged: StagedBatch, catalog: Catalog, report: FileReport) -> int:
@@ -246,33 +228,19 @@ def read_lines(path: Path, wanted: set[int]) -> dict[int, bytes]:
     return found
 
 
-def _batch_row(batch_id: str, sha: str, staged: StagedBatch, report: FileReport, duplicates: int,
-               config: IngestConfig) -> dict[str, Any]:
-    return {
-        "batch_id": batch_id,
-        "created_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
-        "file_sha256": sha,
-        "rows_valid": report.valid,
-        "rows_rejected": report.invalid,
-        "rows_duplicate": duplicates,
-        "sources": staged.sources,
-        "generations": staged.generations,
-        "source_override": config.read.source,
-        "dialect_override": config.read.dialect,
-        "distill_version": __version__,
-    }
+def _batch_record(batch_id: str, sha: str, staged: StagedBatch, report: FileReport, duplicates: int,
+                  config: IngestConfig) -> BatchRecord:
+    return BatchRecord(
+        batch_id=batch_id, created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None), file_sha256=sha,
+        rows_valid=report.valid, rows_rejected=report.invalid, rows_duplicate=duplicates,
+        sources=staged.sources, generations=staged.generations,
+        source_override=config.read.source, dialect_override=config.read.dialect, distill_version=__version__,
+    )
 
 
-def _file_row(path: Path, sha: str, batch_id: str, report: FileReport) -> dict[str, Any]:
-    return {
-        "file_sha256": sha,
-        "path": str(path),
-        "size_bytes": path.stat().st_size,
-        "batch_id": batch_id,
-        "lines": report.lines,
-        "blank_lines": report.blank,
-        "rows_valid": report.valid,
-        "rows_rejected": report.invalid,
-        "dialects": json.dumps(dict(sorted(report.dialects.items()))),
-        "ingested_at": dt.datetime.now(dt.UTC).replace(tzinfo=None),
-    }
+def _file_record(path: Path, sha: str, batch_id: str, report: FileReport) -> FileRecord:
+    return FileRecord(
+        file_sha256=sha, path=str(path), size_bytes=path.stat().st_size, batch_id=batch_id,
+        lines=report.lines, blank_lines=report.blank, rows_valid=report.valid, rows_rejected=report.invalid,
+        dialects=dict(report.dialects), ingested_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+    )

@@ -1,0 +1,59 @@
+"""The catalog's rows as typed records: what the ingest stage records, what the other stages read back.
+
+One field per column of the ``batches`` and ``files`` tables (see
+``toolkit.catalog.store``); stages read them through :class:`Catalog`
+methods, never with SQL of their own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class BatchRecord(BaseModel):
+    """One ingested batch (one file's rows): its counts, partitions, lineage and review status."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch_id: str
+    created_at: dt.datetime
+    file_sha256: str
+    rows_valid: int
+    rows_rejected: int
+    rows_duplicate: int
+    sources: list[str]
+    generations: list[int]
+    source_override: str | None = None
+    dialect_override: str | None = None
+    status: str = "ingested"  # see toolkit.catalog.store.BATCH_STATES
+    status_reason: str | None = None
+    distill_version: str
+
+
+class FileRecord(BaseModel):
+    """One ingested file: where it was read, its line counts, the dialects its lines were in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_sha256: str
+    path: str
+    size_bytes: int
+    batch_id: str
+    lines: int
+    blank_lines: int
+    rows_valid: int
+    rows_rejected: int
+    dialects: dict[str, int]
+    ingested_at: dt.datetime
+
+    def row(self) -> dict[str, Any]:
+        """The table row (``dialects`` stored as JSON text)."""
+        return {**self.model_dump(), "dialects": json.dumps(dict(sorted(self.dialects.items())))}
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> FileRecord:
+        return cls.model_validate({**row, "dialects": json.loads(row["dialects"])})

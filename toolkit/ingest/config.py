@@ -1,0 +1,47 @@
+"""What the ingest stage is told: how to read files (``distill validate``) and how to ingest them (``distill ingest``)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolkit.errors import ConfigError
+from toolkit.ingest.reader import CHUNK_BYTES
+from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
+
+
+class ReadOptions(BaseModel):
+    """How to read decision-log files."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dialect: str | None = Field(default=None, description="Force this dialect for every line (default: detect).")
+    source: str | None = Field(default=None, description="Force this source role on every row.")
+    max_line_bytes: int = Field(default=4 << 20, ge=1024, description="Longer lines are rejected unread.")
+    chunk_bytes: int = Field(default=CHUNK_BYTES, ge=1 << 10, description="Bytes of lines parsed per chunk.")
+    workers: int = Field(default=2, ge=1, le=64, description="Threads parsing chunks on the fast path.")
+
+    @field_validator("dialect")
+    @classmethod
+    def _known_dialect(cls, value: str | None) -> str | None:
+        if value is not None and value not in DIALECTS:
+            raise ConfigError(f"--dialect {value!r} is unknown", hint=f"use one of {', '.join(DIALECTS)}")
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def _source_slug(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(SOURCE_PATTERN, value):
+            raise ConfigError(
+                f"--source {value!r} is not a lowercase slug", hint="use e.g. forge, sim, ppo (a-z, 0-9, _ or -)"
+            )
+        return value
+
+
+class IngestConfig(BaseModel):
+    """What ``distill ingest`` does; every field is a CLI flag."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read: ReadOptions = Field(default_factory=ReadOptions)
