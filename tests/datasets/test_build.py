@@ -237,7 +237,7 @@ def test_a_build_killed_mid_way_leaves_nothing_visible_and_a_rerun_completes(lay
         "import os, signal; from toolkit.layout import Layout; from toolkit.datasets.build import build_dataset; "
         "from toolkit.datasets.config import BuildConfig; "
         f"build_dataset(Layout.at({str(layout.home)!r}), BuildConfig(rows_per_file=100), "
-        "progress=lambda rows: os.kill(os.getpid(), signal.SIGKILL))"
+        "progress=lambda event: os.kill(os.getpid(), signal.SIGKILL))"
     )
     process = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], check=False)
     assert process.returncode == -signal.SIGKILL

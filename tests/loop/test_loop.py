@@ -18,6 +18,7 @@ from tests.factories import TINY, tiny
 from toolkit.catalog.store import Catalog
 from toolkit.cli.main import app
 from toolkit.layout import Layout
+from toolkit.progress import Progress
 from toolkit.loop.run import resume_loop, run_loop
 from toolkit.loop.state import PAUSE, RunFolder
 
@@ -148,9 +149,9 @@ GENERATION_STEPS = ["selfplay", "ingest", "ppo_gate", "data_gate", "accept", "bu
 def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, reference, step: str) -> None:
     layout = Layout.at(tmp_path / "home")
 
-    def crash(message: str) -> None:
-        if message.startswith("gen-001") and message.endswith(f": {step}"):
-            raise _Crash(message)
+    def crash(event: Progress) -> None:
+        if event.item.startswith("gen-001") and event.item.endswith(f": {step}"):
+            raise _Crash(event.item)
 
     with pytest.raises(_Crash):
         run_loop(layout, tiny(), progress=crash)
@@ -183,8 +184,8 @@ def test_a_pause_request_halts_at_the_next_step_and_resume_finishes(tmp_path: Pa
     layout = Layout.at(tmp_path / "home")
     run = RunFolder(layout, "tiny")
 
-    def pause_after_bootstrap_ingest(message: str) -> None:
-        if message.endswith(": ingest"):
+    def pause_after_bootstrap_ingest(event: Progress) -> None:
+        if event.item.endswith(": ingest"):
             run.request(PAUSE)
 
     state = run_loop(layout, tiny(max_generations=1, ppo={**TINY["ppo"], "total_steps": 256}),

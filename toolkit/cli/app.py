@@ -9,16 +9,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import click
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
 from typer.core import TyperGroup
 
 from toolkit.errors import DistillError
 from toolkit.layout import HOME_ENV, Layout
+from toolkit.progress import Progress, ProgressFn
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -82,6 +87,27 @@ def layout() -> Layout:
     chosen = Layout.at(state.home)
     chosen.check(write=False)
     return chosen
+
+
+@contextmanager
+def progress_bar(title: str, *, enabled: bool = True) -> Iterator[ProgressFn | None]:
+    """One transient progress line on stderr for any stage's :class:`~toolkit.progress.Progress` (``None`` when
+    disabled: JSON output, or stderr is not a terminal): the title, the item being worked on, a bar when the
+    total is known, the count and its unit, the time taken."""
+    if not enabled or not err_console.is_terminal:
+        yield None
+        return
+    columns = (TextColumn(f"{title}"), TextColumn("[dim]{task.description}"), BarColumn(bar_width=30),
+               TextColumn("{task.fields[count]}"), TimeElapsedColumn())
+    with RichProgress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=None, count="")
+
+        def update(event: Progress) -> None:
+            count = f"{event.done:,}" + (f"/{event.total:,}" if event.total is not None else "") + f" {event.unit}"
+            bar.update(task, description=Path(event.item).name if "/" in event.item else event.item,
+                       completed=event.done, total=event.total, count=count)
+
+        yield update
 
 
 def print_json(payload: Any) -> None:

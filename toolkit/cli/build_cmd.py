@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
 from toolkit.errors import ConfigError
 
 datasets_app = typer.Typer(help="List built datasets and show their manifests.", no_args_is_help=True)
@@ -63,13 +62,8 @@ def build(
         min_episode_length=min_length, exclude_label_sources=exclude_labels or None, pod_sizes=pod_size or None,
         seed=seed,
     ))
-    if as_json:
-        info = build_dataset(layout(), config)
-    else:
-        columns = (TextColumn("build: scanning the lake"), BarColumn(), TextColumn("{task.completed:,} rows"), TimeElapsedColumn())
-        with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task("rows", total=None)
-            info = build_dataset(layout(), config, progress=lambda rows: bar.advance(task, rows))
+    with progress_bar("build: scanning the lake", enabled=not as_json) as progress:
+        info = build_dataset(layout(), config, progress=progress)
     if as_json:
         print_json({"reused": info.reused, "path": str(info.dataset.root), **_summary(info.manifest)})
         return

@@ -5,38 +5,19 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Iterator
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json, progress_bar
 from toolkit.errors import UsageError
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Files or folders (.jsonl, .jsonl.gz, .jsonl.zst).", show_default=False)]
 DialectOpt = Annotated[str | None, typer.Option("--dialect", help="Force a dialect: canonical, forge, sim, ds, ppo_legacy.")]
 SourceOpt = Annotated[str | None, typer.Option("--source", help="Force the source role of every row (e.g. forge, ppo).")]
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
-    """A rich progress line on stderr, or a no-op callback."""
-    if not enabled:
-        yield None
-        return
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=None),
-                  TextColumn("{task.completed:,} rows"), TimeElapsedColumn(), console=err_console,
-                  transient=True) as bar:
-        task = bar.add_task("reading", total=None)
-
-        def update(file: str, rows: int) -> None:
-            bar.update(task, description=Path(file).name, completed=rows)
-
-        yield update
 
 
 def _read_options(dialect: str | None, source: str | None) -> Any:
@@ -80,7 +61,7 @@ def validate(
     """Check decision logs against the contract; exit 0 if all valid, 1 if not, 2 on usage errors."""
     from toolkit.ingest.dry_run import validate_paths
 
-    with _progress(not as_json and sys.stderr.isatty()) as progress:
+    with progress_bar("validate", enabled=not as_json) as progress:
         result = validate_paths(paths, _read_options(dialect, source), progress)
     if errors_out is not None:
         errors_out.write_text("".join(p.render() + "\n" for p in result.problems), encoding="utf-8")
@@ -111,7 +92,7 @@ def ingest(
     from toolkit.ingest.ingest import ingest_paths
 
     config = IngestConfig(read=_read_options(dialect, source))
-    with _progress(not as_json and sys.stderr.isatty()) as progress:
+    with progress_bar("ingest", enabled=not as_json) as progress:
         result = ingest_paths(paths, layout(), config, progress)
     if as_json:
         print_json(result.model_dump(mode="json"))

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from toolkit.progress import Progress
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 
 loop_app = typer.Typer(help="The closed loop: gated generations of self-play, data and BC, with ratings.",
@@ -85,8 +86,8 @@ def pause(name: NameOpt = "demo") -> None:
     console.print(f"pause requested: {request(layout(), name, 'pause')}")
 
 
-def _say(message: str) -> None:
-    console.print(f"[dim]loop[/dim] {message}")
+def _say(event: Progress) -> None:
+    console.print(f"[dim]loop[/dim] {event.item}")
 
 
 def _finish(name: str, as_json: bool) -> None:

@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, print_json
+from toolkit.cli.app import JsonOpt, app, console, print_json, progress_bar
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 
@@ -42,10 +41,8 @@ def simulate_command(
     if as_json:
         print_json(simulate(config).model_dump(mode="json"))
         return
-    columns = (TextColumn("simulate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("games", total=games)
-        result = simulate(config, progress=lambda done, total: bar.update(task, completed=done))
+    with progress_bar("simulate") as progress:
+        result = simulate(config, progress=progress)
     table = Table(title=f"{result.games} games, {result.decisions} decisions, {result.decisions_per_second:,.0f}/s")
     table.add_column("seat")
     table.add_column("player")

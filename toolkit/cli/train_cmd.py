@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
 
 train_app = typer.Typer(help="Train policies: behaviour cloning and PPO self-play.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
@@ -23,11 +22,6 @@ GenOpt = Annotated[int | None, typer.Option("--generation", help="Loop generatio
 
 def _names(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
-def _bar(label: str, total: int) -> Progress:
-    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
-                    transient=True)
 
 
 @train_app.command("bc")
@@ -53,9 +47,8 @@ def train_bc_command(
     if as_json:
         print_json(train_bc(layout(), cfg, out).model_dump(mode="json"))
         return
-    with _bar("train bc", cfg.epochs) as bar:
-        task = bar.add_task("epochs", total=cfg.epochs)
-        result = train_bc(layout(), cfg, out, progress=lambda done, total: bar.update(task, completed=done))
+    with progress_bar("train bc") as progress:
+        result = train_bc(layout(), cfg, out, progress=progress)
     table = Table(title=f"bc on {result.dataset} ({result.train_rows:,} train / {result.holdout_rows:,} holdout rows)")
     for name in ("epoch", "train loss", "holdout loss", "holdout accuracy"):
         table.add_column(name, justify="right")
@@ -100,9 +93,8 @@ def train_ppo_command(
     if as_json:
         print_json(train_ppo(cfg, folder).model_dump(mode="json"))
         return
-    with _bar(f"train {cfg.kind}", cfg.total_steps) as bar:
-        task = bar.add_task("steps", total=cfg.total_steps)
-        result = train_ppo(cfg, folder, progress=lambda done, total: bar.update(task, completed=min(done, total)))
+    with progress_bar(f"train {cfg.kind}") as progress:
+        result = train_ppo(cfg, folder, progress=progress)
     table = Table(title=f"{result.kind} {result.run_id}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s")
     for name in ("steps", "win rate", "95% interval", "placement score"):
         table.add_column(name, justify="right")

@@ -19,7 +19,7 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pydantic import BaseModel, ConfigDict
 from pathlib import Path
 from typing import Final
@@ -46,6 +46,7 @@ from toolkit.errors import BuildError
 from toolkit.datasets.write import write_splits
 from toolkit.features import feature_spec
 from toolkit.layout import MANIFEST_FORMAT_VERSION
+from toolkit.progress import ProgressFn
 from toolkit.holdout import RULE
 from toolkit.layout import Layout
 from toolkit.schema.vocab import SCHEMA_VERSION
@@ -70,14 +71,14 @@ class BuildInfo(BaseModel):
 
 
 def build_dataset(
-    layout: Layout, config: BuildConfig, *, progress: Callable[[int], None] | None = None
+    layout: Layout, config: BuildConfig, *, progress: ProgressFn | None = None
 ) -> BuildInfo:
     """Build (or reuse) the dataset ``config`` describes and publish it under ``layout.builds``.
 
     Args:
         layout: the data root.
         config: what to build.
-        progress: called with the number of lake rows scanned so far, as the final pass goes.
+        progress: told the lake rows scanned so far, as the final pass goes.
 
     Raises:
         ConfigError: for a selection the lake cannot satisfy (unknown source, batch...).

@@ -14,7 +14,6 @@ Parquet (in submission order, so the bytes do not depend on timing).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.plan import Episodes, Plan
 from toolkit.datasets.select import DROPPED, InputBatch, lake_relation
 from toolkit.schema import columns as col
+from toolkit.progress import Progress, ProgressFn
 from toolkit.storage import file_sha256
 
 ROW_GROUP: Final = 65_536
@@ -188,7 +188,7 @@ def write_splits(
     plan: Plan,
     config: BuildConfig,
     folder: Path,
-    progress: Callable[[int], None] | None = None,
+    progress: ProgressFn | None = None,
 ) -> dict[str, SplitSummary]:
     """Scan the selected rows once and write the train and holdout splits under ``folder``."""
     matcher = _Matcher(con, plan, config)
@@ -198,11 +198,13 @@ def write_splits(
             for split in SPLITS
         }
         reader = con.sql(scan_sql(inputs)).to_arrow_reader(SCAN_BATCH)
+        scanned = 0
         for batch in reader:
             for split, matched in matcher.split(batch).items():
                 writers[split].add(matched)
+            scanned += batch.num_rows
             if progress is not None:
-                progress(batch.num_rows)
+                progress(Progress(scanned, None, "rows"))
         return {split: writer.close() for split, writer in writers.items()}
 
 

@@ -10,17 +10,15 @@ type. Progress goes through a callback; nothing is printed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.errors import ConfigError
+from toolkit.progress import Progress, ProgressFn
 from toolkit.game import core, records, rules
 from toolkit.game.players import PLAYER_TYPES, make_player
-
-Progress = Callable[[int, int], None]  # (games done, games in total)
 
 
 class SimulateConfig(BaseModel):
@@ -64,7 +62,7 @@ class SimulateResult(BaseModel):
     files: list[Path]
 
 
-def simulate(config: SimulateConfig, progress: Progress | None = None) -> SimulateResult:
+def simulate(config: SimulateConfig, progress: ProgressFn | None = None) -> SimulateResult:
     """Play ``config.games`` games and write their decisions.
 
     Raises:
@@ -95,7 +93,7 @@ def simulate(config: SimulateConfig, progress: Progress | None = None) -> Simula
         truncations += int(finished.truncated.sum())
         draws += int(((finished.winner < 0) & ~finished.truncated).sum())
         if progress is not None:
-            progress(games, config.games)
+            progress(Progress(games, config.games, "games"))
     if writer is not None:
         writer.close()
     seconds = time.perf_counter() - start

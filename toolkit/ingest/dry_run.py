@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from toolkit.ingest.reader import expand_paths
 from toolkit.ingest.config import ReadOptions
 from toolkit.ingest.parts import FileReport
 from toolkit.ingest.validate import validate_file
+from toolkit.progress import Progress, ProgressFn
 
 
 class LineProblem(BaseModel):
@@ -51,7 +51,7 @@ class ValidateResult(BaseModel):
 
 
 def validate_paths(
-    paths: list[Path], options: ReadOptions | None = None, progress: Callable[[str, int], None] | None = None
+    paths: list[Path], options: ReadOptions | None = None, progress: ProgressFn | None = None
 ) -> ValidateResult:
     """Validate every log file under ``paths``: contract, dialects, duplicates.
 
@@ -86,14 +86,14 @@ def validate_paths(
 
 
 def _validate_file(path: Path, ordinal: int, options: ReadOptions, report: FileReport, keys: KeyLog,
-                   result: ValidateResult, progress: Callable[[str, int], None] | None) -> None:
+                   result: ValidateResult, progress: ProgressFn | None) -> None:
     for part in validate_file(path, options, report):
         for reject in part.rejects:
             result.problems.extend(LineProblem(file=reject.file, line=reject.line, field=p.field, code=p.code, reason=p.message)
                                for p in reject.problems)
         keys.add(part.table, part.lines, str(path), ordinal)
         if progress is not None:
-            progress(str(path), report.valid + report.invalid)
+            progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
 
 
 def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None:

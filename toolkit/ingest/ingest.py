@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +31,7 @@ from toolkit.ingest.config import IngestConfig
 from toolkit.ingest.parts import FileReport, PackedPart, Part, Reject
 from toolkit.ingest.validate import validate_file
 from toolkit.layout import Layout
+from toolkit.progress import Progress, ProgressFn
 from toolkit.storage import file_sha256
 
 
@@ -85,9 +86,6 @@ class IngestResult(BaseModel):
                 "failed": [f.path for f in self.failed], "files": body["files"]}
 
 
-ProgressFn = Callable[[str, int], None]
-
-
 def batch_id_for(sha256: str) -> str:
     """The batch id of a file: a pure function of its content."""
     return f"b{sha256[:16]}"
@@ -100,7 +98,7 @@ def ingest_paths(
 
     Args:
         paths: files or folders (searched recursively for decision logs).
-        progress: called with (file, rows done in that file) as work advances.
+        progress: told the rows done in the file being read (``item``) as work advances.
 
     A file that cannot be read at all (a compressed stream cut short, or not
     what its name says) is reported as ``failed`` with the reason, none of it
@@ -184,7 +182,7 @@ def _stage_and_publish(path: Path, sha: str, parts: Iterator[Part], report: File
         for part in parts:
             staged.write(part)
             if progress is not None:
-                progress(str(path), report.valid + report.invalid)
+                progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
         if report.lines == report.blank and not staged.rejects:
             shutil.rmtree(staged.root, ignore_errors=True)
             return FileIngest(path=str(path), sha256=sha, status="empty", batch_id=None, report=report,

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
+from toolkit.progress import Progress, ProgressFn
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.gates import GuardVerdict, StrengthVerdict
 from toolkit.loop.record import GenerationRecord, generation_record
@@ -47,7 +48,6 @@ from toolkit.loop.steps import batches, build, data_gate, evaluate, guard, inges
 from toolkit.loop.steps.base import SeedSlot, StepContext, StepName, derive_seed
 from toolkit.storage import write_text_atomic
 
-Progress = Callable[[str], None]
 Result = TypeVar("Result", bound=BaseModel)
 Input = TypeVar("Input", bound=BaseModel)
 SEED_SLOTS = {StepName.SIMULATE: SeedSlot.SIMULATE, StepName.SELFPLAY: SeedSlot.SELFPLAY,
@@ -65,7 +65,7 @@ class _Halt(Exception):
         self.kind = kind
 
 
-def run_loop(layout: Layout, config: LoopConfig, *, progress: Progress | None = None) -> LoopState:
+def run_loop(layout: Layout, config: LoopConfig, *, progress: ProgressFn | None = None) -> LoopState:
     """Start a new loop run named ``config.name`` and run it until it finishes, converges, fails or halts.
 
     Raises:
@@ -90,7 +90,7 @@ def _exists(name: str, run: RunFolder) -> ConfigError:
                        hint=f"continue it with `distill loop resume --name {name}`, or pick another --name")
 
 
-def resume_loop(layout: Layout, name: str, *, progress: Progress | None = None) -> LoopState:
+def resume_loop(layout: Layout, name: str, *, progress: ProgressFn | None = None) -> LoopState:
     """Continue a run at its first pending step (after a crash, a kill, a stop or a pause)."""
     layout.check(write=True)
     run = RunFolder(layout, name)
@@ -133,9 +133,9 @@ def request(layout: Layout, name: str, kind: str) -> Path:
 
 
 class _Loop:
-    def __init__(self, layout: Layout, config: LoopConfig, run: RunFolder, state: LoopState, progress: Progress | None) -> None:
+    def __init__(self, layout: Layout, config: LoopConfig, run: RunFolder, state: LoopState, progress: ProgressFn | None) -> None:
         self.layout, self.config, self.run_folder, self.state = layout, config, run, state
-        self.progress = progress or (lambda message: None)
+        self.progress = progress or (lambda event: None)
 
     # -- driver ------------------------------------------------------------------------------
 
@@ -169,7 +169,8 @@ class _Loop:
         requested = self.run_folder.requested()
         if requested:
             raise _Halt(requested)
-        self.progress(f"gen-{gen.generation:03d} attempt {gen.attempt}: {name}")
+        self.progress(Progress(gen.generation, self.config.max_generations + 1, "generations",
+                               f"gen-{gen.generation:03d} attempt {gen.attempt}: {name}"))
         folder = self.run_folder.gen_dir(gen.generation, gen.attempt) / name
         shutil.rmtree(folder, ignore_errors=True)  # a re-run after a crash starts clean
         slot = SEED_SLOTS.get(name, 0)

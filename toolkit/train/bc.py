@@ -24,7 +24,7 @@ shuffles).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,12 +37,12 @@ from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, SAMPL
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import Layout
+from toolkit.progress import Progress, ProgressFn
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.train import checkpoints
 from toolkit.train.metrics import MetricsWriter
 from toolkit.train.policy import ActorNet, PolicySpec
 
-Progress = Callable[[int, int], None]  # (epoch done, epochs in total)
 _COLUMNS = [FEATURES, LABEL, LEGAL_MASK, SAMPLE_WEIGHT]
 
 
@@ -104,7 +104,7 @@ class BCResult(BaseModel):
     samples_per_second: float
 
 
-def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress: Progress | None = None) -> BCResult:
+def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress: ProgressFn | None = None) -> BCResult:
     """Train the actor on ``config.dataset``; writes the checkpoint to ``out`` (default ``<home>/runs/train``).
 
     Raises:
@@ -136,7 +136,7 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
             history.append(epoch_metrics)
             metrics.write("epoch", epoch, epoch_metrics.model_dump(), typed=False)
             if progress is not None:
-                progress(epoch, config.epochs)
+                progress(Progress(epoch, config.epochs, "epochs"))
             score = epoch_metrics.holdout_loss if epoch_metrics.holdout_loss is not None else train_loss
             if config.select == "last_epoch":
                 best_epoch = epoch

@@ -58,6 +58,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
 from toolkit.errors import ConfigError, TrainError
+from toolkit.progress import Progress, ProgressFn
 from toolkit.game.league import OpponentPool
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
@@ -68,7 +69,6 @@ from toolkit.train.export import DecisionExporter, ExportConfig, ExportCounts, p
 from toolkit.train.metrics import MetricsWriter
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, sb3_greedy_policy, warm_start
 
-Progress = Callable[[int, int], None]  # (steps done, steps in total)
 SELF = "self"
 _RECURRENT_DEFAULTS = {"n_steps": 16, "batch_size": 2048, "n_epochs": 4}
 _FLAT_DEFAULTS = {"n_steps": 16, "batch_size": 1024, "n_epochs": 4}
@@ -276,7 +276,7 @@ class _Run:
     eval_exporter: DecisionExporter | None = None
     parent: str | None = None
     dataset: checkpoints.DatasetRef | None = None
-    progress: Progress | None = None
+    progress: ProgressFn | None = None
     # progress so far
     stage: int = 0
     stage_start: int = 0
@@ -303,7 +303,7 @@ class _RunCallback(BaseCallback):
             self.next_eval += run.config.eval_every
             _evaluate(run)
         if run.progress is not None:
-            run.progress(self.num_timesteps, run.config.total_steps)
+            run.progress(Progress(self.num_timesteps, run.config.total_steps, "steps"))
         return True
 
     def _on_rollout_start(self) -> None:
@@ -313,7 +313,7 @@ class _RunCallback(BaseCallback):
         _log_update(self.run)
 
 
-def train_ppo(config: PPOConfig, out: Path, progress: Progress | None = None) -> PPOResult:
+def train_ppo(config: PPOConfig, out: Path, progress: ProgressFn | None = None) -> PPOResult:
     """Train PPO per ``config``; checkpoints, metrics and exports go to ``out``.
 
     Raises:
