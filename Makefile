@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 DEMO_HOME ?= datasets
 
-.PHONY: setup demo test bench notebooks clean-demo chromium serve
+.PHONY: setup demo test lint bench notebooks clean-demo chromium serve
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,8 +23,13 @@ demo: $(STAMP)
 	rm -rf $(DEMO_HOME)/runs/demo
 	$(BIN)/distill --home $(DEMO_HOME) loop run --name demo
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium lint
 	$(BIN)/python -m pytest -q
+
+# Habits: ruff's lint (pycodestyle, pyflakes, import order) and format check, and the import layers.
+lint: $(STAMP)
+	$(BIN)/ruff check toolkit tests bench notebooks
+	$(BIN)/ruff format --check toolkit tests bench notebooks
 	$(BIN)/lint-imports
 
 # The dashboard's browser tests drive Debian's Chromium (never a downloaded browser); install it when missing.

@@ -55,9 +55,9 @@ def lake_home(decisions: int) -> Path:
 
 def make_lake(home: Path, decisions: int) -> int:
     """Simulate and ingest parts until the lake holds ``decisions`` decisions; returns how many it holds."""
-    from toolkit.ingest.ingest import ingest_paths
     from toolkit.catalog.store import Catalog
     from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
 
     layout = Layout.at(home)
@@ -127,7 +127,9 @@ def child_copy(home: str, target: str) -> None:
     Path(target).unlink(missing_ok=True)
     with timed() as t:
         con = duckdb.connect(config={"memory_limit": "1GB"})
-        (rows,) = con.execute(f"COPY ({scan_sql(inputs)}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)").fetchall()[0]
+        (rows,) = con.execute(f"COPY ({scan_sql(inputs)}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)").fetchall()[
+            0
+        ]
     report_child(int(rows), t)
 
 
@@ -143,12 +145,20 @@ def main() -> None:
     tee(f"lake: {held:,} decisions under {home}")
     script = str(Path(__file__).resolve())
     builds = [run_child("build", [script, "--child-build", str(home)]) for _ in range(args.repeat)]
-    copies = [run_child("copy", [script, "--child-copy", str(home), str(OUT / "copy.parquet")]) for _ in range(args.repeat)]
+    copies = [
+        run_child("copy", [script, "--child-copy", str(home), str(OUT / "copy.parquet")]) for _ in range(args.repeat)
+    ]
     build, copy = best_of(builds), best_of(copies)
     ratio = build.wall_s / copy.wall_s
-    tee(f"build: {build.rows:,} rows in {build.wall_s:.1f}s ({build.rate:,.0f} rows/s), peak RSS {build.peak_rss_mb:,.0f} MiB")
+    tee(
+        f"build: {build.rows:,} rows in {build.wall_s:.1f}s ({build.rate:,.0f} rows/s), peak RSS "
+        f"{build.peak_rss_mb:,.0f} MiB"
+    )
     tee("  steps: " + ", ".join(f"{k} {v:.1f}s" for k, v in build.extra["steps"].items()))
-    tee(f"copy:  {copy.rows:,} rows in {copy.wall_s:.1f}s ({copy.rate:,.0f} rows/s), peak RSS {copy.peak_rss_mb:,.0f} MiB")
+    tee(
+        f"copy:  {copy.rows:,} rows in {copy.wall_s:.1f}s ({copy.rate:,.0f} rows/s), peak RSS "
+        f"{copy.peak_rss_mb:,.0f} MiB"
+    )
     verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     tee(f"build / copy time: {ratio:.2f}x (target <= {TARGET_RATIO}x) {verdict}")
     verdict = "PASS" if build.peak_rss_mb < TARGET_RSS_MB else "FAIL"

@@ -54,9 +54,15 @@ def child_check(home: str) -> None:
     with timed() as t:
         report = check_dataset(Layout.at(home), NAME)
     slowest = sorted(report.results, key=lambda r: -r.seconds)[:5]
-    report_child(report.rows, t, timings=report.timings, passed=report.passed,
-                 failed=[r.id for r in report.results if not r.success],
-                 slowest={r.id: round(r.seconds, 2) for r in slowest}, report=report.paths.get("json"))
+    report_child(
+        report.rows,
+        t,
+        timings=report.timings,
+        passed=report.passed,
+        failed=[r.id for r in report.results if not r.success],
+        slowest={r.id: round(r.seconds, 2) for r in slowest},
+        report=report.paths.get("json"),
+    )
 
 
 def main() -> None:
@@ -74,14 +80,20 @@ def main() -> None:
     runs = [run_child("check", [script, "--child-check", str(home)]) for _ in range(args.repeat)]
     best = best_of(runs)
     timings = best.extra["timings"]
-    tee(f"check dataset: {best.rows:,} rows in {best.wall_s:.1f}s ({best.rate:,.0f} rows/s), "
-        f"peak RSS {best.peak_rss_mb:,.0f} MiB; passed={best.extra['passed']} failed={best.extra['failed']}")
-    tee(f"  split: GX {timings['gx']:.1f}s, DuckDB {timings['duckdb']:.1f}s, Arrow {timings['arrow']:.1f}s "
-        f"(total in gate {timings['total']:.1f}s)")
+    tee(
+        f"check dataset: {best.rows:,} rows in {best.wall_s:.1f}s ({best.rate:,.0f} rows/s), "
+        f"peak RSS {best.peak_rss_mb:,.0f} MiB; passed={best.extra['passed']} failed={best.extra['failed']}"
+    )
+    tee(
+        f"  split: GX {timings['gx']:.1f}s, DuckDB {timings['duckdb']:.1f}s, Arrow {timings['arrow']:.1f}s "
+        f"(total in gate {timings['total']:.1f}s)"
+    )
     tee("  slowest: " + ", ".join(f"{k} {v}s" for k, v in best.extra["slowest"].items()))
     tee(f"time: {best.wall_s:.1f}s (target < {TARGET_S:.0f}s) {'PASS' if best.wall_s < TARGET_S else 'FAIL'}")
-    tee(f"peak RSS: {best.peak_rss_mb:,.0f} MiB (target < {TARGET_RSS_MB:,.0f}) "
-        f"{'PASS' if best.peak_rss_mb < TARGET_RSS_MB else 'FAIL'}")
+    tee(
+        f"peak RSS: {best.peak_rss_mb:,.0f} MiB (target < {TARGET_RSS_MB:,.0f}) "
+        f"{'PASS' if best.peak_rss_mb < TARGET_RSS_MB else 'FAIL'}"
+    )
     tee.write(OUT / "bench_check.txt")
 
 

@@ -89,15 +89,24 @@ def speed(quick: bool) -> None:
     vec = vec_env_rate(1024, 3.0 if quick else 10.0)
     with tempfile.TemporaryDirectory() as tmp:
         result = simulate(SimulateConfig(games=1000 if quick else 4000, out=Path(tmp)))
-    print(f"batched core, 4 heuristics, 4096 games at once : {batched:>10,.0f} decisions/s "
-          f"({batched / ORIGIN_DECISIONS_PER_S:.0f}x the origin's ~3,200/s)")
-    print(f"same engine, one game at a time               : {single:>10,.0f} decisions/s (batched is {batched / single:.0f}x)")
+    print(
+        f"batched core, 4 heuristics, 4096 games at once : {batched:>10,.0f} decisions/s "
+        f"({batched / ORIGIN_DECISIONS_PER_S:.0f}x the origin's ~3,200/s)"
+    )
+    print(
+        f"same engine, one game at a time               : {single:>10,.0f} decisions/s (batched is "
+        f"{batched / single:.0f}x)"
+    )
     print(f"single-game env, random agent vs 3 heuristics  : {gym:>10,.0f} agent steps/s")
-    print(f"vectorised env (1024 games), same              : {vec:>10,.0f} agent steps/s ({vec / gym:.0f}x the "
-          f"single-game env; target {VEC_ENV_TARGET:,}: {_met(vec >= VEC_ENV_TARGET)})")
-    print(f"distill simulate end to end, writing JSONL     : {result.decisions_per_second:>10,.0f} decisions/s "
-          f"({result.decisions_per_second / single:.1f}x the one-game loop, target {SIMULATE_TARGET:,}: "
-          f"{_met(result.decisions_per_second >= SIMULATE_TARGET)})")
+    print(
+        f"vectorised env (1024 games), same              : {vec:>10,.0f} agent steps/s ({vec / gym:.0f}x the "
+        f"single-game env; target {VEC_ENV_TARGET:,}: {_met(vec >= VEC_ENV_TARGET)})"
+    )
+    print(
+        f"distill simulate end to end, writing JSONL     : {result.decisions_per_second:>10,.0f} decisions/s "
+        f"({result.decisions_per_second / single:.1f}x the one-game loop, target {SIMULATE_TARGET:,}: "
+        f"{_met(result.decisions_per_second >= SIMULATE_TARGET)})"
+    )
 
 
 def rotated(focus, others: list, games: int, seed: int) -> tuple[float, float, list[float]]:
@@ -107,7 +116,9 @@ def rotated(focus, others: list, games: int, seed: int) -> tuple[float, float, l
     per = games // 4
     table = np.repeat(lineups, per, axis=0)
     wins, limit, seat_wins = 0, 0, np.zeros(4)
-    for f in core.play(players, len(table), seed=seed, lineups=table, deals=np.tile(np.arange(per), 4), batch_size=4096):
+    for f in core.play(
+        players, len(table), seed=seed, lineups=table, deals=np.tile(np.arange(per), 4), batch_size=4096
+    ):
         seat = f.game // per
         won = (f.winner == seat) & ~f.truncated
         wins += int(won.sum())
@@ -128,8 +139,10 @@ def balance(games: int) -> None:
         limit4 += float(f.truncated.sum())
     seats = [x / games for x in seats]
     fair = max(abs(x - 0.25) for x in seats) <= 0.02
-    print(f"  fair seats, heuristic x4            : {' '.join(f'{x:.1%}' for x in seats)} (each 25% +/- 2: "
-          f"{_met(fair)}), turn limit {limit4 / games:.2%} ({_met(limit4 / games <= 0.02)})")
+    print(
+        f"  fair seats, heuristic x4            : {' '.join(f'{x:.1%}' for x in seats)} (each 25% +/- 2: "
+        f"{_met(fair)}), turn limit {limit4 / games:.2%} ({_met(limit4 / games <= 0.02)})"
+    )
     rows = [
         ("random vs 3 heuristics", r, [h, h, h], lambda w: w <= 0.12, "<= 12%"),
         ("heuristic vs 3 random", h, [r, r, r], lambda w: w >= 0.70, ">= 70%"),
@@ -138,12 +151,16 @@ def balance(games: int) -> None:
     ]
     for k, (label, focus, others, target, shown) in enumerate(rows):
         win, limit, _ = rotated(focus, others, games, seed=10 + k)
-        print(f"  {label:<35}: {win:6.1%} (target {shown}: {_met(target(win))}), turn limit {limit:.2%} "
-              f"(<= 2%: {_met(limit <= 0.02)})")
+        print(
+            f"  {label:<35}: {win:6.1%} (target {shown}: {_met(target(win))}), turn limit {limit:.2%} "
+            f"(<= 2%: {_met(limit <= 0.02)})"
+        )
     old = HeuristicPlayer(HeuristicParams(target="leader"))
     win, limit, _ = rotated(r, [old, old, old], games, seed=20)
-    print(f"  for reference, the older leader-targeting heuristic: random wins {win:.1%} against three of it, "
-          f"turn limit {limit:.2%}")
+    print(
+        f"  for reference, the older leader-targeting heuristic: random wins {win:.1%} against three of it, "
+        f"turn limit {limit:.2%}"
+    )
 
 
 def main() -> None:

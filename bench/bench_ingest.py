@@ -62,44 +62,173 @@ DIRTY_TIME_TARGETS = {0.001: 1.2, 0.01: 1.5}  # a file with this share of bad li
 # -- realistic records ---------------------------------------------------------------
 
 CARDS = (
-    "Sol Ring", "Arcane Signet", "Command Tower", "Llanowar Elves", "Elvish Mystic", "Birds of Paradise",
-    "Cultivate", "Kodama's Reach", "Rampant Growth", "Three Visits", "Nature's Lore", "Farseek",
-    "Swords to Plowshares", "Path to Exile", "Beast Within", "Chaos Warp", "Generous Gift", "Anguished Unmaking",
-    "Counterspell", "Negate", "Swan Song", "Fierce Guardianship", "Rhystic Study", "Mystic Remora",
-    "Phyrexian Arena", "Night's Whisper", "Sign in Blood", "Harmonize", "Beast Whisperer", "Guardian Project",
-    "Cyclonic Rift", "Evolving Wilds", "Terramorphic Expanse", "Forest", "Island", "Swamp", "Mountain", "Plains",
-    "Breeding Pool", "Hallowed Fountain", "Overgrown Tomb", "Watery Grave", "Temple Garden", "Godless Shrine",
-    "Lim-Dûl's Vault", "Jötun Grunt", "Séance", "Ghazbán Ogre", "Dandân", "Æther Vial", "Márton Stromgald",
-    "Atraxa, Praetors' Voice", "Ezuri, Renegade Leader", "Kenrith, the Returned King", "Korvold, Fae-Cursed King",
-    "Muldrotha, the Gravetide", "The Ur-Dragon", "Edgar Markov", "Meren of Clan Nel Toth", "Prossh, Skyraider of Kher",
-    "Craterhoof Behemoth", "Avenger of Zendikar", "Terastodon", "Eternal Witness", "Reclamation Sage",
-    "Acidic Slime", "Wood Elves", "Solemn Simulacrum", "Burnished Hart", "Sakura-Tribe Elder", "Yavimaya Elder",
-    "Elvish Archdruid", "Priest of Titania", "Heritage Druid", "Wirewood Symbiote", "Lightning Greaves",
-    "Swiftfoot Boots", "Skullclamp", "Sword of Feast and Famine", "Blade of Selves", "Doubling Season",
-    "Parallel Lives", "Anointed Procession", "Cathars' Crusade", "Smothering Tithe", "Esper Sentinel",
-    "Demonic Tutor", "Vampiric Tutor", "Worldly Tutor", "Enlightened Tutor", "Mystical Tutor", "Toxic Deluge",
-    "Damnation", "Wrath of God", "Blasphemous Act", "Vandalblast", "Austere Command", "Merciless Eviction",
-    "Dockside Extortionist", "Deadly Rollick", "Deflecting Swat", "Teferi's Protection", "Heroic Intervention",
-    "Tamiyo's Safekeeping", "Boros Charm", "Assassin's Trophy", "Putrefy", "Mortify", "Anguished Unmaking",
-    "Grim Flayer", "Tireless Tracker", "Sylvan Library", "Mirari's Wake", "Exploration", "Azusa, Lost but Seeking",
-    "Oracle of Mul Daya", "Ramunap Excavator", "Crucible of Worlds", "Lotus Cobra", "Tatyova, Benthic Druid",
+    "Sol Ring",
+    "Arcane Signet",
+    "Command Tower",
+    "Llanowar Elves",
+    "Elvish Mystic",
+    "Birds of Paradise",
+    "Cultivate",
+    "Kodama's Reach",
+    "Rampant Growth",
+    "Three Visits",
+    "Nature's Lore",
+    "Farseek",
+    "Swords to Plowshares",
+    "Path to Exile",
+    "Beast Within",
+    "Chaos Warp",
+    "Generous Gift",
+    "Anguished Unmaking",
+    "Counterspell",
+    "Negate",
+    "Swan Song",
+    "Fierce Guardianship",
+    "Rhystic Study",
+    "Mystic Remora",
+    "Phyrexian Arena",
+    "Night's Whisper",
+    "Sign in Blood",
+    "Harmonize",
+    "Beast Whisperer",
+    "Guardian Project",
+    "Cyclonic Rift",
+    "Evolving Wilds",
+    "Terramorphic Expanse",
+    "Forest",
+    "Island",
+    "Swamp",
+    "Mountain",
+    "Plains",
+    "Breeding Pool",
+    "Hallowed Fountain",
+    "Overgrown Tomb",
+    "Watery Grave",
+    "Temple Garden",
+    "Godless Shrine",
+    "Lim-Dûl's Vault",
+    "Jötun Grunt",
+    "Séance",
+    "Ghazbán Ogre",
+    "Dandân",
+    "Æther Vial",
+    "Márton Stromgald",
+    "Atraxa, Praetors' Voice",
+    "Ezuri, Renegade Leader",
+    "Kenrith, the Returned King",
+    "Korvold, Fae-Cursed King",
+    "Muldrotha, the Gravetide",
+    "The Ur-Dragon",
+    "Edgar Markov",
+    "Meren of Clan Nel Toth",
+    "Prossh, Skyraider of Kher",
+    "Craterhoof Behemoth",
+    "Avenger of Zendikar",
+    "Terastodon",
+    "Eternal Witness",
+    "Reclamation Sage",
+    "Acidic Slime",
+    "Wood Elves",
+    "Solemn Simulacrum",
+    "Burnished Hart",
+    "Sakura-Tribe Elder",
+    "Yavimaya Elder",
+    "Elvish Archdruid",
+    "Priest of Titania",
+    "Heritage Druid",
+    "Wirewood Symbiote",
+    "Lightning Greaves",
+    "Swiftfoot Boots",
+    "Skullclamp",
+    "Sword of Feast and Famine",
+    "Blade of Selves",
+    "Doubling Season",
+    "Parallel Lives",
+    "Anointed Procession",
+    "Cathars' Crusade",
+    "Smothering Tithe",
+    "Esper Sentinel",
+    "Demonic Tutor",
+    "Vampiric Tutor",
+    "Worldly Tutor",
+    "Enlightened Tutor",
+    "Mystical Tutor",
+    "Toxic Deluge",
+    "Damnation",
+    "Wrath of God",
+    "Blasphemous Act",
+    "Vandalblast",
+    "Austere Command",
+    "Merciless Eviction",
+    "Dockside Extortionist",
+    "Deadly Rollick",
+    "Deflecting Swat",
+    "Teferi's Protection",
+    "Heroic Intervention",
+    "Tamiyo's Safekeeping",
+    "Boros Charm",
+    "Assassin's Trophy",
+    "Putrefy",
+    "Mortify",
+    "Anguished Unmaking",
+    "Grim Flayer",
+    "Tireless Tracker",
+    "Sylvan Library",
+    "Mirari's Wake",
+    "Exploration",
+    "Azusa, Lost but Seeking",
+    "Oracle of Mul Daya",
+    "Ramunap Excavator",
+    "Crucible of Worlds",
+    "Lotus Cobra",
+    "Tatyova, Benthic Druid",
 )
 COMMANDERS = (
-    "Atraxa, Praetors' Voice", "Ezuri, Renegade Leader", "Kenrith, the Returned King", "Korvold, Fae-Cursed King",
-    "Muldrotha, the Gravetide", "The Ur-Dragon", "Edgar Markov", "Meren of Clan Nel Toth", "Tatyova, Benthic Druid",
-    "Azusa, Lost but Seeking", "Prossh, Skyraider of Kher", "Márton Stromgald",
+    "Atraxa, Praetors' Voice",
+    "Ezuri, Renegade Leader",
+    "Kenrith, the Returned King",
+    "Korvold, Fae-Cursed King",
+    "Muldrotha, the Gravetide",
+    "The Ur-Dragon",
+    "Edgar Markov",
+    "Meren of Clan Nel Toth",
+    "Tatyova, Benthic Druid",
+    "Azusa, Lost but Seeking",
+    "Prossh, Skyraider of Kher",
+    "Márton Stromgald",
 )
 DECKS = ("Elves", "Superfriends", "Dragons Tribal", "Aristocrats", "Landfall", "Voltron", "Spellslinger", "Tokens")
 ARCHETYPES = ("aggro", "control", "midrange", "combo", "ramp")
-MACROS = ("cast_creature", "cast_removal", "cast_draw", "cast_ramp", "cast_commander", "attack_opponent",
-          "hold_mana", "pass")
-RAW_TYPES = ("cast_spell", "cast_spell", "cast_spell", "cast_spell", "cast_commander", "declare_attackers",
-             "pass_priority", "pass_priority")
+MACROS = (
+    "cast_creature",
+    "cast_removal",
+    "cast_draw",
+    "cast_ramp",
+    "cast_commander",
+    "attack_opponent",
+    "hold_mana",
+    "pass",
+)
+RAW_TYPES = (
+    "cast_spell",
+    "cast_spell",
+    "cast_spell",
+    "cast_spell",
+    "cast_commander",
+    "declare_attackers",
+    "pass_priority",
+    "pass_priority",
+)
 MAIN_WEIGHTS = np.array([0.22, 0.1, 0.1, 0.14, 0.04, 0.0, 0.15, 0.25])
 COMBAT_WEIGHTS = np.array([0.0, 0.03, 0.0, 0.0, 0.0, 0.6, 0.07, 0.3])
 PHASES = ("main_1", "combat", "main_2", "end")
-SOURCES = (("forge", "forge-1.6.60", None), ("sim", "distill-sim", None), ("ppo", "distill-ppo", 1),
-           ("ppo", "distill-ppo", 2), ("ppo", "distill-ppo", 3))
+SOURCES = (
+    ("forge", "forge-1.6.60", None),
+    ("sim", "distill-sim", None),
+    ("ppo", "distill-ppo", 1),
+    ("ppo", "distill-ppo", 2),
+    ("ppo", "distill-ppo", 3),
+)
 SOURCE_WEIGHTS = np.array([0.45, 0.25, 0.1, 0.1, 0.1])
 
 
@@ -189,37 +318,74 @@ def generate_game(rng: np.random.Generator, game_no: int) -> list[dict[str, Any]
         players = []
         for s in range(POD):
             lands = sum(1 for c in fields[s] if c in ("Forest", "Island", "Swamp", "Mountain", "Plains")) + turn // 2
-            players.append({
-                "seat": s, "life": life[s], "commander_damage_taken": damage[s],
-                "mana_available": int(min(lands, 12)), "commander_tax": tax[s],
-                "hand_size": len(hands[s]), "graveyard_size": len(yards[s]),
-                "creatures": len(fields[s]) // 2, "lands": lands, "permanents": len(fields[s]) + lands,
-                "total_power": 2 * (len(fields[s]) // 2), "eliminated": False,
-                "hand": hands[s][-4:] if s == seat else None,  # opponents' hands are hidden
-                "battlefield": fields[s][-3:], "graveyard": yards[s][-2:],
-                "command_zone": [commanders[s]],
-            })
+            players.append(
+                {
+                    "seat": s,
+                    "life": life[s],
+                    "commander_damage_taken": damage[s],
+                    "mana_available": int(min(lands, 12)),
+                    "commander_tax": tax[s],
+                    "hand_size": len(hands[s]),
+                    "graveyard_size": len(yards[s]),
+                    "creatures": len(fields[s]) // 2,
+                    "lands": lands,
+                    "permanents": len(fields[s]) + lands,
+                    "total_power": 2 * (len(fields[s]) // 2),
+                    "eliminated": False,
+                    "hand": hands[s][-4:] if s == seat else None,  # opponents' hands are hidden
+                    "battlefield": fields[s][-3:],
+                    "graveyard": yards[s][-2:],
+                    "command_zone": [commanders[s]],
+                }
+            )
             if source == "sim":  # the simulator logs counts, not zone contents
                 players[-1].update(hand=None, battlefield=None, graveyard=None, total_power=None)
-        records.append({
-            "schema_version": 1, "source": source, "dialect": "canonical", "engine": engine, "game_id": game_id,
-            "decision_index": index, "turn": turn, "phase": phase, "seat": seat, "pod_size": POD,
-            "players": players,
-            "action": {
-                "macro": MACROS[a], "index": a, "label_source": "logged", "raw_type": RAW_TYPES[a],
-                "card": card, "target": target, "target_seat": target_seat,
-                # Only Forge keeps its engine log line.
-                "raw": f"T{turn} {phase} seat{seat}: {RAW_TYPES[a]} {card or ''}".rstrip() if source == "forge" else None,
-                "requested_index": requested,
-            },
-            "legal_actions": legal, "reward": reward, "episode_return": episode[seat],
-            "winner_seat": winner, "is_draw": is_draw, "timed_out": timed_out,
-            "seat_won": (winner == seat) if winner is not None else False,
-            "placement": placements[seat], "is_terminal": terminal, "truncated": truncated,
-            "model_version": model_version, "generation": generation,
-            "deck_name": DECKS[decks[seat]], "commander": commanders[seat],
-            "archetype": ARCHETYPES[decks[seat] % len(ARCHETYPES)], "raw_outcome": None, "flags": None,
-        })
+        records.append(
+            {
+                "schema_version": 1,
+                "source": source,
+                "dialect": "canonical",
+                "engine": engine,
+                "game_id": game_id,
+                "decision_index": index,
+                "turn": turn,
+                "phase": phase,
+                "seat": seat,
+                "pod_size": POD,
+                "players": players,
+                "action": {
+                    "macro": MACROS[a],
+                    "index": a,
+                    "label_source": "logged",
+                    "raw_type": RAW_TYPES[a],
+                    "card": card,
+                    "target": target,
+                    "target_seat": target_seat,
+                    # Only Forge keeps its engine log line.
+                    "raw": f"T{turn} {phase} seat{seat}: {RAW_TYPES[a]} {card or ''}".rstrip()
+                    if source == "forge"
+                    else None,
+                    "requested_index": requested,
+                },
+                "legal_actions": legal,
+                "reward": reward,
+                "episode_return": episode[seat],
+                "winner_seat": winner,
+                "is_draw": is_draw,
+                "timed_out": timed_out,
+                "seat_won": (winner == seat) if winner is not None else False,
+                "placement": placements[seat],
+                "is_terminal": terminal,
+                "truncated": truncated,
+                "model_version": model_version,
+                "generation": generation,
+                "deck_name": DECKS[decks[seat]],
+                "commander": commanders[seat],
+                "archetype": ARCHETYPES[decks[seat] % len(ARCHETYPES)],
+                "raw_outcome": None,
+                "flags": None,
+            }
+        )
     return records
 
 
@@ -270,8 +436,14 @@ def generate_file(path: Path, rows: int, seed: int = SEED, dirty: float = 0.0) -
             out.write(b"\n".join(lines) + b"\n")
             written += len(records)
     tmp.replace(path)
-    meta = {"rows": rows, "seed": seed, "dirty": dirty, "corrupted": bad, "games": game_no,
-            "bytes": path.stat().st_size}
+    meta = {
+        "rows": rows,
+        "seed": seed,
+        "dirty": dirty,
+        "corrupted": bad,
+        "games": game_no,
+        "bytes": path.stat().st_size,
+    }
     path.with_suffix(".meta.json").write_text(json.dumps(meta))
     return meta
 
@@ -312,8 +484,7 @@ def _child_ingest(path: Path, home: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
     with timed() as t:
         result = ingest_paths([path], Layout.at(home))
-    report_child(result.rows_valid + result.rows_rejected, t, valid=result.rows_valid,
-                 rejected=result.rows_rejected)
+    report_child(result.rows_valid + result.rows_rejected, t, valid=result.rows_valid, rejected=result.rows_rejected)
     shutil.rmtree(home, ignore_errors=True)
 
 
@@ -380,10 +551,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the main data file")
     parser.add_argument("--small-rows", type=int, default=100_000, help="rows of the small file (memory check)")
-    parser.add_argument("--mid-rows", type=int, default=300_000,
-                        help="rows of a middle file (memory curve: ingest and raw only; 0 to skip)")
-    parser.add_argument("--dirty", type=float, nargs="*", default=sorted(DIRTY_TIME_TARGETS), metavar="FRACTION",
-                        help="also ingest files with this fraction of corrupted lines (e.g. 0.001 0.01)")
+    parser.add_argument(
+        "--mid-rows",
+        type=int,
+        default=300_000,
+        help="rows of a middle file (memory curve: ingest and raw only; 0 to skip)",
+    )
+    parser.add_argument(
+        "--dirty",
+        type=float,
+        nargs="*",
+        default=sorted(DIRTY_TIME_TARGETS),
+        metavar="FRACTION",
+        help="also ingest files with this fraction of corrupted lines (e.g. 0.001 0.01)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest counts")
     parser.add_argument("--skip-naive-small", action="store_true", help="do not run the naive path at small size")
     parser.add_argument("--child", choices=("ingest", "naive", "raw"), help=argparse.SUPPRESS)
@@ -392,14 +573,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.child:
-        {"ingest": lambda: _child_ingest(args.input, args.home),
-         "naive": lambda: _child_naive(args.input, args.home),
-         "raw": lambda: _child_raw(args.input)}[args.child]()
+        {
+            "ingest": lambda: _child_ingest(args.input, args.home),
+            "naive": lambda: _child_naive(args.input, args.home),
+            "raw": lambda: _child_raw(args.input),
+        }[args.child]()
         return 0
 
     out = Tee()
-    out(f"# ingest benchmark  {dt.datetime.now().isoformat(timespec='seconds')}  "
-        f"python {platform.python_version()}  cpus {os.cpu_count()}  load {os.getloadavg()[0]:.2f}")
+    out(
+        f"# ingest benchmark  {dt.datetime.now().isoformat(timespec='seconds')}  "
+        f"python {platform.python_version()}  cpus {os.cpu_count()}  load {os.getloadavg()[0]:.2f}"
+    )
     sizes = sorted({args.small_rows, args.rows} | ({args.mid_rows} if args.mid_rows else set()))
     files: dict[int, Path] = {}
     for rows in sizes:
@@ -407,8 +592,10 @@ def main(argv: list[str] | None = None) -> int:
             path, meta = data_file(rows)
         files[rows] = path
         checked = check_sample(path)
-        out(f"data {path.name}: {rows:,} rows, {meta['games']:,} games, {meta['bytes'] / rows:,.0f} B/row "
-            f"({t.wall:.0f}s to prepare); {checked:,} sampled lines accepted by DecisionSnapshot")
+        out(
+            f"data {path.name}: {rows:,} rows, {meta['games']:,} games, {meta['bytes'] / rows:,.0f} B/row "
+            f"({t.wall:.0f}s to prepare); {checked:,} sampled lines accepted by DecisionSnapshot"
+        )
 
     results: dict[tuple[str, int], Measurement] = {}
     for rows in sizes:
@@ -417,8 +604,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             m = _measure(kind, files[rows], args.repeat)
             results[(kind, rows)] = m
-            out(f"  measured {kind:6s} {rows:>9,} rows: {m.rate:>9,.0f} rec/s  wall {m.wall_s:6.1f}s  "
-                f"cpu {m.cpu_s:6.1f}s  peak RSS {m.peak_rss_mb:7.0f} MiB  {m.extra or ''}")
+            out(
+                f"  measured {kind:6s} {rows:>9,} rows: {m.rate:>9,.0f} rec/s  wall {m.wall_s:6.1f}s  "
+                f"cpu {m.cpu_s:6.1f}s  peak RSS {m.peak_rss_mb:7.0f} MiB  {m.extra or ''}"
+            )
             if kind == "ingest" and m.extra.get("valid") != rows:
                 out(f"  !! ingest accepted {m.extra.get('valid')} of {rows} clean rows")
 
@@ -427,8 +616,10 @@ def main(argv: list[str] | None = None) -> int:
         path, meta = data_file(args.rows, fraction)
         m = _measure("ingest", path, args.repeat)
         dirty_results.append((fraction, meta, m))
-        out(f"  measured ingest {args.rows:,} rows dirty {fraction:g} ({meta['corrupted']:,} corrupted): "
-            f"{m.rate:,.0f} rec/s  peak RSS {m.peak_rss_mb:.0f} MiB  {m.extra}")
+        out(
+            f"  measured ingest {args.rows:,} rows dirty {fraction:g} ({meta['corrupted']:,} corrupted): "
+            f"{m.rate:,.0f} rec/s  peak RSS {m.peak_rss_mb:.0f} MiB  {m.extra}"
+        )
 
     big, small = args.rows, args.small_rows
     ingest, naive, raw = results[("ingest", big)], results[("naive", big)], results[("raw", big)]
@@ -440,40 +631,76 @@ def main(argv: list[str] | None = None) -> int:
     for kind, label in labels.items():
         s = results.get((kind, small))
         small_rss = f"{s.peak_rss_mb:,.0f} MiB" if s else "-"
-        out(f"{label:<34}{results[(kind, big)].rate:>10,.0f}{small_rss:>18}{results[(kind, big)].peak_rss_mb:>14,.0f} MiB")
+        out(
+            f"{label:<34}{results[(kind, big)].rate:>10,.0f}{small_rss:>18}"
+            f"{results[(kind, big)].peak_rss_mb:>14,.0f} MiB"
+        )
     for fraction, meta, m in dirty_results:
-        out(f"{'(a) ingest, ' + format(fraction, 'g') + ' dirty':<34}{m.rate:>10,.0f}{'-':>18}{m.peak_rss_mb:>14,.0f} MiB"
-            f"   ({m.rate / ingest.rate:.2f}x clean, {m.extra.get('rejected'):,} rejected)")
+        out(
+            f"{'(a) ingest, ' + format(fraction, 'g') + ' dirty':<34}{m.rate:>10,.0f}{'-':>18}"
+            f"{m.peak_rss_mb:>14,.0f} MiB"
+            f"   ({m.rate / ingest.rate:.2f}x clean, {m.extra.get('rejected'):,} rejected)"
+        )
     out()
-    out(f"ingest / naive = {vs_naive:5.2f}x   target >= {TARGET_VS_NAIVE}x      {_verdict(vs_naive >= TARGET_VS_NAIVE)}")
+    out(
+        f"ingest / naive = {vs_naive:5.2f}x   target >= {TARGET_VS_NAIVE}x      {_verdict(vs_naive >= TARGET_VS_NAIVE)}"
+    )
     out(f"ingest / raw   = {vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      {_verdict(vs_raw >= TARGET_VS_RAW)}")
     for fraction, _, m in dirty_results:
         slower = m.wall_s / ingest.wall_s
         limit = DIRTY_TIME_TARGETS.get(fraction)
         verdict = _verdict(slower <= limit) if limit else "(no target)"
         out(f"ingest time, {fraction:g} bad lines / clean = {slower:4.2f}x   target <= {limit or '-'}x   {verdict}")
-    out(f"peak RSS {big:,} = {rss_big:,.0f} MiB   target < {TARGET_RSS_MB:,.0f} MiB   "
-        f"{_verdict(rss_big < TARGET_RSS_MB)}")
+    out(
+        f"peak RSS {big:,} = {rss_big:,.0f} MiB   target < {TARGET_RSS_MB:,.0f} MiB   "
+        f"{_verdict(rss_big < TARGET_RSS_MB)}"
+    )
     growth = rss_big / rss_small
-    out(f"peak RSS growth {small:,} -> {big:,} rows = {growth:.2f}x   target <= {FLAT_RSS_GROWTH}x (flat)   "
-        f"{_verdict(growth <= FLAT_RSS_GROWTH)}")
+    out(
+        f"peak RSS growth {small:,} -> {big:,} rows = {growth:.2f}x   target <= {FLAT_RSS_GROWTH}x (flat)   "
+        f"{_verdict(growth <= FLAT_RSS_GROWTH)}"
+    )
     curve = [(rows, results[("ingest", rows)].peak_rss_mb) for rows in sizes]
     out("peak RSS curve (ingest): " + "  ".join(f"{rows:,} rows {mb:,.0f} MiB" for rows, mb in curve))
     plateau = None
     if len(curve) > 2:
         plateau = curve[-1][1] / curve[-2][1]
-        out(f"peak RSS growth {curve[-2][0]:,} -> {big:,} rows = {plateau:.2f}x (the buffers are full by then: "
-            f"what is left is growth with input)")
+        out(
+            f"peak RSS growth {curve[-2][0]:,} -> {big:,} rows = {plateau:.2f}x (the buffers are full by then: "
+            f"what is left is growth with input)"
+        )
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out.write(OUT / f"bench_ingest-{stamp}.txt")
-    (OUT / f"bench_ingest-{stamp}.json").write_text(json.dumps({
-        "rows": big, "small_rows": small, "mid_rows": args.mid_rows,
-        "results": {f"{k}@{n}": {"rate": m.rate, "wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_mb,
-                                  **m.extra} for (k, n), m in results.items()},
-        "dirty": [{"fraction": f, "rate": m.rate, "peak_rss_mb": m.peak_rss_mb, **m.extra} for f, _, m in dirty_results],
-        "ratios": {"ingest_vs_naive": vs_naive, "ingest_vs_raw": vs_raw, "rss_growth": growth,
-                   "rss_growth_from_mid": plateau},
-    }, indent=2))
+    (OUT / f"bench_ingest-{stamp}.json").write_text(
+        json.dumps(
+            {
+                "rows": big,
+                "small_rows": small,
+                "mid_rows": args.mid_rows,
+                "results": {
+                    f"{k}@{n}": {
+                        "rate": m.rate,
+                        "wall_s": m.wall_s,
+                        "cpu_s": m.cpu_s,
+                        "peak_rss_mb": m.peak_rss_mb,
+                        **m.extra,
+                    }
+                    for (k, n), m in results.items()
+                },
+                "dirty": [
+                    {"fraction": f, "rate": m.rate, "peak_rss_mb": m.peak_rss_mb, **m.extra}
+                    for f, _, m in dirty_results
+                ],
+                "ratios": {
+                    "ingest_vs_naive": vs_naive,
+                    "ingest_vs_raw": vs_raw,
+                    "rss_growth": growth,
+                    "rss_growth_from_mid": plateau,
+                },
+            },
+            indent=2,
+        )
+    )
     gc.collect()
     return 0
 

@@ -54,11 +54,19 @@ def evaluate_models(records: list[dict], games: int) -> list[dict]:
     for record in records:
         g = record["generation"]
         steps = record["attempts"][-1]["steps"]
-        models = {"student": (steps.get("train_student") or {}).get("checkpoint"),
-                  "ppo": (steps.get("selfplay") or {}).get("final")}
-        row = {"generation": g, "outcome": record["outcome"], "student_promoted": record["student_promoted"],
-               "teacher_promoted": record["teacher_promoted"], "holdout_accuracy": record["holdout_accuracy"],
-               "rows_by_source": record["rows_by_source"], "seconds": record["seconds"]}
+        models = {
+            "student": (steps.get("train_student") or {}).get("checkpoint"),
+            "ppo": (steps.get("selfplay") or {}).get("final"),
+        }
+        row = {
+            "generation": g,
+            "outcome": record["outcome"],
+            "student_promoted": record["student_promoted"],
+            "teacher_promoted": record["teacher_promoted"],
+            "holdout_accuracy": record["holdout_accuracy"],
+            "rows_by_source": record["rows_by_source"],
+            "seconds": record["seconds"],
+        }
         for kind, card in models.items():
             if card is None:
                 continue
@@ -79,8 +87,10 @@ def print_table(rows: list[dict], elo: dict[str, float]) -> None:
         s = row.get(key)
         return "-" if s is None else f"{s['win_rate']:.1%} [{s['low']:.1%},{s['high']:.1%}]"
 
-    print(f"{'gen':>3}  {'student vs 3H':>22}  {'student vs 3T':>22}  {'PPO vs 3H':>22}  {'PPO vs 3T':>22}  "
-          f"{'holdout acc':>11}  {'ppo share':>9}  {'elo stud/ppo':>13}  promoted")
+    print(
+        f"{'gen':>3}  {'student vs 3H':>22}  {'student vs 3T':>22}  {'PPO vs 3H':>22}  {'PPO vs 3T':>22}  "
+        f"{'holdout acc':>11}  {'ppo share':>9}  {'elo stud/ppo':>13}  promoted"
+    )
     for row in rows:
         g = row["generation"]
         by_source = row["rows_by_source"] or {}
@@ -88,9 +98,11 @@ def print_table(rows: list[dict], elo: dict[str, float]) -> None:
         acc = "-" if row["holdout_accuracy"] is None else f"{row['holdout_accuracy']:.3f}"
         ratings = f"{elo.get(f'gen-{g:03d}-student', float('nan')):.0f}/{elo.get(f'gen-{g:03d}-ppo', float('nan')):.0f}"
         promoted = "+".join(k for k in ("teacher", "student") if row[f"{k}_promoted"]) or "-"
-        print(f"{g:>3}  {cell(row, 'student_vs_heuristic'):>22}  {cell(row, 'student_vs_tuned'):>22}  "
-              f"{cell(row, 'ppo_vs_heuristic'):>22}  {cell(row, 'ppo_vs_tuned'):>22}  {acc:>11}  {share:>9.0%}  "
-              f"{ratings:>13}  {promoted}")
+        print(
+            f"{g:>3}  {cell(row, 'student_vs_heuristic'):>22}  {cell(row, 'student_vs_tuned'):>22}  "
+            f"{cell(row, 'ppo_vs_heuristic'):>22}  {cell(row, 'ppo_vs_tuned'):>22}  {acc:>11}  {share:>9.0%}  "
+            f"{ratings:>13}  {promoted}"
+        )
 
 
 def main() -> None:
@@ -99,8 +111,12 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=2_000, help="games per model and table")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "learning")
-    parser.add_argument("--warm-start", choices=("ppo", "student"), default=None,
-                        help="override ppo.warm_start (to compare the two; default: the loop's default)")
+    parser.add_argument(
+        "--warm-start",
+        choices=("ppo", "student"),
+        default=None,
+        help="override ppo.warm_start (to compare the two; default: the loop's default)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     shutil.rmtree(args.out, ignore_errors=True)
@@ -109,8 +125,11 @@ def main() -> None:
     if args.warm_start:
         config = config.model_copy(update={"ppo": config.ppo.model_copy(update={"warm_start": args.warm_start})})
     start = time.perf_counter()
-    state = run_loop(layout, config, progress=lambda message: print(f"[{(time.perf_counter() - start) / 60:5.1f} min] {message}",
-                                                                    flush=True))
+    state = run_loop(
+        layout,
+        config,
+        progress=lambda message: print(f"[{(time.perf_counter() - start) / 60:5.1f} min] {message}", flush=True),
+    )
     minutes = (time.perf_counter() - start) / 60
     records = RunFolder(layout, config.name).records()
     print(f"loop {state.status} ({state.message}) in {minutes:.1f} min")
@@ -125,8 +144,10 @@ def main() -> None:
     for name, card in (("final student", final_student), ("gen-0 student", first_student), ("final ppo", final_ppo)):
         if card is not None:
             agent = load_agent(card)
-            finals[name] = {t: evaluate(agent.player, EvaluateConfig(opponents=o, games=args.games, seed=EVAL_SEED))
-                            for t, o in TABLES.items()}
+            finals[name] = {
+                t: evaluate(agent.player, EvaluateConfig(opponents=o, games=args.games, seed=EVAL_SEED))
+                for t, o in TABLES.items()
+            }
     gains = {t: compare(finals["final student"][t], finals["gen-0 student"][t]) for t in TABLES}
     trained = [r for r in rows if "student_vs_heuristic" in r and r["holdout_accuracy"] is not None]
     accuracy = [r["holdout_accuracy"] for r in trained]
@@ -134,29 +155,53 @@ def main() -> None:
     corr = float(np.corrcoef(accuracy, strength)[0, 1]) if len(trained) > 2 else float("nan")
     print(f"\nfinal student {final_student.name} minus generation-0 student, paired on the same deals:")
     for t, c in gains.items():
-        print(f"  vs 3 {t:9}: {c.win_rate_diff:+.1%} [{c.win_rate_diff_low:+.1%}, {c.win_rate_diff_high:+.1%}] "
-              f"over {c.deals} deals")
-    print("accuracy on the Forge holdout vs strength (win rate vs 3 heuristics), per generation: "
-          + ", ".join(f"g{r['generation']} {a:.3f}/{s:.1%}" for r, a, s in zip(trained, accuracy, strength, strict=True))
-          + f"; correlation {corr:+.2f}")
+        print(
+            f"  vs 3 {t:9}: {c.win_rate_diff:+.1%} [{c.win_rate_diff_low:+.1%}, {c.win_rate_diff_high:+.1%}] "
+            f"over {c.deals} deals"
+        )
+    print(
+        "accuracy on the Forge holdout vs strength (win rate vs 3 heuristics), per generation: "
+        + ", ".join(f"g{r['generation']} {a:.3f}/{s:.1%}" for r, a, s in zip(trained, accuracy, strength, strict=True))
+        + f"; correlation {corr:+.2f}"
+    )
     fs, fp = finals["final student"], finals.get("final ppo")
     checks = [
-        (f"loop of up to {args.generations} generations <= {MINUTES_TARGET:.0f} min ({state.status} after generation "
-         f"{records[-1]['generation']})", minutes <= MINUTES_TARGET and args.generations >= 4, f"{minutes:.1f} min"),
+        (
+            f"loop of up to {args.generations} generations <= {MINUTES_TARGET:.0f} min ({state.status} after "
+            f"generation "
+            f"{records[-1]['generation']})",
+            minutes <= MINUTES_TARGET and args.generations >= 4,
+            f"{minutes:.1f} min",
+        ),
         ("final student >= 45% vs 3 heuristics", fs["heuristic"].win_rate >= 0.45, f"{fs['heuristic'].win_rate:.1%}"),
         ("final student >= 33% vs 3 tuned", fs["tuned"].win_rate >= 0.33, f"{fs['tuned'].win_rate:.1%}"),
-        ("final student beats gen-0 (interval above 0, vs 3 heuristics)", gains["heuristic"].win_rate_diff_low > 0,
-         f"{gains['heuristic'].win_rate_diff_low:+.1%} lower bound"),
-        ("final PPO >= 40% vs 3 tuned", fp is not None and fp["tuned"].win_rate >= 0.40,
-         f"{fp['tuned'].win_rate:.1%}" if fp else "no PPO model"),
+        (
+            "final student beats gen-0 (interval above 0, vs 3 heuristics)",
+            gains["heuristic"].win_rate_diff_low > 0,
+            f"{gains['heuristic'].win_rate_diff_low:+.1%} lower bound",
+        ),
+        (
+            "final PPO >= 40% vs 3 tuned",
+            fp is not None and fp["tuned"].win_rate >= 0.40,
+            f"{fp['tuned'].win_rate:.1%}" if fp else "no PPO model",
+        ),
     ]
     for label, ok, shown in checks:
         print(f"target {label}: {shown}: {'met' if ok else 'NOT MET'}")
-    summary = {"minutes": round(minutes, 2), "status": state.status, "generations": rows, "elo": elo,
-               "finals": {n: {t: r.model_dump(exclude={"outcomes", "per_seat"}) for t, r in v.items()} for n, v in finals.items()},
-               "gains": {t: c.model_dump(exclude={"a", "b"}) for t, c in gains.items()},
-               "accuracy_strength_correlation": corr, "targets": {label: ok for label, ok, _ in checks},
-               "eval_seed": EVAL_SEED, "games_per_table": args.games}
+    summary = {
+        "minutes": round(minutes, 2),
+        "status": state.status,
+        "generations": rows,
+        "elo": elo,
+        "finals": {
+            n: {t: r.model_dump(exclude={"outcomes", "per_seat"}) for t, r in v.items()} for n, v in finals.items()
+        },
+        "gains": {t: c.model_dump(exclude={"a", "b"}) for t, c in gains.items()},
+        "accuracy_strength_correlation": corr,
+        "targets": {label: ok for label, ok, _ in checks},
+        "eval_seed": EVAL_SEED,
+        "games_per_table": args.games,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "learning.json").write_text(json.dumps(summary, indent=1, default=str))
     print(f"wrote {args.out / 'learning.json'}")

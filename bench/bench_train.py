@@ -1,4 +1,5 @@
-"""Training speed: PPO on the vectorised env against the single-game env path, BC against a plain torch loop, evaluation.
+"""Training speed: PPO on the vectorised env against the single-game env path, BC against a plain torch loop,
+evaluation.
 
 Run: ``.venv/bin/python bench/bench_train.py [--steps 100000]``.
 
@@ -57,7 +58,9 @@ def ppo_figures(steps: int, baseline_steps: int, tmp: Path) -> dict[str, float]:
     start = time.perf_counter()
     model.learn(baseline_steps)
     out["ppo_single_game_env_steps_per_s"] = round(model.num_timesteps / (time.perf_counter() - start), 1)
-    out["ppo_vectorised_vs_single_game"] = round(out["ppo_defaults_steps_per_s"] / out["ppo_single_game_env_steps_per_s"], 1)
+    out["ppo_vectorised_vs_single_game"] = round(
+        out["ppo_defaults_steps_per_s"] / out["ppo_single_game_env_steps_per_s"], 1
+    )
     return out
 
 
@@ -70,8 +73,8 @@ def vec_env_figures() -> dict[str, float]:
 def bc_figures(tmp: Path) -> dict[str, float]:
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.ingest.ingest import ingest_paths
     from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
     from toolkit.train.bc import BCConfig, read_split, train_bc
     from toolkit.train.policy import ActorNet, PolicySpec
@@ -95,9 +98,14 @@ def bc_figures(tmp: Path) -> dict[str, float]:
             loss.backward()
             optimizer.step()
     plain = 3 * len(y) / (time.perf_counter() - start)
-    return {"bc_rows": len(y), "bc_samples_per_s": result.samples_per_second, "bc_plain_torch_samples_per_s": round(plain, 1),
-            "bc_ours_vs_plain": round(result.samples_per_second / plain, 2),
-            "bc_holdout_accuracy": result.holdout_accuracy, "bc_checkpoint": str(result.checkpoint)}
+    return {
+        "bc_rows": len(y),
+        "bc_samples_per_s": result.samples_per_second,
+        "bc_plain_torch_samples_per_s": round(plain, 1),
+        "bc_ours_vs_plain": round(result.samples_per_second / plain, 2),
+        "bc_holdout_accuracy": result.holdout_accuracy,
+        "bc_checkpoint": str(result.checkpoint),
+    }
 
 
 def eval_figures(checkpoint: str) -> dict[str, float]:
@@ -106,8 +114,11 @@ def eval_figures(checkpoint: str) -> dict[str, float]:
 
     agent = load_agent(Path(checkpoint))
     result = evaluate(agent.player, EvaluateConfig(opponents=("heuristic",) * 3, games=400, seed=3))
-    return {"eval_games_per_s": result.games_per_second, "eval_decisions_per_s": result.decisions_per_second,
-            "bc_vs_3_heuristics_win_rate": result.win_rate}
+    return {
+        "eval_games_per_s": result.games_per_second,
+        "eval_decisions_per_s": result.decisions_per_second,
+        "bc_vs_3_heuristics_win_rate": result.win_rate,
+    }
 
 
 def main() -> None:
@@ -123,11 +134,19 @@ def main() -> None:
         figures.update(vec_env_figures())
     for key, value in figures.items():
         print(f"{key:42s} {value}")
-    checks = [("PPO end to end, defaults", figures["ppo_defaults_steps_per_s"] >= PPO_TARGET, f">= {PPO_TARGET:,} steps/s"),
-              ("PPO vectorised / single-game env path", figures["ppo_vectorised_vs_single_game"] >= PPO_RATIO_TARGET,
-               f">= {PPO_RATIO_TARGET:.0f}x"),
-              ("vectorised env, random agent", figures["vec_env_random_agent_steps_per_s"] >= VEC_ENV_TARGET,
-               f">= {VEC_ENV_TARGET:,} steps/s")]
+    checks = [
+        ("PPO end to end, defaults", figures["ppo_defaults_steps_per_s"] >= PPO_TARGET, f">= {PPO_TARGET:,} steps/s"),
+        (
+            "PPO vectorised / single-game env path",
+            figures["ppo_vectorised_vs_single_game"] >= PPO_RATIO_TARGET,
+            f">= {PPO_RATIO_TARGET:.0f}x",
+        ),
+        (
+            "vectorised env, random agent",
+            figures["vec_env_random_agent_steps_per_s"] >= VEC_ENV_TARGET,
+            f">= {VEC_ENV_TARGET:,} steps/s",
+        ),
+    ]
     for label, ok, target in checks:
         print(f"target {label}: {target}: {'met' if ok else 'NOT MET'}")
 

@@ -36,9 +36,19 @@ def _(Layout, dataset_sections, home, name, or_stop):
 
 @app.cell
 def _(mo, sections):
-    mo.vstack([mo.vstack([mo.md(f"## {s.title}"), mo.md(s.note) if s.note else mo.md(""),
-                          s.chart if s.chart is not None else mo.md(""),
-                          s.table if s.table is not None else mo.md("")]) for s in sections])
+    mo.vstack(
+        [
+            mo.vstack(
+                [
+                    mo.md(f"## {s.title}"),
+                    mo.md(s.note) if s.note else mo.md(""),
+                    s.chart if s.chart is not None else mo.md(""),
+                    s.table if s.table is not None else mo.md(""),
+                ]
+            )
+            for s in sections
+        ]
+    )
     return
 
 

@@ -78,11 +78,14 @@ def test_a_quantile_row_puts_its_box_from_p25_to_p75_and_the_median_inside() -> 
     assert "median 0.25" in parse(svg).find(f"{NS}g/{NS}title").text  # type: ignore[union-attr,operator]
 
 
-@pytest.mark.parametrize("chart", [
-    lambda: bar_chart([], title="Nothing", x_label="x"),
-    lambda: grouped_bar_chart([], [], title="Nothing", x_label="x"),
-    lambda: quantile_chart([], title="Nothing", x_label="x"),
-])
+@pytest.mark.parametrize(
+    "chart",
+    [
+        lambda: bar_chart([], title="Nothing", x_label="x"),
+        lambda: grouped_bar_chart([], [], title="Nothing", x_label="x"),
+        lambda: quantile_chart([], title="Nothing", x_label="x"),
+    ],
+)
 def test_no_data_is_a_readable_svg_not_a_crash(chart) -> None:
     svg = chart()
     (empty,) = marks(svg, "empty")

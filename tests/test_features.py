@@ -9,6 +9,7 @@ import orjson
 import pyarrow as pa
 import pytest
 
+from tests.factories import make_player, make_snapshot
 from toolkit.features import (
     FEATURE_SIZE,
     FEATURE_VERSION,
@@ -27,7 +28,6 @@ from toolkit.game import core, records
 from toolkit.game.observation import HAND_KINDS
 from toolkit.game.players import DecisionBatch, HeuristicPlayer, RandomPlayer
 from toolkit.schema.arrow import snapshot_schema
-from tests.factories import make_player, make_snapshot
 
 SLOT = SLOT_SIZE
 LIFE = 1 + SEAT_FIELDS.index("life")

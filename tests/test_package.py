@@ -27,32 +27,58 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(ROOT / "toolkit", source / "toolkit", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(work / "dist"), str(source)], check=True, cwd=work)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(work / "dist"),
+            str(source),
+        ],
+        check=True,
+        cwd=work,
+    )
     [wheel] = (work / "dist").glob("distill-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
     python = work / "venv" / "bin" / "python"
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)], check=True)
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     (Path(purelib) / "zz-distill-test-deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     return work
 
 
 def distill(installed: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([installed / "venv" / "bin" / "distill", *args], capture_output=True, text=True,
-                          cwd=installed, timeout=300)
+    return subprocess.run(
+        [installed / "venv" / "bin" / "distill", *args], capture_output=True, text=True, cwd=installed, timeout=300
+    )
 
 
 def test_the_wheel_runs_validate_and_check_with_its_own_files(installed: Path) -> None:
     python = installed / "venv" / "bin" / "python"
-    where = subprocess.run([python, "-c", "import toolkit, toolkit.checks.suite as s; print(toolkit.__file__); "
-                            "print(s.SUITES_DIR)"], capture_output=True, text=True, cwd=installed, check=True)
+    where = subprocess.run(
+        [python, "-c", "import toolkit, toolkit.checks.suite as s; print(toolkit.__file__); print(s.SUITES_DIR)"],
+        capture_output=True,
+        text=True,
+        cwd=installed,
+        check=True,
+    )
     package, suites = where.stdout.split()
     assert package.startswith(str(installed / "venv")) and suites.startswith(str(installed / "venv"))
     log = installed / "log.jsonl"
-    log.write_text("\n".join(json.dumps(make_snapshot(game_id=f"g{i // 4}", seat=i % 4, decision_index=i))
-                             for i in range(16)) + "\n")
+    log.write_text(
+        "\n".join(json.dumps(make_snapshot(game_id=f"g{i // 4}", seat=i % 4, decision_index=i)) for i in range(16))
+        + "\n"
+    )
     valid = distill(installed, "validate", str(log))
     assert valid.returncode == 0, valid.stderr
     home = str(installed / "home")
@@ -61,9 +87,18 @@ def test_the_wheel_runs_validate_and_check_with_its_own_files(installed: Path) -
     assert checked.returncode in (0, 1), checked.stderr  # the gate ran (a verdict), not a missing suite (2)
     report = json.loads(checked.stdout)
     assert report["suite"]["path"].startswith(str(installed / "venv")) and report["results"]
-    served = subprocess.run([python, "-c", "from toolkit.serve.app import STATIC; from toolkit.serve.pages import "
-                             "templates; print(STATIC); print(templates.env.loader.searchpath[0])"],
-                            capture_output=True, text=True, cwd=installed, check=True).stdout.split()
+    served = subprocess.run(
+        [
+            python,
+            "-c",
+            "from toolkit.serve.app import STATIC; from toolkit.serve.pages import "
+            "templates; print(STATIC); print(templates.env.loader.searchpath[0])",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=installed,
+        check=True,
+    ).stdout.split()
     for folder, expected in zip(served, ("vendor/chart.js/chart.umd.min.js", "run.html"), strict=True):
         assert folder.startswith(str(installed / "venv")) and (Path(folder) / expected).is_file()
     assert (Path(served[0]) / "vendor/chart.js/LICENSE.md").is_file()

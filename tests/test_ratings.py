@@ -78,7 +78,8 @@ def test_lineups_always_include_a_new_player() -> None:
 
 
 def test_a_tournament_plays_every_lineup_in_every_seat_rotation_and_rates_random_heuristic_tuned_in_order(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     entrants = {name: (lambda n=name: make_player(n)) for name in ("heuristic", "tuned", "random")}
     entrants["heuristic-2"] = lambda: make_player("heuristic")
     entrants["tuned-2"] = lambda: make_player("tuned")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from toolkit.ingest.ingest import ingest_paths
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
 from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
 GOLDEN = {

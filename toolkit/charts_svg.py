@@ -110,9 +110,17 @@ def standalone(svg: str) -> str:
     return svg.replace("<svg ", f'<svg xmlns="{_SVG_NS}" ', 1)
 
 
-def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, y_label: str = "",
-              threshold: float | None = None, threshold_label: str = "threshold",
-              value_format: Format = fmt, width: int = WIDTH) -> str:
+def bar_chart(
+    bars: Sequence[Bar],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str = "",
+    threshold: float | None = None,
+    threshold_label: str = "threshold",
+    value_format: Format = fmt,
+    width: int = WIDTH,
+) -> str:
     """Horizontal bars, one row per item, from zero to its value.
 
     Args:
@@ -136,8 +144,13 @@ def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, y_label: str = "
     left = _left_margin([b.label for b in bars], y_label)
     height = _PLOT_TOP + row * len(bars) + _BOTTOM
     room = max(len(value_format(b.value)) for b in bars) * _CHAR_PX  # values are written past their bar
-    scale = _value_scale([0.0, *(b.value for b in bars), *([] if threshold is None else [threshold])], left, width - room)
-    body = [_axis(scale, _PLOT_TOP, height - _BOTTOM, x_label, value_format), _y_label(y_label, _PLOT_TOP, height - _BOTTOM)]
+    scale = _value_scale(
+        [0.0, *(b.value for b in bars), *([] if threshold is None else [threshold])], left, width - room
+    )
+    body = [
+        _axis(scale, _PLOT_TOP, height - _BOTTOM, x_label, value_format),
+        _y_label(y_label, _PLOT_TOP, height - _BOTTOM),
+    ]
     for i, bar in enumerate(bars):
         y = _PLOT_TOP + i * row
         body.append(_row_label(bar.label, left, y + row / 2))
@@ -145,12 +158,22 @@ def bar_chart(bars: Sequence[Bar], *, title: str, x_label: str, y_label: str = "
         body.append(_bar_rect(scale, bar.value, y + (row - thickness) / 2, thickness, PALETTE[0], note))
         body.append(_value_text(scale, bar.value, y + row / 2, value_format(bar.value)))
     if threshold is not None:
-        body.append(_threshold(scale, threshold, _TOP + 4, height - _BOTTOM, f"{threshold_label} {value_format(threshold)}"))
+        body.append(
+            _threshold(scale, threshold, _TOP + 4, height - _BOTTOM, f"{threshold_label} {value_format(threshold)}")
+        )
     return _svg(title, width, height, body)
 
 
-def grouped_bar_chart(categories: Sequence[str], series: Sequence[Series], *, title: str, x_label: str,
-                      y_label: str = "", value_format: Format = fmt, width: int = WIDTH) -> str:
+def grouped_bar_chart(
+    categories: Sequence[str],
+    series: Sequence[Series],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str = "",
+    value_format: Format = fmt,
+    width: int = WIDTH,
+) -> str:
     """Horizontal grouped bars: one row per category, one bar per series in it, and a legend.
 
     Args:
@@ -180,7 +203,11 @@ def grouped_bar_chart(categories: Sequence[str], series: Sequence[Series], *, ti
     top = _TOP + legend_height
     height = top + len(categories) * (bar * len(series) + gap) + _BOTTOM
     scale = _value_scale([0.0, *(v for s in series for v in s.values)], left, width)
-    body = [legend, _axis(scale, top, height - _BOTTOM, x_label, value_format), _y_label(y_label, top, height - _BOTTOM)]
+    body = [
+        legend,
+        _axis(scale, top, height - _BOTTOM, x_label, value_format),
+        _y_label(y_label, top, height - _BOTTOM),
+    ]
     for i, category in enumerate(categories):
         y = top + gap / 2 + i * (bar * len(series) + gap)
         body.append(_row_label(category, left, y + bar * len(series) / 2))
@@ -190,8 +217,15 @@ def grouped_bar_chart(categories: Sequence[str], series: Sequence[Series], *, ti
     return _svg(title, width, height, body)
 
 
-def quantile_chart(rows: Sequence[Quantiles], *, title: str, x_label: str, y_label: str = "",
-                   value_format: Format = fmt, width: int = WIDTH) -> str:
+def quantile_chart(
+    rows: Sequence[Quantiles],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str = "",
+    value_format: Format = fmt,
+    width: int = WIDTH,
+) -> str:
     """Horizontal box plots: min-max whisker, p05-p95 line, p25-p75 box, median tick, mean dot.
 
     Args:
@@ -229,8 +263,10 @@ box_chart = quantile_chart
 
 
 def _svg(title: str, width: int, height: float, body: list[str]) -> str:
-    head = (f'<svg class="chart" viewBox="0 0 {width} {_n(height)}" width="{width}" height="{_n(height)}" '
-            f'role="img" {_FONT}>')
+    head = (
+        f'<svg class="chart" viewBox="0 0 {width} {_n(height)}" width="{width}" height="{_n(height)}" '
+        f'role="img" {_FONT}>'
+    )
     heading = f'<text x="8" y="18" font-size="13" font-weight="bold">{escape(title)}</text>'
     return "\n".join([head, f"<title>{escape(title)}</title>", heading, *[b for b in body if b], "</svg>"])
 
@@ -270,10 +306,14 @@ def _axis(scale: _Scale, top: float, bottom: float, label: str, value_format: Fo
     for tick in nice_ticks(scale.lo, scale.hi):
         x = _n(scale(tick))
         parts.append(f'<line x1="{x}" y1="{_n(top)}" x2="{x}" y2="{_n(bottom)}" stroke="#e3e3e3"/>')
-        parts.append(f'<text x="{x}" y="{_n(bottom + 14)}" text-anchor="middle" fill="#555">{escape(value_format(tick))}</text>')
+        parts.append(
+            f'<text x="{x}" y="{_n(bottom + 14)}" text-anchor="middle" fill="#555">{escape(value_format(tick))}</text>'
+        )
     parts.append(f'<line x1="{_n(scale.x0)}" y1="{_n(bottom)}" x2="{_n(scale.x1)}" y2="{_n(bottom)}" stroke="#888"/>')
     middle = _n((scale.x0 + scale.x1) / 2)
-    parts.append(f'<text class="axis-label" x="{middle}" y="{_n(bottom + 32)}" text-anchor="middle">{escape(label)}</text>')
+    parts.append(
+        f'<text class="axis-label" x="{middle}" y="{_n(bottom + 32)}" text-anchor="middle">{escape(label)}</text>'
+    )
     return "\n".join(parts)
 
 
@@ -281,32 +321,43 @@ def _y_label(label: str, top: float, bottom: float) -> str:
     if not label:
         return ""
     y = _n((top + bottom) / 2)
-    return (f'<text class="axis-label" x="12" y="{y}" text-anchor="middle" '
-            f'transform="rotate(-90 12 {y})">{escape(label)}</text>')
+    return (
+        f'<text class="axis-label" x="12" y="{y}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {y})">{escape(label)}</text>'
+    )
 
 
 def _row_label(label: str, left: float, y: float) -> str:
     tip = f"<title>{escape(label)}</title>" if _clip(label) != label else ""
-    return (f'<text x="{_n(left - 6)}" y="{_n(y)}" text-anchor="end" dominant-baseline="middle">'
-            f"{escape(_clip(label))}{tip}</text>")
+    return (
+        f'<text x="{_n(left - 6)}" y="{_n(y)}" text-anchor="end" dominant-baseline="middle">'
+        f"{escape(_clip(label))}{tip}</text>"
+    )
 
 
 def _bar_rect(scale: _Scale, value: float, y: float, height: float, colour: str, note: str) -> str:
     x0, x1 = sorted((scale(0.0), scale(value)))
-    return (f'<rect class="bar" x="{_n(x0)}" y="{_n(y)}" width="{_n(x1 - x0)}" height="{_n(height)}" '
-            f'fill="{colour}"><title>{escape(note)}</title></rect>')
+    return (
+        f'<rect class="bar" x="{_n(x0)}" y="{_n(y)}" width="{_n(x1 - x0)}" height="{_n(height)}" '
+        f'fill="{colour}"><title>{escape(note)}</title></rect>'
+    )
 
 
 def _value_text(scale: _Scale, value: float, y: float, text: str) -> str:
     x, anchor = (scale(value) + 4, "start") if value >= 0 else (scale(value) - 4, "end")
-    return f'<text x="{_n(x)}" y="{_n(y)}" dominant-baseline="middle" text-anchor="{anchor}" fill="#555">{escape(text)}</text>'
+    return (
+        f'<text x="{_n(x)}" y="{_n(y)}" dominant-baseline="middle" text-anchor="{anchor}" '
+        f'fill="#555">{escape(text)}</text>'
+    )
 
 
 def _threshold(scale: _Scale, value: float, top: float, bottom: float, label: str) -> str:
     x = _n(scale(value))
-    return (f'<line class="threshold" x1="{x}" y1="{_n(top)}" x2="{x}" y2="{_n(bottom)}" stroke="#b00020" '
-            f'stroke-width="1.5" stroke-dasharray="5 3"><title>{escape(label)}</title></line>\n'
-            f'<text x="{x}" y="{_n(top - 2)}" text-anchor="end" fill="#b00020">{escape(label)}</text>')
+    return (
+        f'<line class="threshold" x1="{x}" y1="{_n(top)}" x2="{x}" y2="{_n(bottom)}" stroke="#b00020" '
+        f'stroke-width="1.5" stroke-dasharray="5 3"><title>{escape(label)}</title></line>\n'
+        f'<text x="{x}" y="{_n(top - 2)}" text-anchor="end" fill="#b00020">{escape(label)}</text>'
+    )
 
 
 def _legend(names: Sequence[str], left: float, width: int) -> tuple[str, float]:
@@ -318,26 +369,45 @@ def _legend(names: Sequence[str], left: float, width: int) -> tuple[str, float]:
             x, y = left, y + 16
         colour = PALETTE[j % len(PALETTE)]
         parts.append(f'<rect class="swatch" x="{_n(x)}" y="{_n(y)}" width="10" height="10" fill="{colour}"/>')
-        parts.append(f'<text x="{_n(x + 14)}" y="{_n(y + 9)}">{escape(_clip(name))}<title>{escape(name)}</title></text>')
+        parts.append(
+            f'<text x="{_n(x + 14)}" y="{_n(y + 9)}">{escape(_clip(name))}<title>{escape(name)}</title></text>'
+        )
         x += step
     return "\n".join(parts), y + 16 - (_TOP - 4) + 8
 
 
 def _quantile_marks(scale: _Scale, q: Quantiles, mid: float, value_format: Format) -> str:
-    x = {k: _n(scale(v)) for k, v in (("low", q.low), ("p05", q.p05), ("p25", q.p25), ("p50", q.p50),
-                                        ("p75", q.p75), ("p95", q.p95), ("high", q.high))}
-    note = q.note or (f"{q.label}: min {value_format(q.low)}, p05 {value_format(q.p05)}, p25 {value_format(q.p25)}, "
-                      f"median {value_format(q.p50)}, p75 {value_format(q.p75)}, p95 {value_format(q.p95)}, "
-                      f"max {value_format(q.high)}" + ("" if q.mean is None else f", mean {value_format(q.mean)}"))
+    x = {
+        k: _n(scale(v))
+        for k, v in (
+            ("low", q.low),
+            ("p05", q.p05),
+            ("p25", q.p25),
+            ("p50", q.p50),
+            ("p75", q.p75),
+            ("p95", q.p95),
+            ("high", q.high),
+        )
+    }
+    note = q.note or (
+        f"{q.label}: min {value_format(q.low)}, p05 {value_format(q.p05)}, p25 {value_format(q.p25)}, "
+        f"median {value_format(q.p50)}, p75 {value_format(q.p75)}, p95 {value_format(q.p95)}, "
+        f"max {value_format(q.high)}" + ("" if q.mean is None else f", mean {value_format(q.mean)}")
+    )
     y, top, h = _n(mid), _n(mid - 7), _n(14)
     marks = [
         f'<line class="whisker" x1="{x["low"]}" y1="{y}" x2="{x["high"]}" y2="{y}" stroke="#999"/>',
-        *(f'<line class="whisker" x1="{x[k]}" y1="{_n(mid - 4)}" x2="{x[k]}" y2="{_n(mid + 4)}" stroke="#999"/>'
-          for k in ("low", "high")),
+        *(
+            f'<line class="whisker" x1="{x[k]}" y1="{_n(mid - 4)}" x2="{x[k]}" y2="{_n(mid + 4)}" stroke="#999"/>'
+            for k in ("low", "high")
+        ),
         f'<line class="range" x1="{x["p05"]}" y1="{y}" x2="{x["p95"]}" y2="{y}" stroke="#0072b2" stroke-width="3"/>',
-        (f'<rect class="box" x="{x["p25"]}" y="{top}" width="{_n(scale(q.p75) - scale(q.p25))}" height="{h}" '
-         f'fill="#cfe3f3" stroke="#0072b2"/>'),
-        f'<line class="median" x1="{x["p50"]}" y1="{top}" x2="{x["p50"]}" y2="{_n(mid + 7)}" stroke="#222" stroke-width="2"/>',
+        (
+            f'<rect class="box" x="{x["p25"]}" y="{top}" width="{_n(scale(q.p75) - scale(q.p25))}" height="{h}" '
+            f'fill="#cfe3f3" stroke="#0072b2"/>'
+        ),
+        f'<line class="median" x1="{x["p50"]}" y1="{top}" x2="{x["p50"]}" y2="{_n(mid + 7)}" stroke="#222" '
+        f'stroke-width="2"/>',
     ]
     if q.mean is not None:
         marks.append(f'<circle class="mean" cx="{_n(scale(q.mean))}" cy="{y}" r="2.5" fill="#d55e00"/>')
@@ -345,5 +415,7 @@ def _quantile_marks(scale: _Scale, q: Quantiles, mid: float, value_format: Forma
 
 
 def _quantile_key(left: float, y: float) -> str:
-    text = "thin line: min to max \u00b7 thick line: p05 to p95 \u00b7 box: p25 to p75 \u00b7 bar: median \u00b7 dot: mean"
+    text = (
+        "thin line: min to max \u00b7 thick line: p05 to p95 \u00b7 box: p25 to p75 \u00b7 bar: median \u00b7 dot: mean"
+    )
     return f'<text x="{_n(left)}" y="{_n(y)}" font-size="10" fill="#666">{escape(text)}</text>'

@@ -41,12 +41,15 @@ def load_config(model: type[M], path: Path | None = None, overrides: dict[str, A
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(f"invalid {model.__name__}: {validation_message(error)}",
-                          hint="fix the field in the YAML file or the matching --flag") from None
+        raise ConfigError(
+            f"invalid {model.__name__}: {validation_message(error)}",
+            hint="fix the field in the YAML file or the matching --flag",
+        ) from None
 
 
 def validation_message(error: ValidationError, *, as_flags: bool = False) -> str:
     """Every problem of a Pydantic validation error, each naming its field (``a.b: msg``, or ``--a-b: msg``)."""
+
     def where(loc: tuple[int | str, ...]) -> str:
         if as_flags:
             return "--" + "-".join(map(str, loc)).replace("_", "-")

@@ -48,8 +48,17 @@ FEATURE_VERSION: Final = 1
 MAX_SEATS: Final = MAX_POD_SIZE
 
 SEAT_FIELDS: Final = (
-    "life", "commander_damage_taken", "mana_available", "commander_tax", "hand_size", "graveyard_size",
-    "creatures", "lands", "permanents", "total_power", "eliminated",
+    "life",
+    "commander_damage_taken",
+    "mana_available",
+    "commander_tax",
+    "hand_size",
+    "graveyard_size",
+    "creatures",
+    "lands",
+    "permanents",
+    "total_power",
+    "eliminated",
 )
 SEAT_SCALE: Final = np.array([40, 21, 10, 10, 10, 20, 10, 20, 30, 30, 1], np.float32)
 HAND_ROLES: Final = ("land", "creature_or_other", "removal", "draw", "ramp")
@@ -63,8 +72,17 @@ COMMAND_ZONE: Final = "command_zone"
 LAND_NAMES: Final = frozenset(
     name.casefold()
     for name in (
-        "Plains", "Island", "Swamp", "Mountain", "Forest", "Wastes", "Command Tower",
-        "Snow-Covered Plains", "Snow-Covered Island", "Snow-Covered Swamp", "Snow-Covered Mountain",
+        "Plains",
+        "Island",
+        "Swamp",
+        "Mountain",
+        "Forest",
+        "Wastes",
+        "Command Tower",
+        "Snow-Covered Plains",
+        "Snow-Covered Island",
+        "Snow-Covered Swamp",
+        "Snow-Covered Mountain",
         "Snow-Covered Forest",
     )
 )
@@ -149,7 +167,9 @@ def encode_arrow(batch: pa.RecordBatch | pa.Table) -> np.ndarray:
 def state_arrays_from_arrow(batch: pa.RecordBatch | pa.Table) -> StateArrays:
     """The encoder's input from canonical decision rows (see :func:`encode_arrow`)."""
     if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], batch.schema)
+        batch = (
+            batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], batch.schema)
+        )
     m = batch.num_rows
     seat = _ints(batch.column(col.SEAT))
     pod = _ints(batch.column(col.POD_SIZE))

@@ -36,10 +36,10 @@ from typing import Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.layout import POOL_FORMAT_VERSION
 from toolkit.errors import ConfigError
 from toolkit.game import core, rules
 from toolkit.game.players import Player
+from toolkit.layout import POOL_FORMAT_VERSION
 from toolkit.storage import read_versioned, write_text_atomic
 
 POD: Final = 4
@@ -115,9 +115,18 @@ class RatingPool:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.data = PoolFile() if not path.exists() else read_versioned(
-            path, PoolFile, POOL_FORMAT_VERSION, what="rating pool", error=ConfigError,
-            hint="start a new loop run (ratings of older runs cannot be refitted)")
+        self.data = (
+            PoolFile()
+            if not path.exists()
+            else read_versioned(
+                path,
+                PoolFile,
+                POOL_FORMAT_VERSION,
+                what="rating pool",
+                error=ConfigError,
+                hint="start a new loop run (ratings of older runs cannot be refitted)",
+            )
+        )
 
     def has(self, tournament: str) -> bool:
         return tournament in self.data.tournaments
@@ -151,15 +160,24 @@ def fit_ratings(games: Sequence[RatedGame]) -> list[Rating]:
     mu, sigma = _openskill_averaged(games, names)
     played = np.bincount(seats.ravel(), minlength=len(names))
     won = np.bincount(seats[winner >= 0, winner[winner >= 0]], minlength=len(names))
-    ratings = [Rating(name=n, mu=round(mu[i], 4), sigma=round(sigma[i], 4),
-                      elo=round(ELO_ANCHOR + ELO_PER_NAT * theta[i], 1),
-                      elo_se=round(ELO_PER_NAT * se[i], 1), games=int(played[i]), wins=int(won[i]))
-               for i, n in enumerate(names)]
+    ratings = [
+        Rating(
+            name=n,
+            mu=round(mu[i], 4),
+            sigma=round(sigma[i], 4),
+            elo=round(ELO_ANCHOR + ELO_PER_NAT * theta[i], 1),
+            elo_se=round(ELO_PER_NAT * se[i], 1),
+            games=int(played[i]),
+            wins=int(won[i]),
+        )
+        for i, n in enumerate(names)
+    ]
     return sorted(ratings, key=lambda r: (-r.elo, r.name))
 
 
-def _fit_winner_model(seats: np.ndarray, winner: np.ndarray, k: int, anchor: int | None,
-                      iterations: int = 50) -> tuple[np.ndarray, np.ndarray]:
+def _fit_winner_model(
+    seats: np.ndarray, winner: np.ndarray, k: int, anchor: int | None, iterations: int = 50
+) -> tuple[np.ndarray, np.ndarray]:
     """MAP strengths (nats) of ``k`` players relative to ``anchor`` (else to their mean), with standard errors.
 
     By Newton's method. Parameter ``k`` is the turn limit's strength: it sits
@@ -241,8 +259,15 @@ def play_tournament(
     table = np.repeat(np.array([[names.index(p) for p in seated] for seated in seatings]), deals, axis=0)
     deal_ids = np.array([(k // (POD * deals)) * deals + k % deals for k in range(len(table))])
     results: list[GameResult | None] = [None] * len(table)
-    for finished in core.play(players, len(table), seed=config.seed, config=rules.RulesConfig(n_seats=POD, max_rounds=config.max_rounds),
-                              batch_size=config.batch_size, lineups=table, deals=deal_ids):
+    for finished in core.play(
+        players,
+        len(table),
+        seed=config.seed,
+        config=rules.RulesConfig(n_seats=POD, max_rounds=config.max_rounds),
+        batch_size=config.batch_size,
+        lineups=table,
+        deals=deal_ids,
+    ):
         for g, k in enumerate(finished.game.tolist()):
             won = int(finished.winner[g]) if not finished.truncated[g] else NOBODY
             results[k] = GameResult(tuple(names[i] for i in table[k]), won)
@@ -266,5 +291,16 @@ class Standing(BaseModel):
 
 def standings(pool: RatingPool) -> list[Standing]:
     """The pool's players, best first: name, elo, elo_se, mu, sigma, ordinal, games, wins."""
-    return [Standing(name=r.name, elo=r.elo, elo_se=r.elo_se, mu=round(r.mu, 3), sigma=round(r.sigma, 3),
-                     ordinal=round(r.ordinal, 3), games=r.games, wins=r.wins) for r in pool.table()]
+    return [
+        Standing(
+            name=r.name,
+            elo=r.elo,
+            elo_se=r.elo_se,
+            mu=round(r.mu, 3),
+            sigma=round(r.sigma, 3),
+            ordinal=round(r.ordinal, 3),
+            games=r.games,
+            wins=r.wins,
+        )
+        for r in pool.table()
+    ]

@@ -41,8 +41,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def read_versioned(path: Path, model: type[M], version: int, *, what: str, error: type[DistillError],
-                   hint: str) -> M:
+def read_versioned(path: Path, model: type[M], version: int, *, what: str, error: type[DistillError], hint: str) -> M:
     """A versioned JSON file (one with a ``format_version`` field) as ``model``, the one way Distill reads them.
 
     Every problem raises ``error`` naming the file: missing, unreadable or not
@@ -58,8 +57,10 @@ def read_versioned(path: Path, model: type[M], version: int, *, what: str, error
         raise error(f"{path} is unreadable: {problem}", hint=hint) from None
     found = raw.get("format_version") if isinstance(raw, dict) else None
     if found != version:
-        raise error(f"{path} is a {what} of format version {found!r}; this Distill reads version {version}",
-                    hint=f"use the Distill version that wrote it, or: {hint}")
+        raise error(
+            f"{path} is a {what} of format version {found!r}; this Distill reads version {version}",
+            hint=f"use the Distill version that wrote it, or: {hint}",
+        )
     try:
         return model.model_validate(raw)
     except ValidationError as problem:

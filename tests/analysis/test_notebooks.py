@@ -15,24 +15,58 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 # notebook, its --name on the tiny loop's data root, headings its report must hold
 CASES = [
-    ("lake", None, ["Rows and games by source and generation", "Label sources", "Quarantined lines by reason",
-                    "Files and batches (lineage)"]),
-    ("dataset", "loop-tiny", ["composition", "Filters: rows and games left after each step", "Sample weights",
-                              "The fixed holdout, build after build", "Actions per source and split",
-                              "Features: train against holdout", "Drift against the previous build"]),
-    ("loop", "tiny", ["Win rate against three", "Gates per generation", "Data composition per generation",
-                      "Ratings over generations", "Imitation accuracy against playing strength"]),
+    (
+        "lake",
+        None,
+        [
+            "Rows and games by source and generation",
+            "Label sources",
+            "Quarantined lines by reason",
+            "Files and batches (lineage)",
+        ],
+    ),
+    (
+        "dataset",
+        "loop-tiny",
+        [
+            "composition",
+            "Filters: rows and games left after each step",
+            "Sample weights",
+            "The fixed holdout, build after build",
+            "Actions per source and split",
+            "Features: train against holdout",
+            "Drift against the previous build",
+        ],
+    ),
+    (
+        "loop",
+        "tiny",
+        [
+            "Win rate against three",
+            "Gates per generation",
+            "Data composition per generation",
+            "Ratings over generations",
+            "Imitation accuracy against playing strength",
+        ],
+    ),
 ]
 
 
 def run_notebook(name: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``python notebooks/<name>.py -- --home HOME ARGS`` as a user runs it (a cell error exits non-zero)."""
-    return subprocess.run([sys.executable, str(NOTEBOOKS / f"{name}.py"), "--", "--home", str(home), *args],
-                          capture_output=True, text=True, timeout=300, cwd=NOTEBOOKS.parent)
+    return subprocess.run(
+        [sys.executable, str(NOTEBOOKS / f"{name}.py"), "--", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=NOTEBOOKS.parent,
+    )
 
 
 @pytest.mark.parametrize(("notebook", "name", "headings"), CASES, ids=[c[0] for c in CASES])
-def test_each_notebook_runs_as_a_script_and_writes_an_offline_report(loop_home: Layout, notebook, name, headings) -> None:
+def test_each_notebook_runs_as_a_script_and_writes_an_offline_report(
+    loop_home: Layout, notebook, name, headings
+) -> None:
     args = ["--report"] + (["--name", name] if name else [])
     done = run_notebook(notebook, loop_home.home, *args)
     assert done.returncode == 0, done.stderr

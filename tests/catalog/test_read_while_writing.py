@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
-from toolkit.ingest.ingest import ingest_paths
 from toolkit.cli.main import app
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
 # Holds the catalog open for writing; on each line read, marks one more batch rejected (a commit); exits on EOF.
@@ -54,8 +54,9 @@ def rejected(layout: Layout) -> int:
 
 
 def test_readers_answer_while_another_process_holds_the_catalog_and_see_each_commit(home: Layout) -> None:
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(home.home)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(home.home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert writer.stdout.readline().strip() == "holding"
         assert '"n": 24' in sql(home, "SELECT count(*) AS n FROM decisions")
@@ -73,8 +74,13 @@ def test_readers_answer_while_another_process_holds_the_catalog_and_see_each_com
 
 def test_a_writer_gets_the_catalog_while_a_reader_holds_it_open(home: Layout) -> None:
     with Catalog.open(home, read_only=True) as reader:
-        writer = subprocess.run([sys.executable, "-c", WRITER, str(home.home)], input="while read\n",
-                                capture_output=True, text=True, timeout=60)
+        writer = subprocess.run(
+            [sys.executable, "-c", WRITER, str(home.home)],
+            input="while read\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert writer.returncode == 0, writer.stderr
         assert writer.stdout.split() == ["holding", "committed"]
         assert reader.con.sql("SELECT count(*) FROM batches").fetchall() == [(3,)]
@@ -83,7 +89,9 @@ def test_a_writer_gets_the_catalog_while_a_reader_holds_it_open(home: Layout) ->
 
 def test_a_snapshot_left_stale_by_a_killed_writer_is_not_read_once_the_catalog_is_free(home: Layout) -> None:
     with Catalog.open(home) as catalog:  # a commit whose snapshot refresh never happened
-        catalog.con.execute("UPDATE batches SET status = 'rejected' WHERE batch_id = (SELECT min(batch_id) FROM batches)")
+        catalog.con.execute(
+            "UPDATE batches SET status = 'rejected' WHERE batch_id = (SELECT min(batch_id) FROM batches)"
+        )
         catalog.con.close()
         catalog.read_only = True  # skip close's refresh: as if killed after the commit
     assert rejected(home) == 1
@@ -94,6 +102,10 @@ def test_publishing_the_snapshot_keeps_the_writers_lock(home: Layout) -> None:
     live catalog from Python, or a second process could open it for writing (and clear the first one's staging)."""
     with Catalog.open(home) as catalog:
         catalog.set_batch_status(sorted(catalog.committed_batches())[0], "accepted")  # a commit: a refresh
-        other = subprocess.run([sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1])",
-                                str(home.catalog)], capture_output=True, text=True, timeout=60)
+        other = subprocess.run(
+            [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1])", str(home.catalog)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert other.returncode != 0 and "lock" in other.stderr.lower(), other.stderr

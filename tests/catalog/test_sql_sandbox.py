@@ -10,9 +10,9 @@ import pytest
 
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
-from toolkit.ingest.ingest import ingest_paths
 from toolkit.catalog.query import run_query
 from toolkit.errors import QueryError
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
 
@@ -25,8 +25,11 @@ def home(write_log, layout: Layout) -> Layout:
 
 def tree(root: Path) -> dict[str, str]:
     """Every file under ``root`` with the sha256 of its bytes."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def query(layout: Layout, sql: str) -> list[dict]:

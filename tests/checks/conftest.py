@@ -16,10 +16,9 @@ import pytest
 from tests.factories import make_snapshot
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
-from toolkit.ingest.config import IngestConfig
-from toolkit.ingest.ingest import ingest_paths
 from toolkit.game.simulate import SimulateConfig, simulate
-from toolkit.ingest.config import ReadOptions
+from toolkit.ingest.config import IngestConfig, ReadOptions
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.schema.vocab import ACTION_INDEX, MACRO_ACTIONS
 
@@ -33,9 +32,19 @@ def policy_games(n_games: int, macros: Callable[[int], str], generation: int, pr
         for d in range(20):
             seat, macro = d % 4, macros(g * 20 + d)
             record = make_snapshot(
-                game_id=f"{prefix}-{g}", seat=seat, decision_index=d, macro=macro, source="ppo",
-                turn=1 + d // 4, winner_seat=0, seat_won=seat == 0, placement=None, is_terminal=d >= 16,
-                episode_return=1.0 if seat == 0 else -1.0, generation=generation, model_version=f"gen-{generation:03d}",
+                game_id=f"{prefix}-{g}",
+                seat=seat,
+                decision_index=d,
+                macro=macro,
+                source="ppo",
+                turn=1 + d // 4,
+                winner_seat=0,
+                seat_won=seat == 0,
+                placement=None,
+                is_terminal=d >= 16,
+                episode_return=1.0 if seat == 0 else -1.0,
+                generation=generation,
+                model_version=f"gen-{generation:03d}",
             )
             record["action"]["index"] = ACTION_INDEX[macro]
             rows.append(record)
@@ -55,7 +64,8 @@ def uniform(i: int) -> str:
 
 @pytest.fixture(scope="session")
 def base_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """forge (simulated, 24 games: some fall in the holdout), sim (simulated, 6 games) and ppo generation 1 (exactly uniform actions: 320 rows, 40 per action)."""
+    """forge (simulated, 24 games: some fall in the holdout), sim (simulated, 6 games) and ppo generation 1
+    (exactly uniform actions: 320 rows, 40 per action)."""
     root = tmp_path_factory.mktemp("checks")
     layout = Layout.at(root / "home")
     simulate(SimulateConfig(games=24, seed=11, out=root / "forge"))
@@ -67,7 +77,9 @@ def base_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Share targets a whole number of games can meet: each source's natural share (so every game is kept).
     # (Arbitrary targets on a few games miss by one game's share, ~0.04 here: the gate rightly blocks that.)
     rows = ratio.manifest.splits["train"].rows_by_source
-    build_dataset(layout, BuildConfig(name="shares", weight_mode="share", weights={s: float(rows[s]) for s in ("forge", "sim")}))
+    build_dataset(
+        layout, BuildConfig(name="shares", weight_mode="share", weights={s: float(rows[s]) for s in ("forge", "sim")})
+    )
     return layout.home
 
 

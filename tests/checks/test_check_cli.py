@@ -23,7 +23,7 @@ def test_a_clean_lake_exits_0_and_writes_json_and_html(home: Layout) -> None:
     assert result.exit_code == 0, result.output
     assert "lake gate PASSED" in result.stdout
     (page,) = home.reports.glob("check-lake-source-forge-*.html")
-    assert "<h1 class=\"pass\">lake gate PASSED</h1>" in page.read_text()
+    assert '<h1 class="pass">lake gate PASSED</h1>' in page.read_text()
     assert page.with_suffix(".json").is_file()
 
 
@@ -46,15 +46,38 @@ def test_json_output_is_the_whole_report(home: Layout) -> None:
 def test_the_gate_exits_2_when_it_cannot_run(home: Layout, tmp_path: Path) -> None:
     assert run(home, "lake", "--generation", "42").exit_code == 2
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"format_version": 1, "name": "x", "target": "lake", "expectations": [
-        {"id": "a", "type": "expect_column_mean_to_be_between", "kwargs": {"column": "turn"}, "severity": "blocking"},
-        {"id": "b", "type": "no_such_check", "severity": "warning"},
-        {"id": "c", "type": "expect_column_values_to_not_be_null", "kwargs": {"column": "nope"}, "severity": "blocking"}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "format_version": 1,
+                "name": "x",
+                "target": "lake",
+                "expectations": [
+                    {
+                        "id": "a",
+                        "type": "expect_column_mean_to_be_between",
+                        "kwargs": {"column": "turn"},
+                        "severity": "blocking",
+                    },
+                    {"id": "b", "type": "no_such_check", "severity": "warning"},
+                    {
+                        "id": "c",
+                        "type": "expect_column_values_to_not_be_null",
+                        "kwargs": {"column": "nope"},
+                        "severity": "blocking",
+                    },
+                ],
+            }
+        )
+    )
     result = run(home, "lake", "--suite", str(bad))
     assert result.exit_code == 2
     message = " ".join(result.stderr.split())
-    for problem in ("a: expect_column_mean_to_be_between is not a row-level", "b: unknown type 'no_such_check'",
-                    "c: no column 'nope'"):
+    for problem in (
+        "a: expect_column_mean_to_be_between is not a row-level",
+        "b: unknown type 'no_such_check'",
+        "c: no column 'nope'",
+    ):
         assert problem in message
     assert run(home, "lake", "--entropy-floor", "3").exit_code == 2
     assert run(home, "dataset", "missing").exit_code == 1

@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.checks.conftest import Rows, failed_ids, first, rewrite, set_field
-from toolkit.datasets.dataset import HOLDOUT, MANIFEST_FILE, TRAIN, open_dataset
 from toolkit.checks.gate import CheckConfig, check_dataset
 from toolkit.checks.report import read_report
+from toolkit.datasets.dataset import HOLDOUT, MANIFEST_FILE, TRAIN, open_dataset
 from toolkit.errors import BuildError
 from toolkit.layout import Layout
 
@@ -27,7 +27,9 @@ def _train(home: Layout, name: str = "ratio") -> list[Path]:
     return open_dataset(home, name).files(TRAIN)
 
 
-def _every_train_row(home: Layout, name: str, change: Callable[[dict[str, Any]], None], source: str | None = None) -> None:
+def _every_train_row(
+    home: Layout, name: str, change: Callable[[dict[str, Any]], None], source: str | None = None
+) -> None:
     def apply(rows: Rows) -> Rows:
         for row in rows:
             if source is None or row["source"] == source:
@@ -74,7 +76,9 @@ ROW_CASES: list[tuple[str, Callable[[Rows], Rows]]] = [
 
 
 @pytest.mark.parametrize(("expected", "change"), ROW_CASES, ids=[c[0] for c in ROW_CASES])
-def test_a_crafted_row_break_fails_exactly_its_expectation(home: Layout, expected: str, change: Callable[[Rows], Rows]) -> None:
+def test_a_crafted_row_break_fails_exactly_its_expectation(
+    home: Layout, expected: str, change: Callable[[Rows], Rows]
+) -> None:
     rewrite(_train(home)[0], change)
     report = check_dataset(home, "ratio", NO_WRITE)
     assert failed_ids(report) == {expected}

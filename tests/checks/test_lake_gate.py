@@ -11,7 +11,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.checks.conftest import Rows, failed_ids, first, ingest_rows, lake_file, not_terminal, policy_games, rewrite, set_field
+from tests.checks.conftest import (
+    Rows,
+    failed_ids,
+    first,
+    ingest_rows,
+    lake_file,
+    not_terminal,
+    policy_games,
+    rewrite,
+    set_field,
+)
 from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 from toolkit.checks.report import GateReport
 from toolkit.errors import CheckError, GateFailedError
@@ -73,7 +83,9 @@ CASES: list[tuple[str, Callable[[Rows], Rows]]] = [
 
 
 @pytest.mark.parametrize(("expected", "change"), CASES, ids=[c[0] for c in CASES])
-def test_a_crafted_break_fails_exactly_its_expectation(home: Layout, expected: str, change: Callable[[Rows], Rows]) -> None:
+def test_a_crafted_break_fails_exactly_its_expectation(
+    home: Layout, expected: str, change: Callable[[Rows], Rows]
+) -> None:
     rewrite(lake_file(home, "forge"), change)
     report = check_lake(home, config=CheckConfig(write=False))
     assert failed_ids(report) == {expected}
@@ -101,7 +113,9 @@ def test_offending_rows_are_sampled_with_their_keys_and_lineage(home: Layout) ->
     assert set(result.sample[0]) == {"turn", "game_id", "seat", "decision_index", "batch_id", "source_line"}
 
 
-def test_a_collapsed_policy_generation_blocks_and_drift_is_measured_against_the_previous_one(home: Layout, tmp_path) -> None:
+def test_a_collapsed_policy_generation_blocks_and_drift_is_measured_against_the_previous_one(
+    home: Layout, tmp_path
+) -> None:
     ingest_rows(home, tmp_path, "ppo-2.jsonl", policy_games(15, lambda i: "pass", 2, "p2"))
     report = check_lake(home, LakeScope(source="ppo", generation=2), CheckConfig(write=False))
     assert failed_ids(report) == {"collapse.policy"} and failed_ids(report, "warning") == {"drift.actions"}
@@ -114,7 +128,9 @@ def test_a_collapsed_policy_generation_blocks_and_drift_is_measured_against_the_
 
 
 def _batch_ids(layout: Layout, generation: int) -> list[str]:
-    return sorted(p.name.removeprefix("batch=") for p in layout.lake.glob(f"source=ppo/generation={generation:03d}/batch=*"))
+    return sorted(
+        p.name.removeprefix("batch=") for p in layout.lake.glob(f"source=ppo/generation={generation:03d}/batch=*")
+    )
 
 
 def test_a_small_collapsed_batch_blocks_on_evidence_not_on_a_row_count(home: Layout, tmp_path) -> None:
@@ -144,7 +160,7 @@ def test_a_batch_too_small_to_tell_passes_with_a_warning_on_screen(home: Layout,
 def test_a_collapsed_run_split_into_small_batches_cannot_pass_one_by_one(home: Layout, tmp_path) -> None:
     rows = policy_games(4, lambda i: "pass", 5, "p5")
     for k in range(12):  # 12 batches of 6 rows, each alone too small to tell (see the test above)
-        ingest_rows(home, tmp_path, f"ppo-5-{k}.jsonl", rows[6 * k: 6 * (k + 1)])
+        ingest_rows(home, tmp_path, f"ppo-5-{k}.jsonl", rows[6 * k : 6 * (k + 1)])
     batches = _batch_ids(home, 5)
     assert len(batches) == 12
     for batch in batches:
@@ -161,8 +177,12 @@ def test_a_small_healthy_batch_passes_without_a_warning(home: Layout, tmp_path) 
 
 
 def test_engine_data_with_low_entropy_only_warns(home: Layout) -> None:
-    rewrite(lake_file(home, "sim"), lambda rows: [r | {"action": {**r["action"], "macro": "pass", "index": 7},
-                                                       "legal_actions": [True] * 8} for r in rows])
+    rewrite(
+        lake_file(home, "sim"),
+        lambda rows: [
+            r | {"action": {**r["action"], "macro": "pass", "index": 7}, "legal_actions": [True] * 8} for r in rows
+        ],
+    )
     report = check_lake(home, LakeScope(source="sim"), CheckConfig(write=False))
     assert report.passed and failed_ids(report, "warning") == {"collapse.other"}
 

@@ -13,8 +13,10 @@ from toolkit.stats import wilson_interval
 
 def _relation(rows: list[tuple]) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
-    con.execute("CREATE TABLE q (source VARCHAR, generation INTEGER, action_index INTEGER, reward DOUBLE, "
-                "episode_return DOUBLE, seat_won BOOLEAN, game_id VARCHAR, seat INTEGER, decision_index INTEGER)")
+    con.execute(
+        "CREATE TABLE q (source VARCHAR, generation INTEGER, action_index INTEGER, reward DOUBLE, "
+        "episode_return DOUBLE, seat_won BOOLEAN, game_id VARCHAR, seat INTEGER, decision_index INTEGER)"
+    )
     if rows:
         con.executemany("INSERT INTO q VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     return con
@@ -26,8 +28,19 @@ def _uniform_game() -> list[tuple]:
     for d in range(16):
         seat = d % 2
         last = d >= 14
-        rows.append(("ppo", 3, d // 2, float(d), (1.0 if seat == 0 else -1.0) if last else 0.0,
-                     seat == 0 if last else None, "g1", seat, d))
+        rows.append(
+            (
+                "ppo",
+                3,
+                d // 2,
+                float(d),
+                (1.0 if seat == 0 else -1.0) if last else 0.0,
+                seat == 0 if last else None,
+                "g1",
+                seat,
+                d,
+            )
+        )
     return rows
 
 

@@ -36,7 +36,9 @@ def test_build_with_flags_then_list_and_show(layout: Layout, write_log, tmp_path
     assert shown.exit_code == 0 and "min_reward" in shown.output and built["fingerprint"] in shown.output
     manifest = json.loads(_distill(layout, "datasets", "show", "mix", "--json").output)
     assert manifest["config"]["weights"] == {"ppo": 0.5} and manifest["config"]["min_reward"] == 0.2
-    again = json.loads(_distill(layout, "build", "--name", "mix", "--weight", "ppo=0.5", "--min-reward", "0.2", "--json").output)
+    again = json.loads(
+        _distill(layout, "build", "--name", "mix", "--weight", "ppo=0.5", "--min-reward", "0.2", "--json").output
+    )
     assert again["reused"] and again["fingerprint"] == built["fingerprint"]
 
 

@@ -24,7 +24,10 @@ def good(i: int) -> dict:
 @pytest.fixture
 def logs(write_log) -> tuple[Path, Path]:
     clean = write_log("clean.jsonl", [good(i) for i in range(8)])
-    dirty = write_log("dirty.jsonl", [good(100), b"{nope", good(101) | {"seat": 7}] + [good(102 + i) | {"turn": -1} for i in range(40)])
+    dirty = write_log(
+        "dirty.jsonl",
+        [good(100), b"{nope", good(101) | {"seat": 7}] + [good(102 + i) | {"turn": -1} for i in range(40)],
+    )
     return clean, dirty
 
 
@@ -74,8 +77,10 @@ def test_ingest_then_sql_in_every_output_format(logs, tmp_path: Path) -> None:
     assert run("sql", "SELECT count(*) FROM batches", home=home).exit_code == 0
 
 
-@pytest.mark.parametrize("statement", ["DELETE FROM batches", "COPY batches TO 'x.csv'", "ATTACH 'x.db'",
-                                       "CREATE TABLE t (a INT)", "SELECT 1; SELECT 2"])
+@pytest.mark.parametrize(
+    "statement",
+    ["DELETE FROM batches", "COPY batches TO 'x.csv'", "ATTACH 'x.db'", "CREATE TABLE t (a INT)", "SELECT 1; SELECT 2"],
+)
 def test_sql_refuses_anything_but_one_read(logs, tmp_path: Path, statement: str) -> None:
     clean, _ = logs
     home = tmp_path / "home"

@@ -42,8 +42,17 @@ def log(write_log) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command", [["ingest", "LOG"], ["sql", "SELECT 1"], ["datasets", "list"], ["build"],
-                                     ["loop", "status"], ["loop", "run", "--name", "x"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ingest", "LOG"],
+        ["sql", "SELECT 1"],
+        ["datasets", "list"],
+        ["build"],
+        ["loop", "status"],
+        ["loop", "run", "--name", "x"],
+    ],
+)
 def test_a_data_root_that_is_a_file_is_refused_by_every_command(tmp_path: Path, log: Path, command: list[str]) -> None:
     home = tmp_path / "afile"
     home.write_text("not a folder")
@@ -81,9 +90,11 @@ def locked_down(shared_tmp: Path, log: Path) -> tuple[Path, Path, Path]:
 @pytest.mark.parametrize("case", ["existing root", "new root in a read-only folder", "loop run"])
 def test_a_data_root_without_write_permission_gets_one_clear_error(locked_down, case: str) -> None:
     home, readonly, log = locked_down
-    args = {"existing root": ["--home", str(home), "ingest", str(log)],
-            "new root in a read-only folder": ["--home", str(readonly / "sub"), "ingest", str(log)],
-            "loop run": ["--home", str(home), "loop", "run", "--name", "x"]}[case]
+    args = {
+        "existing root": ["--home", str(home), "ingest", str(log)],
+        "new root in a read-only folder": ["--home", str(readonly / "sub"), "ingest", str(log)],
+        "loop run": ["--home", str(home), "loop", "run", "--name", "x"],
+    }[case]
     result = as_unprivileged(*args)
     assert result.returncode == 2, result.stderr
     assert "error:" in result.stderr and ("not writable" in result.stderr or "cannot create" in result.stderr)

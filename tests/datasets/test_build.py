@@ -15,9 +15,11 @@ import pyarrow as pa
 import pytest
 
 from tests.datasets.conftest import game_records
-from toolkit.features import encode_arrow, feature_spec
+from toolkit.catalog.store import Catalog
+from toolkit.config import load_config
+from toolkit.datasets.build import build_dataset
+from toolkit.datasets.config import BuildConfig, HoldoutConfig
 from toolkit.datasets.dataset import (
-    Dataset,
     FEATURES,
     HOLDOUT,
     LABEL,
@@ -25,15 +27,13 @@ from toolkit.datasets.dataset import (
     SAMPLE_WEIGHT,
     SPLITS,
     TRAIN,
+    Dataset,
     list_names,
     open_dataset,
 )
-from toolkit.datasets.build import build_dataset
-from toolkit.config import load_config
-from toolkit.datasets.config import BuildConfig, HoldoutConfig
 from toolkit.datasets.leakage import check_leakage
-from toolkit.catalog.store import Catalog
 from toolkit.errors import BuildError, ConfigError, LeakageError
+from toolkit.features import encode_arrow, feature_spec
 from toolkit.holdout import in_holdout
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
@@ -119,10 +119,17 @@ def test_share_mode_meets_the_target_shares_and_reports_them(layout: Layout, lak
 def test_filters_keep_or_drop_whole_episodes(layout: Layout, lake) -> None:
     good = game_records("p-good", "ppo", returns=[0.5, 0.1, 0.3, 0.9])
     lake("a.jsonl", good, game_records("f-0", "forge", winner=2), game_records("f-short", "forge", per_seat=1))
-    config = BuildConfig(min_reward=0.2, wins_only=["forge"], min_episode_length=2, holdout=HoldoutConfig(fraction=0.1, salt="s3"))
+    config = BuildConfig(
+        min_reward=0.2, wins_only=["forge"], min_episode_length=2, holdout=HoldoutConfig(fraction=0.1, salt="s3")
+    )
     ds = build_dataset(layout, config).dataset
     episodes = Counter((r[col.SOURCE], r[col.GAME_ID], r[col.SEAT]) for r in _rows(ds, TRAIN))
-    assert episodes == {("ppo", "p-good", 0): 3, ("ppo", "p-good", 2): 3, ("ppo", "p-good", 3): 3, ("forge", "f-0", 2): 3}
+    assert episodes == {
+        ("ppo", "p-good", 0): 3,
+        ("ppo", "p-good", 2): 3,
+        ("ppo", "p-good", 3): 3,
+        ("forge", "f-0", 2): 3,
+    }
     steps = [s.step for s in ds.manifest.filters["forge"]]
     assert steps == ["selected", "after_holdout", "min_episode_length", "wins_only", "sampled"]
 
@@ -155,7 +162,10 @@ def _copy_batch_as_another(layout: Layout) -> None:
         shutil.copytree(part, copy)
         for file in copy.glob("*.parquet"):  # the copy's rows say which batch they belong to
             con = duckdb.connect()
-            con.execute(f"COPY (SELECT * REPLACE ('bcopy' AS batch_id) FROM read_parquet('{file}', hive_partitioning = false)) TO '{file}.tmp' (FORMAT parquet)")
+            con.execute(
+                f"COPY (SELECT * REPLACE ('bcopy' AS batch_id) FROM read_parquet('{file}', hive_partitioning = "
+                f"false)) TO '{file}.tmp' (FORMAT parquet)"
+            )
             Path(f"{file}.tmp").replace(file)
     assert sha
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.datasets.conftest import game_records
-from toolkit.datasets.dataset import open_dataset
 from toolkit.datasets.build import build_dataset, build_lock
 from toolkit.datasets.config import BuildConfig
+from toolkit.datasets.dataset import open_dataset
 from toolkit.errors import BuildError
 from toolkit.layout import Layout
 
@@ -25,18 +25,33 @@ def _fill(lake) -> None:
     lake("b.jsonl", *[game_records(f"p{i}", "ppo", per_seat=20) for i in range(150)])
 
 
-CONFIGS = {"one": {"weights": {"forge": 1.0, "ppo": 0.5}}, "two": {"weight_mode": "share", "weights": {"forge": 0.4, "ppo": 0.6}}}
+CONFIGS = {
+    "one": {"weights": {"forge": 1.0, "ppo": 0.5}},
+    "two": {"weight_mode": "share", "weights": {"forge": 0.4, "ppo": 0.6}},
+}
 
 
-def test_builds_of_different_names_run_side_by_side_and_equal_their_solo_runs(layout: Layout, lake, tmp_path: Path) -> None:
+def test_builds_of_different_names_run_side_by_side_and_equal_their_solo_runs(
+    layout: Layout, lake, tmp_path: Path
+) -> None:
     _fill(lake)
-    code = ("import sys, json; from toolkit.layout import Layout; from toolkit.datasets.build import build_dataset; "
-            "from toolkit.datasets.config import BuildConfig; "
-            "info = build_dataset(Layout.at(sys.argv[1]), BuildConfig(name=sys.argv[2], rows_per_file=500, "
-            "**json.loads(sys.argv[3]))); print(info.manifest.fingerprint)")
-    running = [subprocess.Popen([sys.executable, "-c", code, str(layout.home), name, json.dumps(CONFIGS[name])],
-                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for name in CONFIGS for _ in range(2)]  # each name twice: one builds, the other is refused or reuses
+    code = (
+        "import sys, json; from toolkit.layout import Layout; from toolkit.datasets.build import build_dataset; "
+        "from toolkit.datasets.config import BuildConfig; "
+        "info = build_dataset(Layout.at(sys.argv[1]), BuildConfig(name=sys.argv[2], rows_per_file=500, "
+        "**json.loads(sys.argv[3]))); print(info.manifest.fingerprint)"
+    )
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(layout.home), name, json.dumps(CONFIGS[name])],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in CONFIGS
+        for _ in range(2)
+    ]  # each name twice: one builds, the other is refused or reuses
     outcomes = [(p.communicate(timeout=300), p.returncode) for p in running]
     for (out, err), code_ in outcomes:
         assert code_ == 0 or "is being written by another process" in err, err

@@ -43,7 +43,8 @@ def test_pandas_reads_a_split_folder(built: Dataset, split: str) -> None:
 def test_duckdb_reads_a_split_folder(built: Dataset, split: str) -> None:
     glob = str(built.root / split / "*.parquet")
     ((rows, games, weight),) = duckdb.sql(
-        f"SELECT count(*), count(DISTINCT game_id), sum(sample_weight) FROM read_parquet('{glob}')").fetchall()
+        f"SELECT count(*), count(DISTINCT game_id), sum(sample_weight) FROM read_parquet('{glob}')"
+    ).fetchall()
     want = expected(built, split)
     assert (rows, games) == (want.height, want["game_id"].n_unique())
     assert weight == pytest.approx(want["sample_weight"].sum(), rel=1e-6)

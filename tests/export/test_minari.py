@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from toolkit.datasets.dataset import list_builds, open_dataset
 from toolkit.catalog import Catalog
 from toolkit.cli.main import app
+from toolkit.datasets.dataset import list_builds, open_dataset
 from toolkit.errors import ExportError
 from toolkit.export.minari import MinariExportConfig, export_minari
 from toolkit.layout import Layout
@@ -63,7 +63,9 @@ def test_every_episode_equals_the_builds_rows(loop_home: Layout, tmp_path: Path,
         assert episode.infos["legal_mask"][np.arange(n), episode.actions].all()  # each action legal at its step
 
 
-def test_the_metadata_carries_the_fingerprint_contract_version_and_holdout_rule(loop_home, tmp_path, monkeypatch) -> None:
+def test_the_metadata_carries_the_fingerprint_contract_version_and_holdout_rule(
+    loop_home, tmp_path, monkeypatch
+) -> None:
     result = export_minari(loop_home, MinariExportConfig(name="loop-tiny", out=tmp_path))
     meta = load(tmp_path, result.dataset_id, monkeypatch).storage.metadata
     manifest = open_dataset(loop_home, "loop-tiny").manifest
@@ -91,10 +93,14 @@ def test_exporting_the_same_build_again_reuses_it_and_another_build_is_refused(l
     assert (again.reused, again.episodes, again.steps) == (True, first.episodes, first.steps)
     older = next(b for b in list_builds(loop_home, "loop-tiny") if b.fingerprint != first.fingerprint)
     with pytest.raises(ExportError, match=f"holds build {first.fingerprint}"):
-        export_minari(loop_home, MinariExportConfig(name="loop-tiny", fingerprint=older.fingerprint, split="holdout",
-                                                    out=tmp_path))
-    other = export_minari(loop_home, MinariExportConfig(name="loop-tiny", fingerprint=older.fingerprint,
-                                                        split="holdout", out=tmp_path, version=1))
+        export_minari(
+            loop_home,
+            MinariExportConfig(name="loop-tiny", fingerprint=older.fingerprint, split="holdout", out=tmp_path),
+        )
+    other = export_minari(
+        loop_home,
+        MinariExportConfig(name="loop-tiny", fingerprint=older.fingerprint, split="holdout", out=tmp_path, version=1),
+    )
     assert other.dataset_id == "distill/loop-tiny-holdout-v1" and other.fingerprint == older.fingerprint
 
 

@@ -64,8 +64,9 @@ def test_a_policy_plugs_in_through_observations_and_masks() -> None:
     players = [PolicyPlayer(always_last_legal), HeuristicPlayer(), HeuristicPlayer(), HeuristicPlayer()]
     finished = list(core.play(players, 10, seed=1, batch_size=10, record=True))
     assert seen and seen[0][1] == CommanderEnv().observation_space.shape[0]
-    lines = records.build_rows(finished[0], seed=1, sources=[p.source for p in players], model_version="gen-003",
-                               generation=3)
+    lines = records.build_rows(
+        finished[0], seed=1, sources=[p.source for p in players], model_version="gen-003", generation=3
+    )
     rows = [orjson.loads(line) for line in lines]
     assert {r["source"] for r in rows if r["seat"] == 0} == {"ppo"}
     assert all(r["model_version"] == "gen-003" for r in rows if r["seat"] == 0)
@@ -82,8 +83,9 @@ def _rows(config: SimulateConfig) -> list[bytes]:
 
 
 def test_every_written_row_is_a_valid_canonical_record(tmp_path: Path) -> None:
-    config = SimulateConfig(games=30, players=("heuristic", "random", "tuned", "random"), seed=4, out=tmp_path,
-                            max_rounds=12)
+    config = SimulateConfig(
+        games=30, players=("heuristic", "random", "tuned", "random"), seed=4, out=tmp_path, max_rounds=12
+    )
     lines = _rows(config)
     rows = [DecisionSnapshot.model_validate_json(line) for line in lines]
     by_game = defaultdict(list)
@@ -113,8 +115,14 @@ def test_every_written_row_is_a_valid_canonical_record(tmp_path: Path) -> None:
 def test_same_seed_same_bytes(tmp_path: Path) -> None:
     runs = []
     for name in ("a", "b"):
-        config = SimulateConfig(games=12, players=("random", "heuristic", "random"), seed=9, out=tmp_path / name,
-                                compression="gzip", batch_size=5)
+        config = SimulateConfig(
+            games=12,
+            players=("random", "heuristic", "random"),
+            seed=9,
+            out=tmp_path / name,
+            compression="gzip",
+            batch_size=5,
+        )
         runs.append(b"\n".join(_rows(config)))
     assert runs[0] == runs[1] and len(runs[0]) > 0
 
@@ -156,8 +164,23 @@ def test_simulate_command_writes_logs_that_validate(tmp_path: Path) -> None:
 
     out = tmp_path / "logs"
     runner = CliRunner()
-    result = runner.invoke(app, ["simulate", "--games", "16", "--players", "heuristic,random,random,random",
-                                 "--seed", "3", "--out", str(out), "--compress", "zstd", "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "simulate",
+            "--games",
+            "16",
+            "--players",
+            "heuristic,random,random,random",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+            "--compress",
+            "zstd",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["games"] == 16 and sum(summary["wins_per_seat"]) + summary["truncations"] == 16

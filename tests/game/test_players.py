@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.game.test_rules import G, _game, _put
 from toolkit.game import rules
 from toolkit.game.players import attack_target, attack_values
-from tests.game.test_rules import G, _game, _put
 
 
 def test_a_lethal_attack_on_a_small_board_beats_damage_into_a_big_one() -> None:

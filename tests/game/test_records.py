@@ -66,8 +66,17 @@ def test_rows_are_what_orjson_writes_for_them_with_the_contracts_key_order() -> 
 def test_split_parts_hold_the_same_lines_as_one_part(tmp_path: Path) -> None:
     def lines(out: Path, rows_per_file: int) -> tuple[list[str], bytes]:
         # Parts end at the chunks core.play yields (every 256 finished games), so play more than one.
-        result = simulate(SimulateConfig(games=600, players=("heuristic", "random"), seed=5, out=out,
-                                         batch_size=64, max_rounds=6, rows_per_file=rows_per_file))
+        result = simulate(
+            SimulateConfig(
+                games=600,
+                players=("heuristic", "random"),
+                seed=5,
+                out=out,
+                batch_size=64,
+                max_rounds=6,
+                rows_per_file=rows_per_file,
+            )
+        )
         assert not list(out.glob("*.tmp"))
         return [f.name for f in result.files], b"".join(f.read_bytes() for f in result.files)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from tests.factories import make_snapshot
 from tests.conftest import encode
+from tests.factories import make_snapshot
 from toolkit.errors import UsageError
 from toolkit.ingest.dry_run import validate_paths
 
@@ -90,13 +90,20 @@ def test_wrong_types_are_rejected_not_coerced(write_log) -> None:
 def test_missing_and_unknown_fields_are_each_named(write_log) -> None:
     record = good(0, colour="blue")
     del record["turn"]
-    assert sorted(problems(write_log("fields.jsonl", [record]))) == [(1, "colour", "extra_forbidden"), (1, "turn", "missing")]
+    assert sorted(problems(write_log("fields.jsonl", [record]))) == [
+        (1, "colour", "extra_forbidden"),
+        (1, "turn", "missing"),
+    ]
 
 
 def test_a_record_of_no_known_dialect_is_rejected(write_log) -> None:
     path = write_log("alien.jsonl", [good(0), {"hello": "world"}, [1, 2], b"null"])
     found = problems(path)
-    assert [(line, code) for line, _, code in found] == [(2, "unknown_dialect"), (3, "not_an_object"), (4, "not_an_object")]
+    assert [(line, code) for line, _, code in found] == [
+        (2, "unknown_dialect"),
+        (3, "not_an_object"),
+        (4, "not_an_object"),
+    ]
 
 
 def test_an_illegal_chosen_action_is_rejected(write_log) -> None:

@@ -14,8 +14,36 @@ from toolkit.ingest.fastpath import validate_lines
 from toolkit.schema import DecisionSnapshot
 
 # Values that break (or sometimes keep) a field: wrong types, edges, nulls.
-POOL = [None, -1, 0, 1, 2, 3, 4, 7, 8, 9, 100, 10**6, -1001, 1.5, True, False, "", "x", "main_1", "gen-002",
-        "cast_creature", "pass", [], [True] * 8, [False] * 8, [1, 2], {}, {"seat": 0}]
+POOL = [
+    None,
+    -1,
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    9,
+    100,
+    10**6,
+    -1001,
+    1.5,
+    True,
+    False,
+    "",
+    "x",
+    "main_1",
+    "gen-002",
+    "cast_creature",
+    "pass",
+    [],
+    [True] * 8,
+    [False] * 8,
+    [1, 2],
+    {},
+    {"seat": 0},
+]
 
 
 def _leaves(value, path=()):
@@ -49,8 +77,9 @@ def _base(rng: random.Random) -> dict:
     n = rng.choice([2, 3, 4, 6])
     seat = rng.randrange(n)
     winner = rng.choice([None, rng.randrange(n)])
-    record = make_snapshot(pod_size=n, seat=seat, winner_seat=winner,
-                           seat_won=None if winner is None else winner == seat)
+    record = make_snapshot(
+        pod_size=n, seat=seat, winner_seat=winner, seat_won=None if winner is None else winner == seat
+    )
     if rng.random() < 0.3:
         record.update(model_version="gen-002", generation=2, source="ppo")
     return record

@@ -35,9 +35,13 @@ def crash_corpus() -> dict[str, bytes]:
     for depth in (MAX_NESTING + 1, 10_000, 200_000):
         for kind in ("object", "array"):
             cases[f"unknown-field-{kind}-{depth}"] = base[:-1] + b',"zzz":' + _deep(depth, kind) + b"}"
-            cases[f"known-field-{kind}-{depth}"] = base.replace(b'"raw_outcome":null', b'"raw_outcome":' + _deep(depth, kind))
+            cases[f"known-field-{kind}-{depth}"] = base.replace(
+                b'"raw_outcome":null', b'"raw_outcome":' + _deep(depth, kind)
+            )
             cases[f"top-level-{kind}-{depth}"] = _deep(depth, kind)
-    cases["brackets-in-strings"] = base.replace(b'"raw_outcome":null', b'"raw_outcome":"' + b"[{" * 30 + b'"')  # > 64 openers
+    cases["brackets-in-strings"] = base.replace(
+        b'"raw_outcome":null', b'"raw_outcome":"' + b"[{" * 30 + b'"'
+    )  # > 64 openers
     return cases
 
 
@@ -47,11 +51,18 @@ def test_the_crash_corpus_never_kills_the_process_and_every_line_is_accounted_fo
     folder.mkdir()
     for k, (name, line) in enumerate(corpus.items()):
         (folder / f"{name}.jsonl").write_bytes(good(4 * k) + b"\n" + line + b"\n" + good(4 * k + 1) + b"\n")
-    code = ("import sys; from pathlib import Path; from toolkit.layout import Layout; "
-            "from toolkit.ingest.ingest import ingest_paths; "
-            "r = ingest_paths([Path(sys.argv[1])], Layout.at(sys.argv[2])); print(r.rows_valid, r.rows_rejected)")
-    run = subprocess.run([sys.executable, "-c", code, str(folder), str(tmp_path / "home")], cwd=REPO,
-                         capture_output=True, text=True, timeout=600)
+    code = (
+        "import sys; from pathlib import Path; from toolkit.layout import Layout; "
+        "from toolkit.ingest.ingest import ingest_paths; "
+        "r = ingest_paths([Path(sys.argv[1])], Layout.at(sys.argv[2])); print(r.rows_valid, r.rows_rejected)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(folder), str(tmp_path / "home")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, f"the ingest process died ({run.returncode}): {run.stderr[-2000:]}"
     valid, rejected = map(int, run.stdout.split())
     assert rejected == len(corpus) - 1 and valid == 2 * len(corpus) + 1  # strings may hold any brackets
@@ -75,7 +86,12 @@ def test_nesting_depth_ignores_brackets_inside_strings_and_escaped_quotes() -> N
 @pytest.mark.parametrize("dialect", ["canonical", "forge"])
 def test_a_record_with_a_key_twice_is_rejected_naming_the_key(tmp_path: Path, dialect: str) -> None:
     if dialect == "canonical":
-        lines = [good(0), good(1)[:-1] + b',"turn":99}', good(2).replace(b'"life":40', b'"life":40,"life":3', 1), good(3)]
+        lines = [
+            good(0),
+            good(1)[:-1] + b',"turn":99}',
+            good(2).replace(b'"life":40', b'"life":40,"life":3', 1),
+            good(3),
+        ]
     else:
         source = (DIALECT_CASES / "forge_4seat.jsonl").read_bytes().splitlines()
         lines = [source[0], source[1][:-1] + b',"turn":99}', source[2]]
@@ -98,18 +114,28 @@ def _mutate(line: bytes, how: str, data: st.DataObject) -> bytes:
     if how == "cut":
         return line[:at]
     if how == "insert":
-        return line[:at] + data.draw(st.sampled_from([b"{", b"[", b'"', b"\\", b",", b":", b"\x00", b"\xff", b"NaN"])) + line[at:]
+        return (
+            line[:at]
+            + data.draw(st.sampled_from([b"{", b"[", b'"', b"\\", b",", b":", b"\x00", b"\xff", b"NaN"]))
+            + line[at:]
+        )
     if how == "swap":
-        return line[:at] + data.draw(st.binary(min_size=1, max_size=3)).replace(b"\n", b" ") + line[at + 1:]
+        return line[:at] + data.draw(st.binary(min_size=1, max_size=3)).replace(b"\n", b" ") + line[at + 1 :]
     if how == "duplicate-key":
         return line[:-1] + b',"seat":' + data.draw(st.sampled_from([b"0", b"1", b'"x"'])) + b"}"
     if how == "deep":
-        return line[:-1] + b',"zzz":' + _deep(data.draw(st.integers(60, 3000)), data.draw(st.sampled_from(["object", "array"]))) + b"}"
+        return (
+            line[:-1]
+            + b',"zzz":'
+            + _deep(data.draw(st.integers(60, 3000)), data.draw(st.sampled_from(["object", "array"])))
+            + b"}"
+        )
     return data.draw(st.binary(max_size=40)).replace(b"\n", b" ")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(data=st.data())
 def test_fuzz_every_line_lands_in_decisions_or_rejects_byte_for_byte(tmp_path_factory, data) -> None:
     folder = tmp_path_factory.mktemp("fuzz")

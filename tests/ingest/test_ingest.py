@@ -50,8 +50,18 @@ def test_the_catalog_records_each_batch_and_file_as_typed_records(write_log, lay
     with Catalog.open(layout, read_only=True) as catalog:
         [batch], [file] = catalog.batches(), catalog.files()
     assert (batch.batch_id, batch.file_sha256, batch.status) == (result.batches[0], result.files[0].sha256, "ingested")
-    assert (batch.rows_valid, batch.rows_rejected, batch.sources, sorted(batch.generations)) == (8, 1, ["forge", "ppo"], [2])
-    assert (file.path, file.batch_id, file.lines, file.size_bytes) == (str(path), batch.batch_id, 9, path.stat().st_size)
+    assert (batch.rows_valid, batch.rows_rejected, batch.sources, sorted(batch.generations)) == (
+        8,
+        1,
+        ["forge", "ppo"],
+        [2],
+    )
+    assert (file.path, file.batch_id, file.lines, file.size_bytes) == (
+        str(path),
+        batch.batch_id,
+        9,
+        path.stat().st_size,
+    )
     assert file.dialects == dict(result.files[0].report.dialects) and sum(file.dialects.values()) == 8
 
 
@@ -60,7 +70,9 @@ def test_partitions_split_by_source_and_generation(write_log, layout: Layout) ->
     ingest_paths([write_log("mix.jsonl", [good(i, "f") for i in range(4)] + ppo)], layout)
     assert {p.parent.parent.name for p in layout.lake.rglob("*.parquet")} == {"generation=none", "generation=002"}
     assert query(layout, "SELECT source, generation, count(*) FROM decisions GROUP BY ALL ORDER BY 1") == [
-        ("forge", None, 4), ("ppo", 2, 4)]
+        ("forge", None, 4),
+        ("ppo", 2, 4),
+    ]
 
 
 def test_rejects_are_kept_byte_for_byte_and_queryable(write_log, layout: Layout) -> None:
@@ -94,8 +106,7 @@ def test_a_changed_file_becomes_a_new_batch_and_its_old_lines_are_duplicates(wri
 
 
 def test_forced_source_is_applied_on_both_paths(write_log, layout: Layout) -> None:
-    from toolkit.ingest.config import IngestConfig
-    from toolkit.ingest.config import ReadOptions
+    from toolkit.ingest.config import IngestConfig, ReadOptions
 
     path = write_log("a.jsonl", [good(0), encode(good(1)) + b" "])
     ingest_paths([path], layout, IngestConfig(read=ReadOptions(source="lab")))
@@ -140,8 +151,10 @@ def test_a_kill_mid_ingest_leaves_no_half_batch_and_a_rerun_completes(tmp_path: 
     with open(path, "wb") as out:
         for i in range(60_000):
             out.write(encode(good(i)) + b"\n")
-    code = f"from toolkit.ingest.ingest import ingest_paths; from toolkit.layout import Layout; " \
-           f"ingest_paths([__import__('pathlib').Path({str(path)!r})], Layout.at({str(layout.home)!r}))"
+    code = (
+        f"from toolkit.ingest.ingest import ingest_paths; from toolkit.layout import Layout; "
+        f"ingest_paths([__import__('pathlib').Path({str(path)!r})], Layout.at({str(layout.home)!r}))"
+    )
     process = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2])
     deadline = time.monotonic() + 60
     while not list(layout.staging.glob("*/lake/**/*.parquet")) and time.monotonic() < deadline:

@@ -10,12 +10,11 @@ import pyarrow.parquet as pq
 
 from tests.ingest.test_ingest import good, query
 from toolkit.ingest import ingest as ingest_module
-from toolkit.ingest.config import IngestConfig
-from toolkit.ingest.ingest import ingest_paths
+from toolkit.ingest.config import IngestConfig, ReadOptions
 from toolkit.ingest.fastpath import read_schema
-from toolkit.ingest.rowpath import Problem
-from toolkit.ingest.config import ReadOptions
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.ingest.parts import PackedPart, Part, Reject, group_by_partition, partition_runs
+from toolkit.ingest.rowpath import Problem
 from toolkit.layout import Layout
 
 
@@ -35,8 +34,10 @@ def test_a_packed_part_unpacks_to_the_same_rows_lines_and_rejects() -> None:
 
 
 def test_finely_interleaved_partitions_become_one_run_each_in_line_order() -> None:
-    records = [dict(good(i), source="ppo", model_version="gen-001", generation=1) if i % 3 == 0 else good(i)
-               for i in range(300)]
+    records = [
+        dict(good(i), source="ppo", model_version="gen-001", generation=1) if i % 3 == 0 else good(i)
+        for i in range(300)
+    ]
     lines = np.arange(10, 310, dtype=np.int64)
     table, grouped_lines = group_by_partition(_table(records), lines)
     runs = partition_runs(table)
@@ -56,8 +57,9 @@ def test_long_runs_and_line_order_are_kept_as_they_are() -> None:
     same, same_lines = group_by_partition(table, lines)
     assert same is table and same_lines is lines
     shuffled = np.concatenate([lines[600:], lines[:600]])
-    reordered, back = group_by_partition(table.take(pa.array(np.concatenate([np.arange(600, 1200), np.arange(600)]))),
-                                         shuffled)
+    reordered, back = group_by_partition(
+        table.take(pa.array(np.concatenate([np.arange(600, 1200), np.arange(600)]))), shuffled
+    )
     assert back.tolist() == lines.tolist() and reordered.equals(table)
 
 

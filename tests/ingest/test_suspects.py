@@ -9,9 +9,9 @@ import numpy as np
 from tests.conftest import encode
 from tests.factories import make_snapshot
 from toolkit.ingest import fastpath
-from toolkit.ingest.suspects import Suspects, find_suspects
 from toolkit.ingest.config import ReadOptions
 from toolkit.ingest.parts import FileReport
+from toolkit.ingest.suspects import Suspects, find_suspects
 from toolkit.ingest.validate import validate_file
 
 

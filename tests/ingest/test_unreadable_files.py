@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import encode
 from tests.factories import make_snapshot
-from toolkit.ingest.ingest import ingest_paths
 from toolkit.cli.main import app
 from toolkit.ingest.dry_run import validate_paths
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.ingest.reader import read_chunks
 from toolkit.layout import Layout
 
@@ -34,12 +34,18 @@ def folder(tmp_path: Path) -> Path:
     (logs / "d-plain.jsonl.zst").write_bytes(_lines("g4"))
     (logs / "e-good.jsonl.gz").write_bytes(gzip.compress(_lines("g5")))
     (logs / "f-good.jsonl").write_bytes(_lines("g6"))
-    (logs / "g-frames.jsonl.zst").write_bytes(b"".join(zstandard.ZstdCompressor().compress(_lines(g)) for g in ("g7", "g8")))
+    (logs / "g-frames.jsonl.zst").write_bytes(
+        b"".join(zstandard.ZstdCompressor().compress(_lines(g)) for g in ("g7", "g8"))
+    )
     return logs
 
 
-BAD = {"a-cut.jsonl.gz": "cut short", "b-plain.jsonl.gz": "not valid gzip", "c-cut.jsonl.zst": "cut short",
-       "d-plain.jsonl.zst": "not valid zstd"}
+BAD = {
+    "a-cut.jsonl.gz": "cut short",
+    "b-plain.jsonl.gz": "not valid gzip",
+    "c-cut.jsonl.zst": "cut short",
+    "d-plain.jsonl.zst": "not valid zstd",
+}
 
 
 def test_each_unreadable_file_fails_alone_and_the_others_are_ingested(folder: Path, tmp_path: Path) -> None:

@@ -11,8 +11,13 @@ from toolkit.loop.gates import strength_gate
 from toolkit.stats import MeanSPRT
 
 
-def _simulated_test(rng: np.random.Generator, p_candidate: float, config: StrengthGateConfig,
-                    p_baseline: float = 0.3, shared: float = 0.7) -> str:
+def _simulated_test(
+    rng: np.random.Generator,
+    p_candidate: float,
+    config: StrengthGateConfig,
+    p_baseline: float = 0.3,
+    shared: float = 0.7,
+) -> str:
     """One gate on simulated deals: 4 paired games each, the candidate's result tied to the baseline's on a share."""
     sprt = MeanSPRT(config.delta0, config.delta1, config.alpha, config.beta, low=-1.0, high=1.0)
     for deal in range(config.max_deals):
@@ -39,8 +44,9 @@ def test_the_gate_keeps_its_nominal_error_rates_on_simulated_paired_deals(gain: 
 
 def test_a_copy_of_the_baseline_is_refused_after_the_minimum_of_deals() -> None:
     config = StrengthGateConfig(opponents=("heuristic",) * 3, min_deals=20, deals_per_round=20)
-    verdict = strength_gate(lambda: make_player("heuristic"), lambda: make_player("heuristic"), config, seed=3,
-                            max_rounds=30)
+    verdict = strength_gate(
+        lambda: make_player("heuristic"), lambda: make_player("heuristic"), config, seed=3, max_rounds=30
+    )
     assert not verdict.passed and verdict.decision == "accept_h0" and verdict.deals == 20
     assert verdict.diff == verdict.diff_low == verdict.diff_high == 0.0  # same deals, same play, same results
     assert verdict.candidate_win_rate == verdict.baseline_win_rate
@@ -48,11 +54,13 @@ def test_a_copy_of_the_baseline_is_refused_after_the_minimum_of_deals() -> None:
 
 def test_a_known_stronger_player_is_promoted_and_the_verdict_reports_its_fixed_deals() -> None:
     config = StrengthGateConfig(opponents=("heuristic",) * 3, deals_per_round=100)
-    verdict = strength_gate(lambda: make_player("tuned"), lambda: make_player("heuristic"), config, seed=4,
-                            max_rounds=30)
+    verdict = strength_gate(
+        lambda: make_player("tuned"), lambda: make_player("heuristic"), config, seed=4, max_rounds=30
+    )
     assert verdict.passed and verdict.decision == "accept_h1" and verdict.deals >= config.min_deals
     assert verdict.diff_low > 0 and verdict.candidate_win_rate > verdict.baseline_win_rate
     assert verdict.games == verdict.deals * 4
-    weaker = strength_gate(lambda: make_player("random"), lambda: make_player("heuristic"), config, seed=4,
-                           max_rounds=30)
+    weaker = strength_gate(
+        lambda: make_player("random"), lambda: make_player("heuristic"), config, seed=4, max_rounds=30
+    )
     assert not weaker.passed and weaker.decision == "accept_h0" and weaker.diff < 0

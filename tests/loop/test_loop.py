@@ -18,12 +18,20 @@ from tests.factories import TINY, tiny
 from toolkit.catalog.store import Catalog
 from toolkit.cli.main import app
 from toolkit.layout import Layout
-from toolkit.progress import Progress
 from toolkit.loop.run import resume_loop, run_loop
 from toolkit.loop.state import PAUSE, RunFolder
+from toolkit.progress import Progress
 
-VOLATILE = {"timings", "seconds", "recorded_at", "finished_at", "steps_per_second", "samples_per_second",
-            "reports", "updated_at"}
+VOLATILE = {
+    "timings",
+    "seconds",
+    "recorded_at",
+    "finished_at",
+    "steps_per_second",
+    "samples_per_second",
+    "reports",
+    "updated_at",
+}
 
 
 def normalised(records: list[dict[str, Any]], home: Path) -> list[dict[str, Any]]:
@@ -46,7 +54,9 @@ def reference(loop_home: Layout) -> tuple[Layout, list[dict[str, Any]]]:
 
 def _batch_status(layout: Layout, batch: str) -> tuple[str, str | None, int]:
     with Catalog.open(layout, read_only=True) as catalog:
-        status, reason = catalog.con.execute("SELECT status, status_reason FROM batches WHERE batch_id = ?", [batch]).fetchall()[0]
+        status, reason = catalog.con.execute(
+            "SELECT status, status_reason FROM batches WHERE batch_id = ?", [batch]
+        ).fetchall()[0]
         (rows,) = catalog.con.execute("SELECT count(*) FROM decisions WHERE batch_id = ?", [batch]).fetchall()[0]
     return status, reason, rows
 
@@ -67,11 +77,21 @@ def test_a_tiny_loop_runs_every_step_and_records_every_field(reference) -> None:
         assert record["evaluation"]["student"]["heuristic"]["games"] == 16
     assert records[1]["evaluation"]["ppo"]["tuned"]["games"] == 16 and "ppo" not in records[0]["evaluation"]
     assert records[1]["student_gain"]["heuristic"]["deals"] == 4 and records[0]["student_gain"] is None
-    assert {"gen-001-ppo", "gen-001-student", "gen-000-student", "heuristic"} <= {s["name"] for s in records[1]["ratings"]}
+    assert {"gen-001-ppo", "gen-001-student", "gen-000-student", "heuristic"} <= {
+        s["name"] for s in records[1]["ratings"]
+    }
     for batch in steps["ingest"]["batches"]:
         assert _batch_status(layout, batch)[0] == "accepted"
-    result = CliRunner().invoke(app, ["--home", str(layout.home), "sql", "--json",
-                                      "SELECT generation, outcome FROM generations ORDER BY generation"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(layout.home),
+            "sql",
+            "--json",
+            "SELECT generation, outcome FROM generations ORDER BY generation",
+        ],
+    )
     assert json.loads(result.output) == [{"generation": 0, "outcome": "passed"}, {"generation": 1, "outcome": "passed"}]
     shown = CliRunner().invoke(app, ["--home", str(layout.home), "loop", "history", "--name", "tiny"])
     assert shown.exit_code == 0 and "gen-001-ppo" in shown.output
@@ -85,7 +105,9 @@ def test_steps_are_saved_with_typed_inputs_and_reloaded_as_their_types(reference
     state = RunFolder(layout, "tiny").load()
     gen = state.generations[1]
     play = gen.steps["0:selfplay"]
-    assert SelfPlayInput.model_validate(play.input).warm_start == Path(state.generations[0].steps["0:train_student"].result["checkpoint"])
+    assert SelfPlayInput.model_validate(play.input).warm_start == Path(
+        state.generations[0].steps["0:train_student"].result["checkpoint"]
+    )
     assert BuildStepResult.model_validate(gen.steps["0:build"].result).rows_by_source["ppo"] > 0
     assert [p.name for p in state.promoted] == ["gen-000-student", "gen-001-ppo", "gen-001-student"]
 
@@ -141,8 +163,19 @@ class _Crash(Exception):
     pass
 
 
-GENERATION_STEPS = ["selfplay", "ingest", "ppo_gate", "data_gate", "accept", "build", "train_student",
-                    "accuracy_guard", "student_gate", "evaluate", "ratings"]
+GENERATION_STEPS = [
+    "selfplay",
+    "ingest",
+    "ppo_gate",
+    "data_gate",
+    "accept",
+    "build",
+    "train_student",
+    "accuracy_guard",
+    "student_gate",
+    "evaluate",
+    "ratings",
+]
 
 
 @pytest.mark.parametrize("step", GENERATION_STEPS)
@@ -188,8 +221,9 @@ def test_a_pause_request_halts_at_the_next_step_and_resume_finishes(tmp_path: Pa
         if event.item.endswith(": ingest"):
             run.request(PAUSE)
 
-    state = run_loop(layout, tiny(max_generations=1, ppo={**TINY["ppo"], "total_steps": 256}),
-                     progress=pause_after_bootstrap_ingest)
+    state = run_loop(
+        layout, tiny(max_generations=1, ppo={**TINY["ppo"], "total_steps": 256}), progress=pause_after_bootstrap_ingest
+    )
     assert state.status == "paused" and len(state.generations[0].steps) == 2  # simulate, ingest: then it paused
     assert run.requested() is None
     assert resume_loop(layout, "tiny").status == "finished"
@@ -215,8 +249,15 @@ def _stem(card: str) -> str:
 @pytest.mark.parametrize("warm_start", ["ppo", "student"])
 def test_ppo_continues_the_promoted_ppo_or_starts_from_the_promoted_student(tmp_path: Path, warm_start: str) -> None:
     layout = Layout.at(tmp_path / "home")
-    state = run_loop(layout, tiny(name="gens", max_generations=2, ppo={**TINY["ppo"], "warm_start": warm_start},
-                                  data={**TINY["data"], "teacher_generations": 1}))
+    state = run_loop(
+        layout,
+        tiny(
+            name="gens",
+            max_generations=2,
+            ppo={**TINY["ppo"], "warm_start": warm_start},
+            data={**TINY["data"], "teacher_generations": 1},
+        ),
+    )
     assert state.status == "finished", state.message
     records = RunFolder(layout, "gens").records()
     assert _ppo_parent(records[1]) == _stem(records[0]["student"])  # generation 1 always starts from the student

@@ -60,8 +60,14 @@ def served(tmp_path) -> Iterator[tuple[Layout, str]]:  # noqa: ANN001
     layout = Layout.at(tmp_path / "home")
     layout.check(write=True)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(layout, Access.for_bind("127.0.0.1", port, None)),
-                                          host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(layout, Access.for_bind("127.0.0.1", port, None)),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -113,7 +113,15 @@ def test_docs_and_static_files_are_served_from_the_package(client: TestClient) -
     chart = client.get("/static/vendor/chart.js/chart.umd.min.js")
     assert chart.status_code == 200 and "Chart.js v4.6.1" in chart.text[:200]
     schema = client.get("/openapi.json").json()
-    for path in ("/api/distill/start", "/api/distill/status", "/api/distill/stop", "/api/distill/pause",
-                 "/api/distill/resume", "/api/distill/generations", "/api/distill/ratings",
-                 "/api/distill/composition", "/api/lake"):
+    for path in (
+        "/api/distill/start",
+        "/api/distill/status",
+        "/api/distill/stop",
+        "/api/distill/pause",
+        "/api/distill/resume",
+        "/api/distill/generations",
+        "/api/distill/ratings",
+        "/api/distill/composition",
+        "/api/lake",
+    ):
         assert path in schema["paths"], path

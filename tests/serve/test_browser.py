@@ -24,10 +24,19 @@ CHROMIUM = Path(os.environ.get("DISTILL_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(os.environ.get("DISTILL_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
 # Chromium's own background traffic (updates, sync, field trials) off: the machine is offline and the test counts
 # every request that leaves the server.
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--disable-quic", "--disable-features=OptimizationHints,Translate"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-features=OptimizationHints,Translate",
+]
 CANVAS_DRAWN = """id => { const c = document.getElementById(id); const d = c.getContext('2d')
-    .getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }"""
+    .getImageData(0, 0, c.width, c.height).data; let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+    return n; }"""
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +44,11 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: the browser tests need Debian's chromium package "
-                    f"(`apt-get install chromium`, which `make test` runs) or DISTILL_CHROMIUM=/path/to/chromium",
-                    pytrace=False)
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: the browser tests need Debian's chromium package "
+            f"(`apt-get install chromium`, which `make test` runs) or DISTILL_CHROMIUM=/path/to/chromium",
+            pytrace=False,
+        )
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=FLAGS)
         yield launched
@@ -53,8 +64,14 @@ def test_the_run_page_draws_the_history_and_pauses_and_resumes_a_live_loop(brows
         wait_for(layout, "web", lambda s: s.generations_recorded >= 1)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         escaped: list[str] = []
-        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base + "/")
-                   else (escaped.append(route.request.url), route.abort()))
+        page.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(base + "/")
+                else (escaped.append(route.request.url), route.abort())
+            ),
+        )
         page.goto(f"{base}/runs/web")
         page.wait_for_function("document.body.dataset.drawn !== undefined")
         for canvas in ("chart-winrate", "chart-accuracy", "chart-composition", "chart-elo", "chart-ordinal"):
@@ -77,7 +94,8 @@ def test_the_run_page_draws_the_history_and_pauses_and_resumes_a_live_loop(brows
         for i, record in enumerate(records):
             total = sum(record["rows_by_source"].values())
             assert {s: bars[s][i] for s in record["rows_by_source"]} == pytest.approx(
-                {s: n / total for s, n in record["rows_by_source"].items()})
+                {s: n / total for s, n in record["rows_by_source"].items()}
+            )
         elo = page.evaluate("() => Chart.getChart('chart-elo').data.datasets.find(d => d.label === 'heuristic').data")
         assert elo == [1500] * len([r for r in records if r["ratings"]])
 

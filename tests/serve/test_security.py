@@ -32,7 +32,9 @@ def test_a_cross_origin_post_is_refused_and_a_same_origin_one_is_not(loop_home: 
     assert cross.status_code == 403
     same = client.post("/api/distill/stop", json={"name": "tiny"}, headers={"Origin": BASE})
     assert same.status_code == 409  # reached the control: a finished run cannot stop
-    assert client.get("/api/runs", headers={"Origin": "http://evil.example"}).status_code == 200  # reads are not controls
+    assert (
+        client.get("/api/runs", headers={"Origin": "http://evil.example"}).status_code == 200
+    )  # reads are not controls
 
 
 def test_a_foreign_host_header_is_refused(loop_home: Layout) -> None:
@@ -60,7 +62,9 @@ def test_run_names_and_config_paths_never_reach_the_file_system_unchecked(loop_h
     for name in ("../escape", "..", "x/../../y", "a b", "-rf"):
         answer = client.post("/api/distill/start", json={"name": name})
         assert answer.status_code == 422, (name, answer.text)
-    outside = client.post("/api/distill/start", json={"name": "reader", "config": {"bootstrap": {"logs": ["/etc/passwd"]}}})
+    outside = client.post(
+        "/api/distill/start", json={"name": "reader", "config": {"bootstrap": {"logs": ["/etc/passwd"]}}}
+    )
     assert outside.status_code == 422 and "outside the data root" in outside.json()["detail"]
     sneaky = client.post("/api/distill/start", json={"name": "reader", "config": "data_gate_suite: ../../x.json"})
     assert sneaky.status_code == 422 and "outside the data root" in sneaky.json()["detail"]

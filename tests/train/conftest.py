@@ -22,9 +22,15 @@ def _one_thread() -> None:
 
 def save_actor(folder: Path, actor: ActorNet, *, run_id: str = "t", tag: str = "final") -> Path:
     """A real BC checkpoint of ``actor`` (as ``train bc`` writes it)."""
-    return checkpoints.save_checkpoint(folder, actor.state_dict(), kind="bc", run_id=run_id, tag=tag,
-                                       arch=actor.spec.model_dump(mode="json"),
-                                       dataset=checkpoints.DatasetRef(name="tiny", fingerprint="f" * 64))
+    return checkpoints.save_checkpoint(
+        folder,
+        actor.state_dict(),
+        kind="bc",
+        run_id=run_id,
+        tag=tag,
+        arch=actor.spec.model_dump(mode="json"),
+        dataset=checkpoints.DatasetRef(name="tiny", fingerprint="f" * 64),
+    )
 
 
 @pytest.fixture
@@ -37,8 +43,18 @@ def bc_checkpoint(tmp_path: Path) -> Path:
 
 
 def tiny_ppo(**overrides) -> PPOConfig:
-    base = dict(total_steps=256, n_envs=2, n_steps=64, batch_size=64, n_epochs=2, eval_every=128, eval_games=8,
-                policy=SMALL, run_id="test", export=ExportConfig(games=8))
+    base = dict(
+        total_steps=256,
+        n_envs=2,
+        n_steps=64,
+        batch_size=64,
+        n_epochs=2,
+        eval_every=128,
+        eval_games=8,
+        policy=SMALL,
+        run_id="test",
+        export=ExportConfig(games=8),
+    )
     base.update(overrides)
     return PPOConfig(**base)
 
@@ -48,14 +64,15 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory):
     """A real built dataset: 60 simulated heuristic/random games, ingested, built (train + fixed holdout)."""
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.ingest.ingest import ingest_paths
     from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
 
     root = tmp_path_factory.mktemp("bcdata")
     layout = Layout.at(root / "home")
-    logs = simulate(SimulateConfig(games=60, seed=21, players=("heuristic", "heuristic", "tuned", "random"),
-                                   out=root / "logs"))
+    logs = simulate(
+        SimulateConfig(games=60, seed=21, players=("heuristic", "heuristic", "tuned", "random"), out=root / "logs")
+    )
     ingest_paths(logs.files, layout)
     info = build_dataset(layout, BuildConfig(name="tiny", sources=["forge"]))
     return layout, info.dataset

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.train.conftest import SMALL
 from toolkit.errors import BuildError
 from toolkit.train import checkpoints
 from toolkit.train.agents import load_agent
 from toolkit.train.bc import BCConfig, train_bc
 from toolkit.train.evaluate import EvaluateConfig, evaluate
-from tests.train.conftest import SMALL
 
 
 def _config(**overrides) -> BCConfig:
@@ -26,10 +26,14 @@ def test_bc_learns_the_heuristic_and_writes_a_complete_card(tiny_dataset, tmp_pa
     first, best = result.epochs[0], result.epochs[result.best_epoch - 1]
     assert best.holdout_loss <= first.holdout_loss
     assert best.holdout_accuracy > 0.5  # majority of the scripted player's choices, from 116 features
-    assert set(best.recall) >= {"pass", "attack_opponent"} and all(m.holdout_accuracy is not None for m in result.epochs)
+    assert set(best.recall) >= {"pass", "attack_opponent"} and all(
+        m.holdout_accuracy is not None for m in result.epochs
+    )
     card = checkpoints.read_card(result.checkpoint)
     assert card.kind == "bc" and card.dataset.name == "tiny" and card.dataset.fingerprint == dataset.fingerprint
-    assert card.metrics["holdout_accuracy"] == best.holdout_accuracy and len(card.metrics["epochs"]) == len(result.epochs)
+    assert card.metrics["holdout_accuracy"] == best.holdout_accuracy and len(card.metrics["epochs"]) == len(
+        result.epochs
+    )
     assert result.metrics.read_text().count("\n") == len(result.epochs)
     # The clone plays legally and beats random players.
     agent = load_agent(result.checkpoint)

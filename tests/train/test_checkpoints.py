@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.train.conftest import SMALL, save_actor
 from toolkit.errors import TrainError
 from toolkit.train import checkpoints
 from toolkit.train.agents import load_agent
 from toolkit.train.policy import ActorNet
-from tests.train.conftest import SMALL, save_actor
 
 
 def test_weights_round_trip_bit_exact_with_a_complete_card(tmp_path: Path) -> None:
@@ -27,8 +27,12 @@ def test_weights_round_trip_bit_exact_with_a_complete_card(tmp_path: Path) -> No
 def test_names_differ_across_kinds_and_runs_and_never_overwrite(tmp_path: Path) -> None:
     tensors = ActorNet(SMALL).state_dict()
     arch = SMALL.model_dump(mode="json")
-    a = checkpoints.save_checkpoint(tmp_path, tensors, kind="bc", run_id=checkpoints.new_run_id(), tag="best", arch=arch)
-    b = checkpoints.save_checkpoint(tmp_path, tensors, kind="bc", run_id=checkpoints.new_run_id(), tag="best", arch=arch)
+    a = checkpoints.save_checkpoint(
+        tmp_path, tensors, kind="bc", run_id=checkpoints.new_run_id(), tag="best", arch=arch
+    )
+    b = checkpoints.save_checkpoint(
+        tmp_path, tensors, kind="bc", run_id=checkpoints.new_run_id(), tag="best", arch=arch
+    )
     c = checkpoints.save_checkpoint(tmp_path, tensors, kind="ppo", run_id="r1", tag="best", arch=arch)
     d = checkpoints.save_checkpoint(tmp_path, tensors, kind="bc", run_id="r1", tag="best", arch=arch)
     assert len({a, b, c, d}) == 4
@@ -55,8 +59,10 @@ def test_a_card_for_other_features_is_refused(tmp_path: Path) -> None:
         load_agent(path)
 
 
-@pytest.mark.parametrize("weights", ["../elsewhere.safetensors", "/tmp/elsewhere.safetensors", "sub/w.safetensors",
-                                     "w.pt", ".hidden.safetensors"])
+@pytest.mark.parametrize(
+    "weights",
+    ["../elsewhere.safetensors", "/tmp/elsewhere.safetensors", "sub/w.safetensors", "w.pt", ".hidden.safetensors"],
+)
 def test_a_card_whose_weights_are_not_next_to_it_is_refused(tmp_path: Path, weights: str) -> None:
     path = save_actor(tmp_path / "ckpt", ActorNet(SMALL))
     outside = tmp_path / "elsewhere.safetensors"

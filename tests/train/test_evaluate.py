@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from tests.train.conftest import SMALL, tiny_ppo
 from toolkit.game import core
 from toolkit.game.players import make_player
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent, make_recurrent_policy
 from toolkit.train.evaluate import EvaluateConfig, compare, evaluate
 from toolkit.train.ppo import train_ppo
-from tests.train.conftest import SMALL, tiny_ppo
 
 
 def test_pods_rotate_the_policy_through_every_seat_on_the_same_deals() -> None:
@@ -64,8 +64,15 @@ def test_lstm_state_persists_within_a_game_and_resets_between_games() -> None:
 
 
 def test_a_recurrent_run_trains_checkpoints_and_plays_with_sanitised_actions(tmp_path: Path) -> None:
-    config = tiny_ppo(policy_kind="recurrent", lstm_hidden=16, n_steps=64, batch_size=128, total_steps=128,
-                      eval_every=0, opponents=("random", "heuristic"))
+    config = tiny_ppo(
+        policy_kind="recurrent",
+        lstm_hidden=16,
+        n_steps=64,
+        batch_size=128,
+        total_steps=128,
+        eval_every=0,
+        opponents=("random", "heuristic"),
+    )
     result = train_ppo(config, tmp_path)
     assert result.kind == "ppo-recurrent" and result.final.name.startswith("ppo-recurrent-test-")
     assert checkpoints.read_card(result.final).arch["lstm_hidden"] == 16

@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from toolkit.ingest.ingest import ingest_paths
 from toolkit.game.env import CommanderEnv, EpisodeRecord
+from toolkit.game.league import OpponentPool
 from toolkit.game.players import make_player
+from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.schema.models import DecisionSnapshot
 from toolkit.train.evaluate import EvaluateConfig, evaluate
-from toolkit.game.league import OpponentPool
 from toolkit.train.export import DecisionExporter, ExportConfig, play_league
 
 
@@ -24,8 +24,11 @@ def _episodes(n: int, seed: int = 0, illegal_every: int = 0) -> list[EpisodeReco
     out, step = [], 0
     obs, _ = env.reset(seed=seed)
     from toolkit.game.players import DecisionBatch
+
     while len(out) < n:
-        batch = DecisionBatch(env.state, np.zeros(1, np.intp), env.state.seat[:1], env.action_masks()[None], env.np_random)
+        batch = DecisionBatch(
+            env.state, np.zeros(1, np.intp), env.state.seat[:1], env.action_masks()[None], env.np_random
+        )
         action = int(learner.act(batch)[0][0])
         step += 1
         if illegal_every and step % illegal_every == 0:
@@ -44,8 +47,9 @@ def _lines(paths: list[Path]) -> list[dict]:
 
 def test_the_wins_only_filter_keeps_won_episodes_of_three_decisions(tmp_path: Path) -> None:
     episodes = _episodes(30)
-    exporter = DecisionExporter(tmp_path, batch="b1", generation=4, seed=9,
-                                config=ExportConfig(only_wins=True, min_decisions=3))
+    exporter = DecisionExporter(
+        tmp_path, batch="b1", generation=4, seed=9, config=ExportConfig(only_wins=True, min_decisions=3)
+    )
     kept = [exporter.add_episode(e) for e in episodes]
     counts = exporter.close()
     won = [e.finished.winner[0] == e.learner_seat and not e.finished.truncated[0] for e in episodes]
@@ -79,23 +83,26 @@ def test_by_default_every_episode_is_kept_losses_included(tmp_path: Path) -> Non
 
 
 def test_exports_ingest_with_zero_rejects_losses_included(tmp_path: Path) -> None:
-    exporter = DecisionExporter(tmp_path / "out", batch="b2", generation=0, seed=1,
-                                config=ExportConfig(only_wins=False, min_decisions=1))
+    exporter = DecisionExporter(
+        tmp_path / "out", batch="b2", generation=0, seed=1, config=ExportConfig(only_wins=False, min_decisions=1)
+    )
     for e in _episodes(20, seed=5, illegal_every=7):
         exporter.add_episode(e)
     counts = exporter.close()
     rows = _lines(counts.files)
     asked = [r for r in rows if r["action"]["requested_index"] is not None]
-    assert asked and all(r["action"]["macro"] == "pass" and not r["legal_actions"][r["action"]["requested_index"]]
-                         for r in asked)  # requested and executed actions both kept
+    assert asked and all(
+        r["action"]["macro"] == "pass" and not r["legal_actions"][r["action"]["requested_index"]] for r in asked
+    )  # requested and executed actions both kept
     assert any(not r["seat_won"] for r in rows)
     result = ingest_paths(counts.files, Layout.at(tmp_path / "home"))
     assert result.rows_rejected == 0 and result.rows_valid == len(rows) == counts.exported_decisions
 
 
 def test_evaluation_games_are_exported_under_their_own_source(tmp_path: Path) -> None:
-    exporter = DecisionExporter(tmp_path, batch="b3", generation=2, seed=3, source="ppo-eval",
-                                config=ExportConfig(only_wins=False))
+    exporter = DecisionExporter(
+        tmp_path, batch="b3", generation=2, seed=3, source="ppo-eval", config=ExportConfig(only_wins=False)
+    )
     config = EvaluateConfig(opponents=("random",) * 3, games=8, seed=2)
     result = evaluate(lambda: make_player("heuristic"), config, exporter=exporter)
     counts = exporter.close()

@@ -33,8 +33,9 @@ def scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
 
 def test_bc_writes_one_csv_row_and_one_scalar_per_epoch(tiny_dataset, tmp_path: Path) -> None:
     layout, _ = tiny_dataset
-    result = train_bc(layout, BCConfig(dataset="tiny", epochs=3, select="last_epoch", policy=SMALL, run_id="t"),
-                      out=tmp_path)
+    result = train_bc(
+        layout, BCConfig(dataset="tiny", epochs=3, select="last_epoch", policy=SMALL, run_id="t"), out=tmp_path
+    )
     table = rows(tmp_path / "bc-t-metrics-epoch.csv")
     assert [int(r["epoch"]) for r in table] == [1, 2, 3]
     assert [float(r["holdout_accuracy"]) for r in table] == [e.holdout_accuracy for e in result.epochs]
@@ -43,7 +44,8 @@ def test_bc_writes_one_csv_row_and_one_scalar_per_epoch(tiny_dataset, tmp_path: 
         curves = scalars(tmp_path / "tensorboard")
         assert [step for step, _ in curves["bc/epoch/train_loss"]] == [1, 2, 3]
         assert [v for _, v in curves["bc/epoch/holdout_accuracy"]] == pytest.approx(
-            [e.holdout_accuracy for e in result.epochs])
+            [e.holdout_accuracy for e in result.epochs]
+        )
 
 
 def test_ppo_writes_its_updates_and_evaluations(tmp_path: Path) -> None:

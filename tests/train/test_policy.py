@@ -6,12 +6,19 @@ import numpy as np
 import pytest
 import torch
 
+from tests.train.conftest import SMALL
 from toolkit.errors import TrainError
 from toolkit.game import core
 from toolkit.game.env import CommanderEnv
 from toolkit.game.players import make_player
-from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, greedy_policy, sb3_greedy_policy, warm_start
-from tests.train.conftest import SMALL
+from toolkit.train.policy import (
+    ActorNet,
+    PolicySpec,
+    actor_state_from_sb3,
+    greedy_policy,
+    sb3_greedy_policy,
+    warm_start,
+)
 
 
 def _observations(n_games: int = 8) -> tuple[np.ndarray, np.ndarray]:

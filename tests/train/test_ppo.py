@@ -8,13 +8,13 @@ from pathlib import Path
 
 import torch
 
+from tests.train.conftest import tiny_ppo
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.train import checkpoints
 from toolkit.train.agents import load_agent
 from toolkit.train.evaluate import EvaluateConfig, evaluate
 from toolkit.train.ppo import CurriculumStage, train_ppo
-from tests.train.conftest import tiny_ppo
 
 
 def test_a_short_run_logs_evaluates_checkpoints_and_exports(tmp_path: Path) -> None:
@@ -28,7 +28,11 @@ def test_a_short_run_logs_evaluates_checkpoints_and_exports(tmp_path: Path) -> N
     assert [e.steps for e in result.evaluations] == [0, 128, 256]
     assert result.best.name == "ppo-test-best.json" and result.final.name == "ppo-test-final.json"
     card = checkpoints.read_card(result.best)
-    assert card.metrics["evaluation"]["win_rate"] == result.best_win_rate == max(e.result.win_rate for e in result.evaluations)
+    assert (
+        card.metrics["evaluation"]["win_rate"]
+        == result.best_win_rate
+        == max(e.result.win_rate for e in result.evaluations)
+    )
     lines = [json.loads(line) for line in result.metrics.read_text().splitlines()]
     assert sum(line["type"] == "update" for line in lines) == 2
     # The final policy played the league and its games were exported: the files hold exactly what it counted.
@@ -53,12 +57,14 @@ def test_same_seed_same_weights(tmp_path: Path) -> None:
 
 
 def test_warm_start_plays_like_bc_first_and_critic_warmup_keeps_the_actor(tmp_path: Path, bc_checkpoint: Path) -> None:
-    config = tiny_ppo(total_steps=128, eval_every=0, warm_start=bc_checkpoint, critic_warmup_updates=5,
-                      export={"enabled": False})
+    config = tiny_ppo(
+        total_steps=128, eval_every=0, warm_start=bc_checkpoint, critic_warmup_updates=5, export={"enabled": False}
+    )
     result = train_ppo(config, tmp_path)
     bc = load_agent(bc_checkpoint)
-    alone = evaluate(bc.player, EvaluateConfig(opponents=config.eval_opponents, games=config.eval_games,
-                                               seed=config.seed + 1))
+    alone = evaluate(
+        bc.player, EvaluateConfig(opponents=config.eval_opponents, games=config.eval_games, seed=config.seed + 1)
+    )
     assert result.evaluations[0].result.outcomes == alone.outcomes
     card = checkpoints.read_card(result.final)
     assert card.parent == "bc-t-final" and card.dataset.name == "tiny"
@@ -68,8 +74,10 @@ def test_warm_start_plays_like_bc_first_and_critic_warmup_keeps_the_actor(tmp_pa
 
 
 def test_curriculum_promotes_when_the_rule_is_met(tmp_path: Path) -> None:
-    stages = (CurriculumStage(name="easy", opponents=("random",), promote_win_rate=0.01),
-              CurriculumStage(name="hard", opponents=("heuristic",), promote_win_rate=1.0))
+    stages = (
+        CurriculumStage(name="easy", opponents=("random",), promote_win_rate=0.01),
+        CurriculumStage(name="hard", opponents=("heuristic",), promote_win_rate=1.0),
+    )
     result = train_ppo(tiny_ppo(curriculum=stages, export={"enabled": False}), tmp_path)
     lines = [json.loads(line) for line in result.metrics.read_text().splitlines()]
     promoted = [line for line in lines if line["type"] == "promotion"]

@@ -7,7 +7,17 @@ import polars as pl
 import pyarrow.compute as pc
 
 from toolkit.analysis.errors import NothingToShowError
-from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset, list_builds, open_dataset
+from toolkit.datasets.dataset import (
+    FEATURES,
+    HOLDOUT,
+    LABEL,
+    SAMPLE_WEIGHT,
+    SPLITS,
+    TRAIN,
+    Dataset,
+    list_builds,
+    open_dataset,
+)
 from toolkit.errors import BuildError
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
@@ -32,15 +42,24 @@ def composition(dataset: Dataset) -> pl.DataFrame:
     train = dataset.manifest.splits[TRAIN]
     sources = sorted(set(train.rows_by_source) | set(dataset.manifest.shares))
     shares = dataset.manifest.shares
-    return pl.DataFrame({
-        "source": sources,
-        "target_share": [shares[s].target if s in shares else None for s in sources],
-        "achieved_share": [shares[s].achieved if s in shares else None for s in sources],
-        "rows": [train.rows_by_source.get(s, 0) for s in sources],
-        "games": [train.games_by_source.get(s, 0) for s in sources],
-        "weighted_rows": [train.weighted_rows_by_source.get(s, 0.0) for s in sources],
-    }, schema={"source": pl.String, "target_share": pl.Float64, "achieved_share": pl.Float64, "rows": pl.Int64,
-               "games": pl.Int64, "weighted_rows": pl.Float64})
+    return pl.DataFrame(
+        {
+            "source": sources,
+            "target_share": [shares[s].target if s in shares else None for s in sources],
+            "achieved_share": [shares[s].achieved if s in shares else None for s in sources],
+            "rows": [train.rows_by_source.get(s, 0) for s in sources],
+            "games": [train.games_by_source.get(s, 0) for s in sources],
+            "weighted_rows": [train.weighted_rows_by_source.get(s, 0.0) for s in sources],
+        },
+        schema={
+            "source": pl.String,
+            "target_share": pl.Float64,
+            "achieved_share": pl.Float64,
+            "rows": pl.Int64,
+            "games": pl.Int64,
+            "weighted_rows": pl.Float64,
+        },
+    )
 
 
 def filters(dataset: Dataset) -> pl.DataFrame:
@@ -50,11 +69,14 @@ def filters(dataset: Dataset) -> pl.DataFrame:
         before = None
         for step in steps:
             removed = None if before is None else before - step.rows
-            rows.append({"source": source, "step": step.step, "rows": step.rows, "games": step.games,
-                         "rows_removed": removed})
+            rows.append(
+                {"source": source, "step": step.step, "rows": step.rows, "games": step.games, "rows_removed": removed}
+            )
             before = step.rows
-    return pl.DataFrame(rows, schema={"source": pl.String, "step": pl.String, "rows": pl.Int64, "games": pl.Int64,
-                                      "rows_removed": pl.Int64})
+    return pl.DataFrame(
+        rows,
+        schema={"source": pl.String, "step": pl.String, "rows": pl.Int64, "games": pl.Int64, "rows_removed": pl.Int64},
+    )
 
 
 def _split(dataset: Dataset, split: str, columns: list[str]) -> pl.DataFrame:
@@ -64,10 +86,17 @@ def _split(dataset: Dataset, split: str, columns: list[str]) -> pl.DataFrame:
 def sample_weights(dataset: Dataset) -> pl.DataFrame:
     """Per source, the distribution of sample weights in the train split."""
     frame = _split(dataset, TRAIN, [col.SOURCE, SAMPLE_WEIGHT])
-    return frame.group_by(col.SOURCE).agg(
-        pl.len().alias("rows"), pl.col(SAMPLE_WEIGHT).sum().alias("weighted_rows"),
-        pl.col(SAMPLE_WEIGHT).min().alias("min"), pl.col(SAMPLE_WEIGHT).mean().alias("mean"),
-        pl.col(SAMPLE_WEIGHT).max().alias("max")).sort(col.SOURCE)
+    return (
+        frame.group_by(col.SOURCE)
+        .agg(
+            pl.len().alias("rows"),
+            pl.col(SAMPLE_WEIGHT).sum().alias("weighted_rows"),
+            pl.col(SAMPLE_WEIGHT).min().alias("min"),
+            pl.col(SAMPLE_WEIGHT).mean().alias("mean"),
+            pl.col(SAMPLE_WEIGHT).max().alias("max"),
+        )
+        .sort(col.SOURCE)
+    )
 
 
 def holdout_history(layout: Layout, name: str) -> pl.DataFrame:
@@ -78,15 +107,30 @@ def holdout_history(layout: Layout, name: str) -> pl.DataFrame:
     for dataset in builds:
         games = set(dataset.read(HOLDOUT, [col.GAME_ID]).column(col.GAME_ID).to_pylist())
         holdout = dataset.manifest.holdout
-        rows.append({"fingerprint": dataset.fingerprint[:12], "holdout_games": len(games),
-                     "holdout_rows": holdout.rows, "sources": ",".join(holdout.sources),
-                     "content": holdout.content[:12],
-                     "kept_earlier": None if previous is None else previous <= games,
-                     "train_rows": dataset.manifest.splits[TRAIN].rows})
+        rows.append(
+            {
+                "fingerprint": dataset.fingerprint[:12],
+                "holdout_games": len(games),
+                "holdout_rows": holdout.rows,
+                "sources": ",".join(holdout.sources),
+                "content": holdout.content[:12],
+                "kept_earlier": None if previous is None else previous <= games,
+                "train_rows": dataset.manifest.splits[TRAIN].rows,
+            }
+        )
         previous = games
-    return pl.DataFrame(rows, schema={"fingerprint": pl.String, "holdout_games": pl.Int64, "holdout_rows": pl.Int64,
-                                      "sources": pl.String, "content": pl.String, "kept_earlier": pl.Boolean,
-                                      "train_rows": pl.Int64})
+    return pl.DataFrame(
+        rows,
+        schema={
+            "fingerprint": pl.String,
+            "holdout_games": pl.Int64,
+            "holdout_rows": pl.Int64,
+            "sources": pl.String,
+            "content": pl.String,
+            "kept_earlier": pl.Boolean,
+            "train_rows": pl.Int64,
+        },
+    )
 
 
 def actions(dataset: Dataset) -> pl.DataFrame:
@@ -98,7 +142,8 @@ def actions(dataset: Dataset) -> pl.DataFrame:
     counts = pl.concat(frames).group_by("split", col.SOURCE, LABEL).len("rows")
     counts = counts.with_columns(
         pl.col(LABEL).map_elements(lambda i: MACRO_ACTIONS[i], return_dtype=pl.String).alias("action"),
-        (pl.col("rows") / pl.col("rows").sum().over("split", col.SOURCE)).alias("share"))
+        (pl.col("rows") / pl.col("rows").sum().over("split", col.SOURCE)).alias("share"),
+    )
     return counts.sort("split", col.SOURCE, LABEL).select("split", col.SOURCE, "action", "rows", "share")
 
 
@@ -110,14 +155,20 @@ def feature_stats(dataset: Dataset, max_rows: int = 200_000) -> pl.DataFrame:
         table = dataset.read(split, [FEATURES]).slice(0, max_rows)
         values = pc.list_flatten(table.column(FEATURES)).to_numpy(zero_copy_only=False)
         matrix = values.reshape(table.num_rows, -1) if table.num_rows else np.zeros((0, len(names)))
-        stats[split] = (matrix.mean(0) if len(matrix) else np.full(len(names), np.nan),
-                        matrix.std(0) if len(matrix) else np.full(len(names), np.nan))
+        stats[split] = (
+            matrix.mean(0) if len(matrix) else np.full(len(names), np.nan),
+            matrix.std(0) if len(matrix) else np.full(len(names), np.nan),
+        )
     size = len(stats[TRAIN][0])
-    return pl.DataFrame({
-        "feature": names[:size] if len(names) >= size else [f"f{i}" for i in range(size)],
-        "train_mean": stats[TRAIN][0], "train_std": stats[TRAIN][1],
-        "holdout_mean": stats[HOLDOUT][0], "holdout_std": stats[HOLDOUT][1],
-    }).with_columns((pl.col("train_mean") - pl.col("holdout_mean")).abs().alias("mean_gap"))
+    return pl.DataFrame(
+        {
+            "feature": names[:size] if len(names) >= size else [f"f{i}" for i in range(size)],
+            "train_mean": stats[TRAIN][0],
+            "train_std": stats[TRAIN][1],
+            "holdout_mean": stats[HOLDOUT][0],
+            "holdout_std": stats[HOLDOUT][1],
+        }
+    ).with_columns((pl.col("train_mean") - pl.col("holdout_mean")).abs().alias("mean_gap"))
 
 
 def drift(layout: Layout, name: str) -> pl.DataFrame:
@@ -126,8 +177,11 @@ def drift(layout: Layout, name: str) -> pl.DataFrame:
     if len(builds) < 2:
         return pl.DataFrame(schema={"source": pl.String, "js_bits": pl.Float64, "previous": pl.String})
     current, previous = (_label_counts(d) for d in builds[-2:][::-1])
-    rows = [{"source": s, "js_bits": js_divergence(current[s], previous[s]), "previous": builds[-2].fingerprint[:12]}
-            for s in sorted(set(current) & set(previous)) if sum(current[s]) and sum(previous[s])]
+    rows = [
+        {"source": s, "js_bits": js_divergence(current[s], previous[s]), "previous": builds[-2].fingerprint[:12]}
+        for s in sorted(set(current) & set(previous))
+        if sum(current[s]) and sum(previous[s])
+    ]
     return pl.DataFrame(rows, schema={"source": pl.String, "js_bits": pl.Float64, "previous": pl.String})
 
 

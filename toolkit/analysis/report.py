@@ -39,9 +39,11 @@ def report_path(layout: Layout, kind: str, name: str | None = None) -> Path:
 
 def write_report(path: Path, title: str, sections: list[Section]) -> Path:
     """Write the sections as one self-contained HTML page (charts drawn to SVG here: nothing is fetched)."""
-    parts = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_STYLE}</style>",
-             f"<h1>{html.escape(title)}</h1>",
-             f"<p class='note'>written {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by Distill</p>"]
+    parts = [
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_STYLE}</style>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p class='note'>written {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by Distill</p>",
+    ]
     for section in sections:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
         if section.note:

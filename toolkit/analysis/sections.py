@@ -19,15 +19,24 @@ def lake_sections(layout: Layout) -> list[Section]:
     rejects = lake_analysis.rejects_by_reason(layout)
     by_source = rows.group_by("source").agg(pl.col("rows").sum()).sort("rows", descending=True)
     return [
-        Section("Rows and games by source and generation", rows,
-                charts.bars(by_source, "source", "rows", title="rows by source")),
+        Section(
+            "Rows and games by source and generation",
+            rows,
+            charts.bars(by_source, "source", "rows", title="rows by source"),
+        ),
         Section("Dialects read", lake_analysis.dialects(layout)),
-        Section("Label sources", lake_analysis.label_sources(layout),
-                note="How each label was obtained: logged by the engine, mapped from its raw action, or inferred "
-                     "(by the card-role table, a default or the mana rule) where the log did not say."),
-        Section("Quarantined lines by reason", rejects,
-                charts.bars(rejects, "reason", "lines", title="quarantined lines") if rejects.height else None,
-                note="Every rejected line is kept byte for byte: distill sql \"SELECT * FROM rejects\"."),
+        Section(
+            "Label sources",
+            lake_analysis.label_sources(layout),
+            note="How each label was obtained: logged by the engine, mapped from its raw action, or inferred "
+            "(by the card-role table, a default or the mana rule) where the log did not say.",
+        ),
+        Section(
+            "Quarantined lines by reason",
+            rejects,
+            charts.bars(rejects, "reason", "lines", title="quarantined lines") if rejects.height else None,
+            note='Every rejected line is kept byte for byte: distill sql "SELECT * FROM rejects".',
+        ),
         Section("Files and batches (lineage)", lake_analysis.lineage(layout)),
     ]
 
@@ -41,21 +50,37 @@ def dataset_sections(layout: Layout, name: str) -> list[Section]:
     features = ds_analysis.feature_stats(dataset).sort("mean_gap", descending=True)
     holdout = dataset.manifest.holdout
     return [
-        Section(f"Build {dataset.fingerprint[:12]} of {name}: composition", composition,
-                charts.composition(composition.with_columns(pl.col("achieved_share").alias("share"),
-                                                            pl.lit("train").alias("split")), x="split"),
-                note="Target share per source (the build config) against the share achieved in train."),
+        Section(
+            f"Build {dataset.fingerprint[:12]} of {name}: composition",
+            composition,
+            charts.composition(
+                composition.with_columns(pl.col("achieved_share").alias("share"), pl.lit("train").alias("split")),
+                x="split",
+            ),
+            note="Target share per source (the build config) against the share achieved in train.",
+        ),
         Section("Filters: rows and games left after each step", ds_analysis.filters(dataset)),
         Section("Sample weights", ds_analysis.sample_weights(dataset)),
-        Section("The fixed holdout, build after build", ds_analysis.holdout_history(layout, name),
-                note=f"{holdout.games} games of {', '.join(holdout.sources)}, chosen by "
-                     f"{holdout.rule} (salt {holdout.salt}, fraction {holdout.fraction}); "
-                     "kept_earlier: every game held out before is still held out."),
-        Section("Actions per source and split", ds_analysis.actions(dataset), charts.actions(ds_analysis.actions(dataset))),
-        Section("Features: train against holdout (largest gaps first)", features.head(25),
-                charts.bars(features.head(15), "feature", "mean_gap", title="mean gap, train vs holdout")),
-        Section("Drift against the previous build", ds_analysis.drift(layout, name),
-                note="Jensen-Shannon divergence of the train labels per source, in bits (0 = same)."),
+        Section(
+            "The fixed holdout, build after build",
+            ds_analysis.holdout_history(layout, name),
+            note=f"{holdout.games} games of {', '.join(holdout.sources)}, chosen by "
+            f"{holdout.rule} (salt {holdout.salt}, fraction {holdout.fraction}); "
+            "kept_earlier: every game held out before is still held out.",
+        ),
+        Section(
+            "Actions per source and split", ds_analysis.actions(dataset), charts.actions(ds_analysis.actions(dataset))
+        ),
+        Section(
+            "Features: train against holdout (largest gaps first)",
+            features.head(25),
+            charts.bars(features.head(15), "feature", "mean_gap", title="mean gap, train vs holdout"),
+        ),
+        Section(
+            "Drift against the previous build",
+            ds_analysis.drift(layout, name),
+            note="Jensen-Shannon divergence of the train labels per source, in bits (0 = same).",
+        ),
     ]
 
 
@@ -71,21 +96,36 @@ def loop_sections(layout: Layout, name: str) -> list[Section]:
     composition = loop_analysis.composition(records)
     tables = strength.get_column("table").unique(maintain_order=True).to_list()
     sections = [
-        Section(f"Win rate against three {table} players", strength.filter(pl.col("table") == table),
-                charts.win_rate_trend(strength, table),
-                note="Fixed-size evaluations of the promoted models, on the same deals every generation.")
+        Section(
+            f"Win rate against three {table} players",
+            strength.filter(pl.col("table") == table),
+            charts.win_rate_trend(strength, table),
+            note="Fixed-size evaluations of the promoted models, on the same deals every generation.",
+        )
         for table in tables
     ]
     return sections + [
-        Section("The student's paired gain over generation 0", gain, charts.student_gain(gain) if gain.height else None),
-        Section("Imitation accuracy against playing strength", accuracy, charts.accuracy_vs_strength(accuracy),
-                note="The question this product poses: does the student get stronger while it imitates the "
-                     "Forge-role holdout less? Each point is a promoted student."),
+        Section(
+            "The student's paired gain over generation 0", gain, charts.student_gain(gain) if gain.height else None
+        ),
+        Section(
+            "Imitation accuracy against playing strength",
+            accuracy,
+            charts.accuracy_vs_strength(accuracy),
+            note="The question this product poses: does the student get stronger while it imitates the "
+            "Forge-role holdout less? Each point is a promoted student.",
+        ),
         Section("Gates per generation", loop_analysis.gates(records)),
-        Section("Rejected batches", loop_analysis.rejected_batches(layout, name),
-                note="Kept in the lake with the reason, left out of every build."),
+        Section(
+            "Rejected batches",
+            loop_analysis.rejected_batches(layout, name),
+            note="Kept in the lake with the reason, left out of every build.",
+        ),
         Section("Data composition per generation", composition, charts.composition(composition)),
-        Section("Ratings over generations", ratings.filter(pl.col("generation") == ratings["generation"].max()),
-                charts.ratings(ratings) if ratings.height else None,
-                note="Table: the ratings after the last generation; chart: every generation's."),
+        Section(
+            "Ratings over generations",
+            ratings.filter(pl.col("generation") == ratings["generation"].max()),
+            charts.ratings(ratings) if ratings.height else None,
+            note="Table: the ratings after the last generation; chart: every generation's.",
+        ),
     ]

@@ -1,4 +1,5 @@
-"""Read-only SQL over the catalog views (``decisions``, ``games``, ``files``, ``batches``, ``rejects``, ``generations``).
+"""Read-only SQL over the catalog views (``decisions``, ``games``, ``files``, ``batches``, ``rejects``,
+``generations``).
 
 The guarantee is structural, not a statement filter: :func:`run_query` runs
 on a catalog opened with ``sandbox=True`` (see :meth:`Catalog.open`), whose

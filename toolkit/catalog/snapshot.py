@@ -69,7 +69,6 @@ def refresh(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
     write_text_atomic(layout.catalog_snapshot_stamp, json.dumps({"stamp": stamp(layout.catalog)}))
 
 
-
 def is_fresh(layout: Layout) -> bool:
     """Whether the snapshot holds exactly what the live catalog holds (nothing was written since it was taken)."""
     try:

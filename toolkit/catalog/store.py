@@ -88,8 +88,9 @@ BATCH_STATES = ("ingested", "accepted", "rejected")
 class Catalog:
     """A connection to the catalog of one data root, with the views registered."""
 
-    def __init__(self, layout: Layout, connection: duckdb.DuckDBPyConnection, read_only: bool,
-                 sandbox: bool = False) -> None:
+    def __init__(
+        self, layout: Layout, connection: duckdb.DuckDBPyConnection, read_only: bool, sandbox: bool = False
+    ) -> None:
         self.layout = layout
         self.con = connection
         self.read_only = read_only
@@ -144,8 +145,10 @@ class Catalog:
         try:
             snapshot.refresh(self.con, self.layout)
         except (OSError, duckdb.Error) as error:
-            raise CatalogError(f"cannot write the catalog's read snapshot {self.layout.catalog_snapshot}: {error}",
-                               hint="the data root must be writable: check its permissions and free space") from error
+            raise CatalogError(
+                f"cannot write the catalog's read snapshot {self.layout.catalog_snapshot}: {error}",
+                hint="the data root must be writable: check its permissions and free space",
+            ) from error
 
     def __enter__(self) -> Catalog:
         return self
@@ -193,7 +196,10 @@ class Catalog:
         pattern = str(self.layout.runs / "*" / "generations.jsonl")
         if glob.glob(pattern):
             source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
-            body = f"SELECT * FROM {source} QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
+            body = (
+                f"SELECT * FROM {source} QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY "
+                f"recorded_at DESC) = 1"
+            )
         else:
             body = "SELECT NULL::VARCHAR AS loop, NULL::INTEGER AS generation, NULL::VARCHAR AS outcome WHERE false"
         kind = "TABLE" if self.sandbox else "VIEW"  # a sealed connection cannot read the files later
@@ -219,8 +225,12 @@ class Catalog:
 
     def _seal(self) -> None:
         """No file access, no extension loading, and no way to turn either back on (see :meth:`open`)."""
-        for setting in ("autoinstall_known_extensions", "autoload_known_extensions", "allow_community_extensions",
-                        "enable_external_access"):
+        for setting in (
+            "autoinstall_known_extensions",
+            "autoload_known_extensions",
+            "allow_community_extensions",
+            "enable_external_access",
+        ):
             self.con.execute(f"SET {setting} = false")
         self.con.execute("SET lock_configuration = true")
 
@@ -248,8 +258,10 @@ class Catalog:
             with contextlib.suppress(duckdb.Error):  # a failed write may already have ended the transaction
                 self.con.execute("ROLLBACK")
             if isinstance(error, duckdb.IOException | duckdb.TransactionException):
-                raise CatalogError(f"cannot write the catalog {self.layout.catalog}: {str(error).splitlines()[0]}",
-                                   hint="the data root must be writable: check its permissions and free space") from error
+                raise CatalogError(
+                    f"cannot write the catalog {self.layout.catalog}: {str(error).splitlines()[0]}",
+                    hint="the data root must be writable: check its permissions and free space",
+                ) from error
             raise
 
     def publish_recorded(self, staged: Path) -> None:
@@ -272,7 +284,9 @@ class Catalog:
 
     def files(self) -> list[FileRecord]:
         """The ingested files, in the order they were ingested."""
-        return [FileRecord.from_row(row) for row in self.read("SELECT * FROM files ORDER BY ingested_at, path").to_pylist()]
+        return [
+            FileRecord.from_row(row) for row in self.read("SELECT * FROM files ORDER BY ingested_at, path").to_pylist()
+        ]
 
     def has_file(self, path: Path, size_bytes: int) -> bool:
         """Whether a file was ingested before from ``path`` with this size (most likely a re-run)."""
@@ -331,7 +345,8 @@ def move_tree(staged: Path, home: Path) -> None:
 
 
 def _connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
-    """The catalog, writable; a reader holding the live file (rare: see :func:`_connect_reader`) is waited for briefly."""
+    """The catalog, writable; a reader holding the live file (rare: see :func:`_connect_reader`) is waited for
+    briefly."""
     deadline = time.monotonic() + WRITER_WAIT_S
     while True:
         try:
@@ -382,11 +397,15 @@ def _open_error(path: Path, error: duckdb.IOException) -> CatalogError:
     """Why the catalog file could not be opened, in words that say what to do."""
     text = str(error)
     if "Permission denied" in text:
-        return CatalogError(f"cannot open {path}: permission denied",
-                            hint="choose a data root you can write to (--home), or fix its permissions")
+        return CatalogError(
+            f"cannot open {path}: permission denied",
+            hint="choose a data root you can write to (--home), or fix its permissions",
+        )
     if "lock" in text.lower():
-        return CatalogError(f"cannot open {path}: another process holds it ({text.splitlines()[0]})",
-                            hint="is another distill writing to this data root? wait for it to finish")
+        return CatalogError(
+            f"cannot open {path}: another process holds it ({text.splitlines()[0]})",
+            hint="is another distill writing to this data root? wait for it to finish",
+        )
     return CatalogError(f"cannot open {path}: {text.splitlines()[0]}", hint="check the data root (--home)")
 
 
@@ -394,4 +413,3 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> 
     names = ", ".join(row)
     marks = ", ".join("?" for _ in row)
     con.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(row.values()))
-

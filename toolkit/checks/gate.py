@@ -23,15 +23,15 @@ from typing import Any
 import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.catalog.store import Catalog
 from toolkit.checks import metrics as qm
 from toolkit.checks.gx import run_gx
 from toolkit.checks.native import NATIVE_CHECKS, ROWS, SPLIT, CheckContext
 from toolkit.checks.report import ExpectationResult, GateReport, read_report, write_report
 from toolkit.checks.suite import LIST_MARK, ExpectationSpec, Suite, default_suite_path, load_suite
+from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.errors import CheckError
-from toolkit.layout import Layout, NO_GENERATION, sql_literal
+from toolkit.layout import NO_GENERATION, Layout, sql_literal
 from toolkit.schema import columns as col
 
 _QUALITY = "quality_rows"
@@ -45,10 +45,16 @@ class CheckConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suite: Path | None = Field(None, description="Suite file (--suite); default checks/<target>.json.")
-    chunk_rows: int = Field(500_000, ge=1_000, description="Rows per pandas chunk fed to Great Expectations (--chunk-rows).")
+    chunk_rows: int = Field(
+        500_000, ge=1_000, description="Rows per pandas chunk fed to Great Expectations (--chunk-rows)."
+    )
     sample_rows: int = Field(5, ge=0, le=100, description="Offending rows kept per expectation (--sample-rows).")
-    entropy_floor: float | None = Field(None, ge=0, le=1, description="Overrides min_ratio of every action-entropy check (--entropy-floor).")
-    baseline: Path | None = Field(None, description="A previous report (JSON) to measure action drift against (--baseline).")
+    entropy_floor: float | None = Field(
+        None, ge=0, le=1, description="Overrides min_ratio of every action-entropy check (--entropy-floor)."
+    )
+    baseline: Path | None = Field(
+        None, description="A previous report (JSON) to measure action drift against (--baseline)."
+    )
     write: bool = Field(True, description="Write the JSON and HTML report under reports/ (--no-write skips it).")
     memory_limit: str = Field("1GB", description="DuckDB memory limit; larger work spills to disk.")
 
@@ -79,21 +85,33 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
     with Catalog.open(layout, read_only=True) as catalog:
         files = _lake_files(layout, scope, catalog.committed_batches())
         if not files:
-            raise CheckError(f"no lake rows match {scope.model_dump(exclude_none=True) or 'the whole lake'}",
-                             hint="list what is there: distill sql \"SELECT source, generation, batch_id, count(*) FROM decisions GROUP BY ALL\"")
+            raise CheckError(
+                f"no lake rows match {scope.model_dump(exclude_none=True) or 'the whole lake'}",
+                hint=(
+                    'list what is there: distill sql "SELECT source, generation, batch_id, count(*) FROM '
+                    'decisions GROUP BY ALL"'
+                ),
+            )
         con = catalog.con
         con.execute(f"SET memory_limit = '{config.memory_limit}'")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {ROWS} AS SELECT * FROM read_parquet({_file_list(files)}, hive_partitioning = false) "
-                    "WHERE batch_id IN (SELECT batch_id FROM batches)")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, "
-                    f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION}, {col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, "
-                    f"{col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} FROM {ROWS}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {ROWS} AS SELECT * FROM read_parquet({_file_list(files)}, "
+            f"hive_partitioning = false) "
+            "WHERE batch_id IN (SELECT batch_id FROM batches)"
+        )
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, "
+            f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION}, {col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, "
+            f"{col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} FROM {ROWS}"
+        )
         keys = [*col.DECISION_KEY, col.BATCH_ID, col.SOURCE_LINE]
         ctx = CheckContext("lake", con, files, keys, config.sample_rows)
         return _run(layout, suite, config, ctx, scope.model_dump(), f"check-lake-{scope.slug()}", _lake_reference)
 
 
-def check_dataset(layout: Layout, name: str, config: CheckConfig | None = None, fingerprint: str | None = None) -> GateReport:
+def check_dataset(
+    layout: Layout, name: str, config: CheckConfig | None = None, fingerprint: str | None = None
+) -> GateReport:
     """Run the dataset suite and metrics on the built dataset ``name`` (its latest build, or ``fingerprint``).
 
     Raises:
@@ -103,31 +121,54 @@ def check_dataset(layout: Layout, name: str, config: CheckConfig | None = None, 
     config = config or CheckConfig()
     suite = load_suite(config.suite or default_suite_path("dataset"), "dataset")
     dataset = open_dataset(layout, name, fingerprint)
-    parts = [f"SELECT *, '{split}' AS {SPLIT} FROM read_parquet({_file_list(dataset.files(split))}, hive_partitioning = false)"
-             for split in SPLITS if dataset.files(split)]
+    parts = [
+        f"SELECT *, '{split}' AS {SPLIT} FROM read_parquet({_file_list(dataset.files(split))}, hive_partitioning "
+        f"= false)"
+        for split in SPLITS
+        if dataset.files(split)
+    ]
     if not parts:
-        raise CheckError(f"dataset {name!r} ({dataset.fingerprint[:12]}) has no rows", hint=f"rebuild it: distill build --name {name}")
+        raise CheckError(
+            f"dataset {name!r} ({dataset.fingerprint[:12]}) has no rows",
+            hint=f"rebuild it: distill build --name {name}",
+        )
     spill = Path(tempfile.mkdtemp(prefix="distill-check-"))
     con = duckdb.connect()
     try:
         con.execute(f"SET memory_limit = '{config.memory_limit}'; SET temp_directory = '{sql_literal(str(spill))}'")
         con.execute(f"CREATE TEMP VIEW {ROWS} AS " + " UNION ALL ".join(parts))
-        con.execute(f"CREATE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION}, "
-                    f"{col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, {col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} "
-                    f"FROM {ROWS}")
+        con.execute(
+            f"CREATE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION}, "
+            f"{col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, {col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} "
+            f"FROM {ROWS}"
+        )
         files = [*dataset.files(TRAIN), *dataset.files(HOLDOUT)]
         keys = [*col.DECISION_KEY, SPLIT, col.BATCH_ID, col.SOURCE_LINE]
         ctx = CheckContext("dataset", con, files, keys, config.sample_rows, dataset=dataset)
         scope = {"name": name, "fingerprint": dataset.fingerprint}
-        return _run(layout, suite, config, ctx, scope, f"check-dataset-{name}-{dataset.fingerprint[:12]}",
-                    lambda c: _dataset_reference(c, layout))
+        return _run(
+            layout,
+            suite,
+            config,
+            ctx,
+            scope,
+            f"check-dataset-{name}-{dataset.fingerprint[:12]}",
+            lambda c: _dataset_reference(c, layout),
+        )
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def _run(layout: Layout, suite: Suite, config: CheckConfig, ctx: CheckContext, scope: dict[str, Any],
-         stem: str, reference: Callable[[CheckContext], References]) -> GateReport:
+def _run(
+    layout: Layout,
+    suite: Suite,
+    config: CheckConfig,
+    ctx: CheckContext,
+    scope: dict[str, Any],
+    stem: str,
+    reference: Callable[[CheckContext], References],
+) -> GateReport:
     """Metrics, then GX expectations, then native checks; assemble (and write) the report."""
     started = time.perf_counter()
     timings = {"gx": 0.0, "duckdb": 0.0, "arrow": 0.0}
@@ -149,10 +190,16 @@ def _run(layout: Layout, suite: Suite, config: CheckConfig, ctx: CheckContext, s
     timings["total"] = time.perf_counter() - started
     now = dt.datetime.now(dt.UTC)
     report = GateReport(
-        report_id=f"{stem}-{now:%Y%m%dT%H%M%S%f}", target=ctx.target,  # type: ignore[arg-type]
-        scope=scope, suite={"name": suite.name, "path": suite.path, "sha256": suite.sha256},
-        created_at=now.isoformat(timespec="seconds"), rows=rows,
-        passed=not any(r.blocking_failure for r in results), results=results, metrics=ctx.metrics, timings=timings,
+        report_id=f"{stem}-{now:%Y%m%dT%H%M%S%f}",
+        target=ctx.target,  # type: ignore[arg-type]
+        scope=scope,
+        suite={"name": suite.name, "path": suite.path, "sha256": suite.sha256},
+        created_at=now.isoformat(timespec="seconds"),
+        rows=rows,
+        passed=not any(r.blocking_failure for r in results),
+        results=results,
+        metrics=ctx.metrics,
+        timings=timings,
     )
     return write_report(report, layout.reports) if config.write else report
 
@@ -169,22 +216,43 @@ def _run_native(ctx: CheckContext, spec: ExpectationSpec) -> ExpectationResult:
     try:
         out = check.run(ctx, spec.kwargs)
     except (duckdb.Error, OSError, KeyError, ValueError) as exc:  # a check that cannot run fails, never passes
-        return _error_result(spec.id, spec.type, check.engine, f"{type(exc).__name__}: {exc}", spec, time.perf_counter() - t)
+        return _error_result(
+            spec.id, spec.type, check.engine, f"{type(exc).__name__}: {exc}", spec, time.perf_counter() - t
+        )
     unexpected_percent = None
     if out.element_count and out.unexpected_count is not None:
         unexpected_percent = 100.0 * out.unexpected_count / out.element_count
     return ExpectationResult(
-        id=spec.id, type=spec.type, engine=check.engine, severity=spec.severity, success=out.success,  # type: ignore[arg-type]
-        kwargs=spec.kwargs, observed=out.observed, element_count=out.element_count, unexpected_count=out.unexpected_count,
-        unexpected_percent=unexpected_percent, sample=[_jsonable(s) for s in out.sample], notes=spec.notes,
-        caveat=out.caveat, seconds=time.perf_counter() - t,
+        id=spec.id,
+        type=spec.type,
+        engine=check.engine,
+        severity=spec.severity,
+        success=out.success,  # type: ignore[arg-type]
+        kwargs=spec.kwargs,
+        observed=out.observed,
+        element_count=out.element_count,
+        unexpected_count=out.unexpected_count,
+        unexpected_percent=unexpected_percent,
+        sample=[_jsonable(s) for s in out.sample],
+        notes=spec.notes,
+        caveat=out.caveat,
+        seconds=time.perf_counter() - t,
     )
 
 
-def _error_result(id_: str, type_: str, engine: str, message: str, spec: ExpectationSpec | None = None,
-                  seconds: float = 0.0) -> ExpectationResult:
-    return ExpectationResult(id=id_, type=type_, engine=engine, severity=spec.severity if spec else "blocking",  # type: ignore[arg-type]
-                             success=False, kwargs=spec.kwargs if spec else {}, error=message, seconds=seconds)
+def _error_result(
+    id_: str, type_: str, engine: str, message: str, spec: ExpectationSpec | None = None, seconds: float = 0.0
+) -> ExpectationResult:
+    return ExpectationResult(
+        id=id_,
+        type=type_,
+        engine=engine,
+        severity=spec.severity if spec else "blocking",  # type: ignore[arg-type]
+        success=False,
+        kwargs=spec.kwargs if spec else {},
+        error=message,
+        seconds=seconds,
+    )
 
 
 def _run_gx_frames(ctx: CheckContext, specs: list[ExpectationSpec], chunk_rows: int) -> list[ExpectationResult]:
@@ -226,19 +294,26 @@ def _chunks(ctx: CheckContext, sql: str, chunk_rows: int) -> Iterator[Any]:
 def _references(ctx: CheckContext, config: CheckConfig, fallback: Callable[[CheckContext], References]) -> References:
     if config.baseline is not None:
         baseline = read_report(config.baseline)
-        return {(m.source, m.generation): (f"report {baseline.report_id}", list(m.actions.values())) for m in baseline.metrics}
+        return {
+            (m.source, m.generation): (f"report {baseline.report_id}", list(m.actions.values()))
+            for m in baseline.metrics
+        }
     return fallback(ctx)
 
 
 def _lake_reference(ctx: CheckContext) -> References:
     """Each (source, generation g) group against the same source's generation g-1 in the whole lake."""
-    groups = ctx.con.execute(f"SELECT DISTINCT {col.SOURCE}, {col.GENERATION} FROM {_QUALITY} WHERE {col.GENERATION} > 0").fetchall()
+    groups = ctx.con.execute(
+        f"SELECT DISTINCT {col.SOURCE}, {col.GENERATION} FROM {_QUALITY} WHERE {col.GENERATION} > 0"
+    ).fetchall()
     if not groups:
         return {}
     wanted = ", ".join(f"('{sql_literal(s)}', {g - 1})" for s, g in groups)
     ctx.con.execute(
         f"CREATE OR REPLACE TEMP VIEW {_REFERENCE} AS SELECT {col.SOURCE}, {col.GENERATION}, "
-        f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION} FROM decisions WHERE ({col.SOURCE}, {col.GENERATION}) IN ({wanted})")
+        f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION} FROM decisions WHERE ({col.SOURCE}, {col.GENERATION}) "
+        f"IN ({wanted})"
+    )
     previous = qm.action_counts(ctx.con, _REFERENCE)
     return {(s, g): (f"{s} generation {g - 1}", previous[(s, g - 1)]) for s, g in groups if (s, g - 1) in previous}
 
@@ -255,8 +330,10 @@ def _dataset_reference(ctx: CheckContext, layout: Layout) -> References:
     files = [*previous.files(TRAIN), *previous.files(HOLDOUT)]  # both splits, as the metrics are
     if not files:
         return {}
-    ctx.con.execute(f"CREATE OR REPLACE TEMP VIEW {_REFERENCE} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION} "
-                    f"FROM read_parquet({_file_list(files)}, hive_partitioning = false)")
+    ctx.con.execute(
+        f"CREATE OR REPLACE TEMP VIEW {_REFERENCE} AS SELECT {col.SOURCE}, {col.GENERATION}, {LABEL} AS {qm.ACTION} "
+        f"FROM read_parquet({_file_list(files)}, hive_partitioning = false)"
+    )
     label = f"build {previous.fingerprint[:12]}"
     return {key: (label, counts) for key, counts in qm.action_counts(ctx.con, _REFERENCE).items()}
 
@@ -274,7 +351,6 @@ def _lake_files(layout: Layout, scope: LakeScope, committed: set[str]) -> list[P
 
 def _file_list(files: list[Path]) -> str:
     return "[" + ", ".join(f"'{sql_literal(str(f))}'" for f in files) + "]"
-
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:

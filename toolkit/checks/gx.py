@@ -82,22 +82,35 @@ class _Tally:
             self.values[value] = self.values.get(value, 0) + int(item["count"])
         room = sample_rows - len(self.sample)
         if room > 0:
-            self.sample.extend({k: _plain(v) for k, v in row.items()} for row in (payload.get("partial_unexpected_index_list") or [])[:room])
+            self.sample.extend(
+                {k: _plain(v) for k, v in row.items()}
+                for row in (payload.get("partial_unexpected_index_list") or [])[:room]
+            )
 
     def result(self, seconds: float) -> ExpectationResult:
         nonmissing = self.elements - self.missing
         top = dict(sorted(self.values.items(), key=lambda kv: -kv[1])[:5])
         return ExpectationResult(
-            id=self.spec.id, type=self.spec.type, engine="gx", severity=self.spec.severity,
-            success=self.success and self.error is None, kwargs=self.spec.kwargs,
+            id=self.spec.id,
+            type=self.spec.type,
+            engine="gx",
+            severity=self.spec.severity,
+            success=self.success and self.error is None,
+            kwargs=self.spec.kwargs,
             observed={"unexpected_count": self.unexpected, "values_in_sample": top},
-            element_count=self.elements, unexpected_count=self.unexpected,
+            element_count=self.elements,
+            unexpected_count=self.unexpected,
             unexpected_percent=100.0 * self.unexpected / nonmissing if nonmissing else 0.0,
-            sample=self.sample, error=self.error, notes=self.spec.notes, seconds=seconds,
+            sample=self.sample,
+            error=self.error,
+            notes=self.spec.notes,
+            seconds=seconds,
         )
 
 
-def run_gx(specs: list[ExpectationSpec], chunks: Iterable[Any], key_columns: list[str], sample_rows: int = 5) -> list[ExpectationResult]:
+def run_gx(
+    specs: list[ExpectationSpec], chunks: Iterable[Any], key_columns: list[str], sample_rows: int = 5
+) -> list[ExpectationResult]:
     """Validate every pandas chunk against ``specs``; one summed result per spec.
 
     Args:
@@ -114,8 +127,12 @@ def run_gx(specs: list[ExpectationSpec], chunks: Iterable[Any], key_columns: lis
         cls = gx_expectation_class(spec.type)
         suite.add_expectation(cls(**spec.kwargs, meta={"id": spec.id}))  # type: ignore[misc]
     tallies = {spec.id: _Tally(spec) for spec in specs}
-    result_format = {"result_format": "SUMMARY", "partial_unexpected_count": sample_rows,
-                     "unexpected_index_column_names": key_columns, "return_unexpected_index_query": False}
+    result_format = {
+        "result_format": "SUMMARY",
+        "partial_unexpected_count": sample_rows,
+        "unexpected_index_column_names": key_columns,
+        "return_unexpected_index_query": False,
+    }
     started = time.perf_counter()
     for frame in chunks:
         if frame.empty:
@@ -140,8 +157,11 @@ def widen_numbers(frame: Any) -> Any:
 
     widened = {}
     for name, dtype in frame.dtypes.items():
-        if isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_numeric_dtype(dtype) \
-                and not pd.api.types.is_bool_dtype(dtype):
+        if (
+            isinstance(dtype, pd.api.extensions.ExtensionDtype)
+            and pd.api.types.is_numeric_dtype(dtype)
+            and not pd.api.types.is_bool_dtype(dtype)
+        ):
             widened[name] = frame[name].astype("float64")
         elif pd.api.types.is_integer_dtype(dtype) and dtype != "int64":
             widened[name] = frame[name].astype("int64")

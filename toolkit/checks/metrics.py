@@ -21,8 +21,17 @@ from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.stats import entropy_bits, js_divergence, wilson_interval
 
 ACTION: Final = "action_index"
-METRIC_COLUMNS: Final = (col.SOURCE, col.GENERATION, ACTION, col.REWARD, col.EPISODE_RETURN, col.SEAT_WON,
-                         col.GAME_ID, col.SEAT, col.DECISION_INDEX)
+METRIC_COLUMNS: Final = (
+    col.SOURCE,
+    col.GENERATION,
+    ACTION,
+    col.REWARD,
+    col.EPISODE_RETURN,
+    col.SEAT_WON,
+    col.GAME_ID,
+    col.SEAT,
+    col.DECISION_INDEX,
+)
 ALL: Final = "*"
 MAX_ENTROPY_BITS: Final = math.log2(N_ACTIONS)
 _QUANTILES: Final = "[0.05, 0.25, 0.5, 0.75, 0.95]"
@@ -32,14 +41,18 @@ GroupKey = tuple[str, int | None]
 
 
 def _stats(expr: str) -> str:
-    return (f"count({expr}), avg({expr}), stddev_samp({expr}), min({expr}), "
-            f"quantile_cont({expr}, {_QUANTILES}), max({expr})")
+    return (
+        f"count({expr}), avg({expr}), stddev_samp({expr}), min({expr}), "
+        f"quantile_cont({expr}, {_QUANTILES}), max({expr})"
+    )
 
 
 def _distribution(values: Sequence[Any]) -> Distribution:
     count, mean, std, low, quantiles, high = values
     q = list(quantiles) if quantiles is not None else [None] * 5
-    return Distribution(count=count, mean=mean, std=std, min=low, p05=q[0], p25=q[1], p50=q[2], p75=q[3], p95=q[4], max=high)
+    return Distribution(
+        count=count, mean=mean, std=std, min=low, p05=q[0], p25=q[1], p50=q[2], p75=q[3], p95=q[4], max=high
+    )
 
 
 def _key(grouping: int, source: str, generation: int | None) -> GroupKey:
@@ -80,13 +93,16 @@ def compute_metrics(con: duckdb.DuckDBPyConnection, relation: str) -> list[Group
                   FROM {relation} GROUP BY {col.SOURCE}, {col.GENERATION}, {col.GAME_ID}, {col.SEAT})
                 SELECT grouping({col.SOURCE}, {col.GENERATION}), {col.SOURCE}, {col.GENERATION},
                        count(*), count(DISTINCT {col.GAME_ID}), count(won), coalesce(sum(won::INT), 0),
-                       {_stats('ret')}, {_stats('n')}
+                       {_stats("ret")}, {_stats("n")}
                 FROM e GROUP BY {_GROUPS}"""
         ).fetchall()
     }
     groups = sorted((k for k in rewards if k[0] != ALL), key=lambda k: (k[0], -1 if k[1] is None else k[1]))
-    return [_group(key, counts.get(key, [0] * N_ACTIONS), rewards[key], episodes[key]) for key in [*groups, (ALL, None)]
-            if key in rewards]
+    return [
+        _group(key, counts.get(key, [0] * N_ACTIONS), rewards[key], episodes[key])
+        for key in [*groups, (ALL, None)]
+        if key in rewards
+    ]
 
 
 def _group(key: GroupKey, counts: list[int], reward: Sequence[Any], episode: Sequence[Any]) -> GroupMetrics:
@@ -112,7 +128,9 @@ def _group(key: GroupKey, counts: list[int], reward: Sequence[Any], episode: Seq
     )
 
 
-def attach_drift(metrics: list[GroupMetrics], references: Mapping[GroupKey, tuple[str, list[int]]]) -> list[GroupMetrics]:
+def attach_drift(
+    metrics: list[GroupMetrics], references: Mapping[GroupKey, tuple[str, list[int]]]
+) -> list[GroupMetrics]:
     """Metrics with ``drift`` set wherever ``references`` has counts for the same group."""
     out = []
     for m in metrics:

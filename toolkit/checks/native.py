@@ -20,10 +20,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, LABEL_SOURCE, LEGAL_MASK, SAMPLE_WEIGHT, SPLITS, TRAIN, Dataset
-from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
-from toolkit.checks.report import GroupMetrics
 from toolkit.checks.metrics import ALL, MAX_ENTROPY_BITS
+from toolkit.checks.report import GroupMetrics
+from toolkit.datasets.dataset import (
+    FEATURES,
+    HOLDOUT,
+    LABEL,
+    LABEL_SOURCE,
+    LEGAL_MASK,
+    SAMPLE_WEIGHT,
+    SPLITS,
+    TRAIN,
+    Dataset,
+)
+from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 from toolkit.schema.vocab import INFERRED_LABEL_SOURCES, MACRO_ACTIONS, N_ACTIONS
@@ -95,8 +105,13 @@ def _offenders(ctx: CheckContext, condition: str, total_sql: str = f"SELECT coun
     """A row-level condition: rows where ``condition`` holds are offending."""
     bad = ctx.scalar(f"SELECT count(*) FROM {ROWS} WHERE {condition}")
     keys = ", ".join(ctx.key_columns)
-    return Outcome(bad == 0, {"offending_rows": bad}, ctx.scalar(total_sql), bad,
-                   ctx.sample(f"SELECT {keys} FROM {ROWS} WHERE {condition}") if bad else [])
+    return Outcome(
+        bad == 0,
+        {"offending_rows": bad},
+        ctx.scalar(total_sql),
+        bad,
+        ctx.sample(f"SELECT {keys} FROM {ROWS} WHERE {condition}") if bad else [],
+    )
 
 
 # -- shared by the lake and datasets --------------------------------------------------------
@@ -109,24 +124,39 @@ def _schema_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     problems = []
     for path in ctx.files:
         found = pq.read_schema(path)
-        diffs = [f"{f.name}: expected {f.type}, found {found.field(f.name).type if f.name in found.names else 'nothing'}"
-                 for f in expected if f.name not in found.names or not _same_type(found.field(f.name).type, f.type)]
+        diffs = [
+            f"{f.name}: expected {f.type}, found {found.field(f.name).type if f.name in found.names else 'nothing'}"
+            for f in expected
+            if f.name not in found.names or not _same_type(found.field(f.name).type, f.type)
+        ]
         diffs += [f"{name}: not in the contract" for name in found.names if name not in expected.names]
         if diffs:
             problems.append({"file": str(path), "problems": diffs[:5]})
-    return Outcome(not problems, {"files": len(ctx.files), "files_off_contract": len(problems)},
-                   len(ctx.files), len(problems), problems[: ctx.sample_rows])
+    return Outcome(
+        not problems,
+        {"files": len(ctx.files), "files_off_contract": len(problems)},
+        len(ctx.files),
+        len(problems),
+        problems[: ctx.sample_rows],
+    )
 
 
 def _same_type(found: pa.DataType, expected: pa.DataType) -> bool:
     """Type equality that ignores the names and nullability of list items."""
     if pa.types.is_fixed_size_list(expected):
-        return pa.types.is_fixed_size_list(found) and found.list_size == expected.list_size and _same_type(found.value_type, expected.value_type)
+        return (
+            pa.types.is_fixed_size_list(found)
+            and found.list_size == expected.list_size
+            and _same_type(found.value_type, expected.value_type)
+        )
     if pa.types.is_list(expected):
         return pa.types.is_list(found) and _same_type(found.value_type, expected.value_type)
     if pa.types.is_struct(expected):
-        return pa.types.is_struct(found) and [f.name for f in found] == [f.name for f in expected] and all(
-            _same_type(a.type, b.type) for a, b in zip(found, expected, strict=True))
+        return (
+            pa.types.is_struct(found)
+            and [f.name for f in found] == [f.name for f in expected]
+            and all(_same_type(a.type, b.type) for a, b in zip(found, expected, strict=True))
+        )
     return found.equals(expected)
 
 
@@ -136,14 +166,19 @@ def _key_unique(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     keys = ", ".join(col.DECISION_KEY)
     dupes = f"SELECT {keys}, count(*) AS copies FROM {ROWS} GROUP BY {keys} HAVING count(*) > 1"
     bad = ctx.scalar(f"SELECT count(*) FROM ({dupes})")
-    return Outcome(bad == 0, {"duplicated_keys": bad}, ctx.scalar(f"SELECT count(*) FROM {ROWS}"), bad,
-                   ctx.sample(dupes + f" ORDER BY {keys}") if bad else [])
+    return Outcome(
+        bad == 0,
+        {"duplicated_keys": bad},
+        ctx.scalar(f"SELECT count(*) FROM {ROWS}"),
+        bad,
+        ctx.sample(dupes + f" ORDER BY {keys}") if bad else [],
+    )
 
 
 # Out-of-range actions are the range expectations' to report, so each break fails exactly one check.
 _CHOSEN: Final = {
     "lake": f"{col.LEGAL_ACTIONS} IS NOT NULL AND {col.ACTION}.{col.ACTION_INDEX} BETWEEN 0 AND {N_ACTIONS - 1} "
-            f"AND NOT coalesce({col.LEGAL_ACTIONS}[{col.ACTION}.{col.ACTION_INDEX} + 1], false)",
+    f"AND NOT coalesce({col.LEGAL_ACTIONS}[{col.ACTION}.{col.ACTION_INDEX} + 1], false)",
     "dataset": f"{LABEL} BETWEEN 0 AND {N_ACTIONS - 1} AND NOT coalesce({LEGAL_MASK}[{LABEL} + 1], false)",
 }
 
@@ -179,14 +214,27 @@ def _entropy_floor(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
                 low.append((m, f"pooled with every committed batch of {m.key} ({sum(pooled):,} rows)"))
             else:
                 unclear.append(m)
-    observed = {"min_ratio": floor, "ratios": {m.key: round(m.entropy_ratio, 4) for m in groups},
-                "upper_95": {k: round(v, 4) for k, v in upper.items()}, "too_small_to_tell": [m.key for m in unclear]}
-    sample = [{"group": m.key, "entropy_bits": round(m.entropy_bits, 4), "ratio": round(m.entropy_ratio, 4),
-               "evidence": evidence, "actions": m.actions} for m, evidence in low]
+    observed = {
+        "min_ratio": floor,
+        "ratios": {m.key: round(m.entropy_ratio, 4) for m in groups},
+        "upper_95": {k: round(v, 4) for k, v in upper.items()},
+        "too_small_to_tell": [m.key for m in unclear],
+    }
+    sample = [
+        {
+            "group": m.key,
+            "entropy_bits": round(m.entropy_bits, 4),
+            "ratio": round(m.entropy_ratio, 4),
+            "evidence": evidence,
+            "actions": m.actions,
+        }
+        for m, evidence in low
+    ]
     caveat = None
     if unclear:
-        caveat = ("too few rows to tell whether the action entropy collapsed: "
-                  + ", ".join(f"{m.key} ({m.rows:,} rows, ratio {m.entropy_ratio:.2f} < {floor})" for m in unclear))
+        caveat = "too few rows to tell whether the action entropy collapsed: " + ", ".join(
+            f"{m.key} ({m.rows:,} rows, ratio {m.entropy_ratio:.2f} < {floor})" for m in unclear
+        )
     return Outcome(not low, observed, len(groups), len(low), sample[: ctx.sample_rows], caveat)
 
 
@@ -195,9 +243,11 @@ def _pooled_actions(ctx: CheckContext, group: GroupMetrics) -> list[int] | None:
     try:
         rows = ctx.con.execute(
             f"SELECT {col.ACTION}.{col.ACTION_INDEX}, count(*) FROM decisions WHERE {col.SOURCE} = ? AND "
-            f"{col.GENERATION} IS NOT DISTINCT FROM ? AND {col.ACTION}.{col.ACTION_INDEX} BETWEEN 0 AND {N_ACTIONS - 1} "
+            f"{col.GENERATION} IS NOT DISTINCT FROM ? AND {col.ACTION}.{col.ACTION_INDEX} BETWEEN 0 AND "
+            f"{N_ACTIONS - 1} "
             f"AND {col.BATCH_ID} IN (SELECT batch_id FROM batches WHERE status != 'rejected') GROUP BY 1",
-            [group.source, group.generation]).fetchall()
+            [group.source, group.generation],
+        ).fetchall()
     except duckdb.CatalogException:
         return None
     counts = [0] * N_ACTIONS
@@ -221,8 +271,11 @@ def _drift(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
 
 def _metric_groups(ctx: CheckContext, kwargs: dict[str, Any], keep_all: bool = False) -> list[GroupMetrics]:
     only, skip = kwargs.get("sources"), set(kwargs.get("exclude_sources", []))
-    return [m for m in ctx.metrics if (keep_all or m.source != ALL) and m.source not in skip
-            and (only is None or m.source in only)]
+    return [
+        m
+        for m in ctx.metrics
+        if (keep_all or m.source != ALL) and m.source not in skip and (only is None or m.source in only)
+    ]
 
 
 # -- the lake ---------------------------------------------------------------------------------
@@ -235,7 +288,9 @@ def _index_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     names = ", ".join(f"'{name}'" for name in MACRO_ACTIONS)
     index = f"{col.ACTION}.{col.ACTION_INDEX}"
     position = f"list_position([{names}], {col.ACTION}.{col.ACTION_MACRO})"
-    return _offenders(ctx, f"{position} IS NOT NULL AND {index} BETWEEN 0 AND {N_ACTIONS - 1} AND {index} <> {position} - 1")
+    return _offenders(
+        ctx, f"{position} IS NOT NULL AND {index} BETWEEN 0 AND {N_ACTIONS - 1} AND {index} <> {position} - 1"
+    )
 
 
 @native("players_match_pod", ("lake",))
@@ -262,8 +317,9 @@ def _one_end(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         GROUP BY {col.GAME_ID}, {col.SEAT}"""
     bad_sql = f"SELECT * FROM ({episodes}) WHERE episode_ends <> 1 ORDER BY {col.GAME_ID}, {col.SEAT}"
     total, bad = ctx.con.execute(f"SELECT count(*), count(*) FILTER (episode_ends <> 1) FROM ({episodes})").fetchone()  # type: ignore[misc]
-    return Outcome(bad == 0, {"episodes": total, "episodes_without_one_end": bad}, total, bad,
-                   ctx.sample(bad_sql) if bad else [])
+    return Outcome(
+        bad == 0, {"episodes": total, "episodes_without_one_end": bad}, total, bad, ctx.sample(bad_sql) if bad else []
+    )
 
 
 # -- built datasets -------------------------------------------------------------------------
@@ -277,17 +333,26 @@ def _dataset(ctx: CheckContext) -> Dataset:
 @native("splits_disjoint_by_game", ("dataset",))
 def _disjoint(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     """No game has rows in both train and holdout."""
-    both = (f"SELECT {col.GAME_ID} FROM {ROWS} WHERE {SPLIT} = '{TRAIN}' INTERSECT "
-            f"SELECT {col.GAME_ID} FROM {ROWS} WHERE {SPLIT} = '{HOLDOUT}'")
+    both = (
+        f"SELECT {col.GAME_ID} FROM {ROWS} WHERE {SPLIT} = '{TRAIN}' INTERSECT "
+        f"SELECT {col.GAME_ID} FROM {ROWS} WHERE {SPLIT} = '{HOLDOUT}'"
+    )
     bad = ctx.scalar(f"SELECT count(*) FROM ({both})")
     games = ctx.scalar(f"SELECT count(DISTINCT {col.GAME_ID}) FROM {ROWS}")
-    return Outcome(bad == 0, {"games_in_both_splits": bad}, games, bad,
-                   ctx.sample(both + f" ORDER BY {col.GAME_ID}") if bad else [])
+    return Outcome(
+        bad == 0,
+        {"games_in_both_splits": bad},
+        games,
+        bad,
+        ctx.sample(both + f" ORDER BY {col.GAME_ID}") if bad else [],
+    )
 
 
 def _train_weights(ctx: CheckContext) -> dict[str, tuple[int, float]]:
-    rows = ctx.con.execute(f"SELECT {col.SOURCE}, count(*), sum({SAMPLE_WEIGHT}) FROM {ROWS} "
-                           f"WHERE {SPLIT} = '{TRAIN}' GROUP BY {col.SOURCE}").fetchall()
+    rows = ctx.con.execute(
+        f"SELECT {col.SOURCE}, count(*), sum({SAMPLE_WEIGHT}) FROM {ROWS} "
+        f"WHERE {SPLIT} = '{TRAIN}' GROUP BY {col.SOURCE}"
+    ).fetchall()
     return {source: (n, float(weight or 0.0)) for source, n, weight in rows}
 
 
@@ -304,7 +369,9 @@ def _shares(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     targets = _targets(ctx)
     observed = {s: {"target": t, "measured": round(weights.get(s, (0, 0.0))[1] / total, 6)} for s, t in targets.items()}
     off = [{"source": s, **v} for s, v in observed.items() if abs(v["measured"] - v["target"]) > tolerance]
-    return Outcome(not off, observed or {"note": "the build set no share targets"}, len(targets), len(off), off[: ctx.sample_rows])
+    return Outcome(
+        not off, observed or {"note": "the build set no share targets"}, len(targets), len(off), off[: ctx.sample_rows]
+    )
 
 
 @native("weighted_sources_nonempty", ("dataset",))
@@ -326,12 +393,18 @@ def _inferred(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     inferred = ", ".join(f"'{s}'" for s in sorted(INFERRED_LABEL_SOURCES))
     rows = ctx.con.execute(
         f"SELECT grouping({col.SOURCE}), {col.SOURCE}, count(*), count(*) FILTER ({LABEL_SOURCE} IN ({inferred})) "
-        f"FROM {ROWS} WHERE {SPLIT} = '{TRAIN}' GROUP BY ROLLUP ({col.SOURCE})").fetchall()
+        f"FROM {ROWS} WHERE {SPLIT} = '{TRAIN}' GROUP BY ROLLUP ({col.SOURCE})"
+    ).fetchall()
     shares = {str(source): (k / n if n else 0.0) for total_row, source, n, k in rows if not total_row}
     total, overall = next(((n, k / n if n else 0.0) for total_row, _, n, k in rows if total_row), (0, 0.0))
     bad = overall > limit
-    return Outcome(not bad, {"max_share": limit, "share": round(overall, 6), "by_source": {s: round(v, 6) for s, v in shares.items()}},
-                   total, int(bad), [{"source": s, "inferred_share": v} for s, v in shares.items() if v > limit][: ctx.sample_rows])
+    return Outcome(
+        not bad,
+        {"max_share": limit, "share": round(overall, 6), "by_source": {s: round(v, 6) for s, v in shares.items()}},
+        total,
+        int(bad),
+        [{"source": s, "inferred_share": v} for s, v in shares.items() if v > limit][: ctx.sample_rows],
+    )
 
 
 @native("row_counts_match_manifest", ("dataset",))
@@ -340,11 +413,20 @@ def _counts(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     manifest = _dataset(ctx).manifest
     found = {s: (0, 0) for s in SPLITS}
     for split, rows, games in ctx.con.execute(
-            f"SELECT {SPLIT}, count(*), count(DISTINCT {col.GAME_ID}) FROM {ROWS} GROUP BY {SPLIT}").fetchall():
+        f"SELECT {SPLIT}, count(*), count(DISTINCT {col.GAME_ID}) FROM {ROWS} GROUP BY {SPLIT}"
+    ).fetchall():
         found[split] = (rows, games)
-    off = [{"split": s, "manifest_rows": manifest.splits[s].rows, "rows": found[s][0],
-            "manifest_games": manifest.splits[s].games, "games": found[s][1]}
-           for s in SPLITS if (manifest.splits[s].rows, manifest.splits[s].games) != found[s]]
+    off = [
+        {
+            "split": s,
+            "manifest_rows": manifest.splits[s].rows,
+            "rows": found[s][0],
+            "manifest_games": manifest.splits[s].games,
+            "games": found[s][1],
+        }
+        for s in SPLITS
+        if (manifest.splits[s].rows, manifest.splits[s].games) != found[s]
+    ]
     for split in SPLITS:
         for part in manifest.splits[split].files:
             rows = pq.ParquetFile(_dataset(ctx).root / part.path).metadata.num_rows
@@ -376,5 +458,6 @@ def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
                     picked = batch.select(list(col.DECISION_KEY)).filter(pa.array(rows_bad))
                     sample.extend(picked.slice(0, ctx.sample_rows - len(sample)).to_pylist())
     observed = {"declared_size": declared, "rows_with_non_finite": bad, "files_of_wrong_size": len(wrong_size)}
-    return Outcome(bad == 0 and not wrong_size, observed, total, bad + len(wrong_size), (wrong_size + sample)[: ctx.sample_rows])
-
+    return Outcome(
+        bad == 0 and not wrong_size, observed, total, bad + len(wrong_size), (wrong_size + sample)[: ctx.sample_rows]
+    )

@@ -16,12 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.layout import REPORT_FORMAT_VERSION
 from toolkit.checks.report_html import render_html
 from toolkit.checks.suite import Severity
 from toolkit.errors import GateFailedError
+from toolkit.layout import REPORT_FORMAT_VERSION
 from toolkit.storage import write_text_atomic
-
 
 
 class Distribution(BaseModel):

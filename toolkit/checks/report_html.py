@@ -33,9 +33,11 @@ _ALL: Final = "*"  # the everything-group's source (toolkit.checks.metrics.ALL; 
 _DRIFT_CHECK: Final = "action_drift_at_most"
 _SAMPLE_ROWS: Final = 10
 _LIST_ITEMS: Final = 20
-_CSS: Final = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;padding:0 1em;color:#222;line-height:1.4}
+_CSS: Final = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;padding:0 1em;color:#222;line-height:1.4}
 h1{font-size:2.2em;margin:0}h2{margin-top:1.8em;border-bottom:1px solid #ddd}h3{margin:0 0 .4em}
-table{border-collapse:collapse;margin:.6em 0}table table{margin:0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
+table{border-collapse:collapse;margin:.6em 0}table table{margin:0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top;font-size:13px}
 th{background:#f5f5f5}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 table.kv th{background:none;font-weight:normal;color:#555}table.facts th{width:9em}
 .verdict{padding:1em 1.4em;border-left:10px solid;border-radius:4px}.verdict p{margin:.3em 0 0;font-size:1.1em}
@@ -53,15 +55,20 @@ details summary{cursor:pointer;font-size:1.1em;padding:.4em 0}svg.chart{max-widt
 def render_html(report: GateReport) -> str:
     """A self-contained page a person can open offline: verdict, failures first, charts of the metrics."""
     sections = [
-        _verdict(report), _checked(report),
+        _verdict(report),
+        _checked(report),
         _results_section("Failures", report.blocking_failures, "fail"),
         _results_section("Warnings", report.warnings, "warn"),
-        _caveats(report.caveats), _passed([r for r in report.results if r.success]),
-        _metrics(report), _footer(report),
+        _caveats(report.caveats),
+        _passed([r for r in report.results if r.success]),
+        _metrics(report),
+        _footer(report),
     ]
     body = "\n".join(s for s in sections if s)
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(report.report_id)}</title>\n'
-            f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(report.report_id)}</title>\n'
+        f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n"
+    )
 
 
 # -- verdict and what was checked -------------------------------------------------------------------
@@ -70,11 +77,16 @@ def render_html(report: GateReport) -> str:
 def _verdict(report: GateReport) -> str:
     state, word = ("pass", "PASSED") if report.passed else ("fail", "FAILED")
     passed = sum(r.success for r in report.results)
-    tally = [_count(len(report.blocking_failures), "blocking failure"), _count(len(report.warnings), "warning"),
-             f"{passed} passed"]
+    tally = [
+        _count(len(report.blocking_failures), "blocking failure"),
+        _count(len(report.warnings), "warning"),
+        f"{passed} passed",
+    ]
     caveats = f" ({_count(len(report.caveats), 'caveat')})" if report.caveats else ""
-    return (f'<header class="verdict {state}"><h1 class="{state}">{escape(report.target)} gate {word}</h1>\n'
-            f'<p>{" &middot; ".join(tally)}{caveats} of {len(report.results)} expectations</p></header>')
+    return (
+        f'<header class="verdict {state}"><h1 class="{state}">{escape(report.target)} gate {word}</h1>\n'
+        f"<p>{' &middot; '.join(tally)}{caveats} of {len(report.results)} expectations</p></header>"
+    )
 
 
 def _count(n: int, noun: str) -> str:
@@ -113,9 +125,11 @@ def _results_section(heading: str, results: list[ExpectationResult], state: str)
 
 
 def _result_card(r: ExpectationResult, state: str) -> str:
-    parts = [f'<article class="result is-{state}" id="result-{escape(r.id)}">',
-             f'<h3><span class="badge {escape(r.severity)}">{escape(r.severity)}</span> {escape(r.id)}</h3>',
-             f'<p class="muted">{escape(r.type)} &middot; {escape(r.engine)}</p>']
+    parts = [
+        f'<article class="result is-{state}" id="result-{escape(r.id)}">',
+        f'<h3><span class="badge {escape(r.severity)}">{escape(r.severity)}</span> {escape(r.id)}</h3>',
+        f'<p class="muted">{escape(r.type)} &middot; {escape(r.engine)}</p>',
+    ]
     if r.notes:
         parts.append(f"<p>{escape(r.notes)}</p>")
     if r.error:
@@ -127,8 +141,11 @@ def _result_card(r: ExpectationResult, state: str) -> str:
     if observed or expected:
         parts.append(f'<div class="pair">{observed}{expected}</div>')
     if r.sample:
-        parts.append(f"<h4>Offending rows (first {min(len(r.sample), _SAMPLE_ROWS)} of {r.unexpected_count or len(r.sample):,})</h4>"
-                     f"{_rows_table(r.sample[:_SAMPLE_ROWS], 'sample')}")
+        parts.append(
+            f"<h4>Offending rows (first {min(len(r.sample), _SAMPLE_ROWS)} "
+            f"of {r.unexpected_count or len(r.sample):,})</h4>"
+            f"{_rows_table(r.sample[:_SAMPLE_ROWS], 'sample')}"
+        )
     return "\n".join([*parts, "</article>"])
 
 
@@ -150,10 +167,14 @@ def _passed(results: list[ExpectationResult]) -> str:
         return ""
     rows = "".join(
         f"<tr><td>{escape(r.id)}</td><td>{escape(r.type)}</td><td>{escape(r.engine)}</td><td>{escape(r.severity)}</td>"
-        f"<td>{_cell(r.observed)}</td></tr>" for r in results)
-    return (f'<section id="passed"><details><summary class="pass">{_count(len(results), "expectation")} passed</summary>'
-            f"<table><tr><th>id</th><th>type</th><th>engine</th><th>severity</th><th>observed</th></tr>{rows}</table>"
-            "</details></section>")
+        f"<td>{_cell(r.observed)}</td></tr>"
+        for r in results
+    )
+    return (
+        f'<section id="passed"><details><summary class="pass">{_count(len(results), "expectation")} passed</summary>'
+        f"<table><tr><th>id</th><th>type</th><th>engine</th><th>severity</th><th>observed</th></tr>{rows}</table>"
+        "</details></section>"
+    )
 
 
 # -- values as HTML ---------------------------------------------------------------------------------
@@ -210,25 +231,38 @@ def _metrics(report: GateReport) -> str:
     groups = _groups(report)
     if not groups:
         return '<section id="metrics"><h2>Data-quality metrics</h2><p class="muted">No metrics (no rows).</p></section>'
-    figures = [_summary_table(report.metrics), _actions_figure(groups),
-               _distribution_figure("reward", "Reward per decision", "reward", groups, lambda m: m.reward),
-               _distribution_figure("episode-return", "Episode return (at each seat's last decision)", "return",
-                                    groups, lambda m: m.episode_return),
-               _drift_figure(groups, _drift_threshold(report))]
+    figures = [
+        _summary_table(report.metrics),
+        _actions_figure(groups),
+        _distribution_figure("reward", "Reward per decision", "reward", groups, lambda m: m.reward),
+        _distribution_figure(
+            "episode-return",
+            "Episode return (at each seat's last decision)",
+            "return",
+            groups,
+            lambda m: m.episode_return,
+        ),
+        _drift_figure(groups, _drift_threshold(report)),
+    ]
     return '<section id="metrics"><h2>Data-quality metrics</h2>\n' + "\n".join(figures) + "</section>"
 
 
 def _summary_table(metrics: list[GroupMetrics]) -> str:
-    head = ("<tr><th>group</th><th class='num'>rows</th><th class='num'>games</th><th class='num'>episodes</th>"
-            "<th class='num'>action entropy (bits)</th><th class='num'>entropy / uniform</th>"
-            "<th class='num'>win rate [95%]</th><th class='num'>decisions per episode (median)</th>"
-            "<th class='num'>drift (JS bits)</th></tr>")
+    head = (
+        "<tr><th>group</th><th class='num'>rows</th><th class='num'>games</th><th class='num'>episodes</th>"
+        "<th class='num'>action entropy (bits)</th><th class='num'>entropy / uniform</th>"
+        "<th class='num'>win rate [95%]</th><th class='num'>decisions per episode (median)</th>"
+        "<th class='num'>drift (JS bits)</th></tr>"
+    )
     return f'<table id="summary">{head}{"".join(_summary_row(m) for m in metrics)}</table>'
 
 
 def _summary_row(m: GroupMetrics) -> str:
-    win = "&mdash;" if m.win_rate is None else escape(
-        f"{m.win_rate:.3f} [{m.win_rate_interval[0]:.3f}, {m.win_rate_interval[1]:.3f}]")
+    win = (
+        "&mdash;"
+        if m.win_rate is None
+        else escape(f"{m.win_rate:.3f} [{m.win_rate_interval[0]:.3f}, {m.win_rate_interval[1]:.3f}]")
+    )
     length = "&mdash;" if m.episode_decisions.p50 is None else escape(fmt(m.episode_decisions.p50))
     drift = "&mdash;" if m.drift is None else escape(f"{m.drift.js_bits:.4f}")
     cells = [f"{m.rows:,}", f"{m.games:,}", f"{m.episodes:,}", f"{m.entropy_bits:.3f}", f"{m.entropy_ratio:.3f}"]
@@ -242,14 +276,31 @@ def _figure(anchor: str, svg: str, table: str) -> str:
 
 def _actions_figure(groups: list[GroupMetrics]) -> str:
     actions = list(groups[0].actions)
-    series = [Series(m.key, [_share(m, a) for a in actions],
-                     [f"{m.key}, {a}: {m.actions.get(a, 0):,} of {sum(m.actions.values()):,} decisions "
-                      f"({_share(m, a):.1f}%)" for a in actions]) for m in groups]
-    svg = grouped_bar_chart(actions, series, title="Actions chosen, per group", x_label="share of the group's decisions (%)",
-                            y_label="macro action")
+    series = [
+        Series(
+            m.key,
+            [_share(m, a) for a in actions],
+            [
+                f"{m.key}, {a}: {m.actions.get(a, 0):,} of {sum(m.actions.values()):,} decisions ({_share(m, a):.1f}%)"
+                for a in actions
+            ],
+        )
+        for m in groups
+    ]
+    svg = grouped_bar_chart(
+        actions,
+        series,
+        title="Actions chosen, per group",
+        x_label="share of the group's decisions (%)",
+        y_label="macro action",
+    )
     head = "".join(f"<th class='num'>{escape(m.key)}</th>" for m in groups)
-    rows = "".join(f"<tr><td>{escape(a)}</td>" + "".join(
-        f"<td class='num'>{m.actions.get(a, 0):,} ({_share(m, a):.1f}%)</td>" for m in groups) + "</tr>" for a in actions)
+    rows = "".join(
+        f"<tr><td>{escape(a)}</td>"
+        + "".join(f"<td class='num'>{m.actions.get(a, 0):,} ({_share(m, a):.1f}%)</td>" for m in groups)
+        + "</tr>"
+        for a in actions
+    )
     return _figure("actions", svg, f"<table><tr><th>action</th>{head}</tr>{rows}</table>")
 
 
@@ -261,13 +312,18 @@ def _share(m: GroupMetrics, action: str) -> float:
 _DIST_FIELDS: Final = ("count", "mean", "std", "min", "p05", "p25", "p50", "p75", "p95", "max")
 
 
-def _distribution_figure(anchor: str, title: str, what: str, groups: list[GroupMetrics],
-                         pick: Callable[[GroupMetrics], Distribution]) -> str:
+def _distribution_figure(
+    anchor: str, title: str, what: str, groups: list[GroupMetrics], pick: Callable[[GroupMetrics], Distribution]
+) -> str:
     rows = [q for m in groups if (q := _quantiles(m.key, pick(m))) is not None]
     svg = quantile_chart(rows, title=title, x_label=what, y_label="group")
     head = "".join(f"<th class='num'>{f}</th>" for f in _DIST_FIELDS)
-    body = "".join(f"<tr><td>{escape(m.key)}</td>" + "".join(
-        f"<td class='num'>{_number(getattr(pick(m), f))}</td>" for f in _DIST_FIELDS) + "</tr>" for m in groups)
+    body = "".join(
+        f"<tr><td>{escape(m.key)}</td>"
+        + "".join(f"<td class='num'>{_number(getattr(pick(m), f))}</td>" for f in _DIST_FIELDS)
+        + "</tr>"
+        for m in groups
+    )
     return _figure(anchor, svg, f"<table><tr><th>group</th>{head}</tr>{body}</table>")
 
 
@@ -295,18 +351,32 @@ def _drift_threshold(report: GateReport) -> float | None:
 def _drift_figure(groups: list[GroupMetrics], threshold: float | None) -> str:
     with_ref = [m for m in groups if m.drift is not None]
     if not with_ref:
-        return ('<figure id="drift"><figcaption>Action drift against the reference</figcaption>'
-                '<p class="muted">No group had a reference to compare with (no previous build, generation '
-                "or baseline report).</p></figure>")
-    bars = [Bar(m.key, m.drift.js_bits, f"{m.key}: {m.drift.js_bits:.4f} bits vs {m.drift.reference}")  # type: ignore[union-attr]
-            for m in with_ref]
-    svg = bar_chart(bars, title="Action drift against the reference (Jensen-Shannon)", x_label="JS divergence (bits)",
-                    y_label="group", threshold=threshold, threshold_label="max", value_format=lambda v: f"{v:.3g}")
-    rows = "".join(f"<tr><td>{escape(m.key)}</td><td class='num'>{m.drift.js_bits:.4f}</td>"  # type: ignore[union-attr]
-                   f"<td>{escape(m.drift.reference)}</td><td>{_against(m.drift.js_bits, threshold)}</td></tr>"  # type: ignore[union-attr]
-                   for m in with_ref)
+        return (
+            '<figure id="drift"><figcaption>Action drift against the reference</figcaption>'
+            '<p class="muted">No group had a reference to compare with (no previous build, generation '
+            "or baseline report).</p></figure>"
+        )
+    bars = [
+        Bar(m.key, m.drift.js_bits, f"{m.key}: {m.drift.js_bits:.4f} bits vs {m.drift.reference}")  # type: ignore[union-attr]
+        for m in with_ref
+    ]
+    svg = bar_chart(
+        bars,
+        title="Action drift against the reference (Jensen-Shannon)",
+        x_label="JS divergence (bits)",
+        y_label="group",
+        threshold=threshold,
+        threshold_label="max",
+        value_format=lambda v: f"{v:.3g}",
+    )
+    rows = "".join(
+        f"<tr><td>{escape(m.key)}</td><td class='num'>{m.drift.js_bits:.4f}</td>"  # type: ignore[union-attr]
+        f"<td>{escape(m.drift.reference)}</td><td>{_against(m.drift.js_bits, threshold)}</td></tr>"  # type: ignore[union-attr]
+        for m in with_ref
+    )
     limit = "" if threshold is None else f" (max {threshold:g})"
-    table = f"<table><tr><th>group</th><th class='num'>JS bits</th><th>reference</th><th>threshold{limit}</th></tr>{rows}</table>"
+    head = f"<tr><th>group</th><th class='num'>JS bits</th><th>reference</th><th>threshold{limit}</th></tr>"
+    table = f"<table>{head}{rows}</table>"
     return _figure("drift", svg, table)
 
 
@@ -318,5 +388,7 @@ def _against(js_bits: float, threshold: float | None) -> str:
 
 def _footer(report: GateReport) -> str:
     where = escape(report.paths.get("json", f"{report.report_id}.json"))
-    return (f'<footer class="muted"><p>Report {escape(report.report_id)} &middot; format {report.format_version} '
-            f"&middot; the full record is the JSON report ({where}).</p></footer>")
+    return (
+        f'<footer class="muted"><p>Report {escape(report.report_id)} &middot; format {report.format_version} '
+        f"&middot; the full record is the JSON report ({where}).</p></footer>"
+    )

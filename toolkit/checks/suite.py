@@ -27,8 +27,8 @@ from typing import Any, Final, Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.config import validation_message
+from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.errors import CheckError
 from toolkit.schema.arrow import lake_schema
 
@@ -98,15 +98,18 @@ def load_suite(path: Path, target: str) -> Suite:
         data = path.read_bytes()
         raw = json.loads(data)
     except FileNotFoundError:
-        raise CheckError(f"no suite file at {path}",
-                         hint=f"pass --suite FILE (the default: {SUITES_DIR / DEFAULT_SUITES.get(target, '')})") from None
+        raise CheckError(
+            f"no suite file at {path}",
+            hint=f"pass --suite FILE (the default: {SUITES_DIR / DEFAULT_SUITES.get(target, '')})",
+        ) from None
     except (OSError, json.JSONDecodeError) as exc:
         raise CheckError(f"{path}: unreadable suite: {exc}", hint="fix the JSON of the suite") from None
     try:
         suite = Suite.model_validate({**raw, "path": str(path), "sha256": hashlib.sha256(data).hexdigest()})
     except ValidationError as exc:
-        raise CheckError(f"{path}: invalid suite: {validation_message(exc)}",
-                         hint="see checks/README.md for the suite format") from None
+        raise CheckError(
+            f"{path}: invalid suite: {validation_message(exc)}", hint="see checks/README.md for the suite format"
+        ) from None
     problems = suite_problems(suite, target)
     if problems:
         raise CheckError(f"{path}: " + "; ".join(problems), hint="see checks/README.md for the suite format")
@@ -128,7 +131,9 @@ def suite_problems(suite: Suite, target: str) -> list[str]:
         if spec.is_gx:
             problems.extend(f"{spec.id}: {p}" for p in _gx_problems(spec))
         elif spec.type not in NATIVE_CHECKS:
-            problems.append(f"{spec.id}: unknown type {spec.type!r} (native checks: {', '.join(sorted(NATIVE_CHECKS))})")
+            problems.append(
+                f"{spec.id}: unknown type {spec.type!r} (native checks: {', '.join(sorted(NATIVE_CHECKS))})"
+            )
         elif target not in NATIVE_CHECKS[spec.type].targets:
             problems.append(f"{spec.id}: {spec.type} does not apply to a {target}")
         for column in spec.columns:

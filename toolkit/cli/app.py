@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import click
@@ -39,8 +39,11 @@ class _DistillGroup(TyperGroup):
             _error(error.message, error.hint)
             raise typer.Exit(error.exit_code) from error
         except PermissionError as error:  # a file under the data root (or an output) this user cannot write
-            _error(f"permission denied: {error.filename}", "Distill writes under the data root (--home) and to the "
-                   "paths you give it: choose ones you can write to, or fix their permissions")
+            _error(
+                f"permission denied: {error.filename}",
+                "Distill writes under the data root (--home) and to the "
+                "paths you give it: choose ones you can write to, or fix their permissions",
+            )
             raise typer.Exit(1) from error
 
 
@@ -97,15 +100,25 @@ def progress_bar(title: str, *, enabled: bool = True) -> Iterator[ProgressFn | N
     if not enabled or not err_console.is_terminal:
         yield None
         return
-    columns = (TextColumn(f"{title}"), TextColumn("[dim]{task.description}"), BarColumn(bar_width=30),
-               TextColumn("{task.fields[count]}"), TimeElapsedColumn())
+    columns = (
+        TextColumn(f"{title}"),
+        TextColumn("[dim]{task.description}"),
+        BarColumn(bar_width=30),
+        TextColumn("{task.fields[count]}"),
+        TimeElapsedColumn(),
+    )
     with RichProgress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("", total=None, count="")
 
         def update(event: Progress) -> None:
             count = f"{event.done:,}" + (f"/{event.total:,}" if event.total is not None else "") + f" {event.unit}"
-            bar.update(task, description=Path(event.item).name if "/" in event.item else event.item,
-                       completed=event.done, total=event.total, count=count)
+            bar.update(
+                task,
+                description=Path(event.item).name if "/" in event.item else event.item,
+                completed=event.done,
+                total=event.total,
+                count=count,
+            )
 
         yield update
 

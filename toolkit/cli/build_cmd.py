@@ -15,7 +15,6 @@ datasets_app = typer.Typer(help="List built datasets and show their manifests.",
 app.add_typer(datasets_app, name="datasets")
 
 
-
 def _pairs(values: list[str] | None, flag: str) -> dict[str, float] | None:
     """``["forge=1.0", "ppo=0.5"]`` -> ``{"forge": 1.0, "ppo": 0.5}``."""
     if not values:
@@ -34,34 +33,58 @@ def _pairs(values: list[str] | None, flag: str) -> dict[str, float] | None:
 
 @app.command()
 def build(
-    config_file: Annotated[Path | None, typer.Option("--config", help="A build.yaml; flags override its fields.")] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="A build.yaml; flags override its fields.")
+    ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Dataset name (default: default).")] = None,
     source: Annotated[list[str] | None, typer.Option("--source", help="Read only this source (repeat).")] = None,
-    generation: Annotated[list[int] | None, typer.Option("--generation", help="Read only this generation (repeat).")] = None,
+    generation: Annotated[
+        list[int] | None, typer.Option("--generation", help="Read only this generation (repeat).")
+    ] = None,
     batch: Annotated[list[str] | None, typer.Option("--batch", help="Read only this batch id (repeat).")] = None,
-    weight: Annotated[list[str] | None, typer.Option("--weight", help="SOURCE=W: ratio weight or target share (repeat).")] = None,
+    weight: Annotated[
+        list[str] | None, typer.Option("--weight", help="SOURCE=W: ratio weight or target share (repeat).")
+    ] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="How weights read: ratio (default) or share.")] = None,
-    min_reward: Annotated[float | None, typer.Option("--min-reward", help="Minimum episode return (policy sources).")] = None,
-    wins_only: Annotated[list[str] | None, typer.Option("--wins-only", help="Keep only won episodes of SOURCE (repeat).")] = None,
+    min_reward: Annotated[
+        float | None, typer.Option("--min-reward", help="Minimum episode return (policy sources).")
+    ] = None,
+    wins_only: Annotated[
+        list[str] | None, typer.Option("--wins-only", help="Keep only won episodes of SOURCE (repeat).")
+    ] = None,
     min_length: Annotated[int | None, typer.Option("--min-length", help="Minimum decisions per episode.")] = None,
     exclude_labels: Annotated[
         list[str] | None, typer.Option("--exclude-labels", help="Drop rows labelled this way, e.g. card_role (repeat).")
     ] = None,
-    pod_size: Annotated[list[int] | None, typer.Option("--pod-size", help="Keep only pods of this size (repeat).")] = None,
+    pod_size: Annotated[
+        list[int] | None, typer.Option("--pod-size", help="Keep only pods of this size (repeat).")
+    ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the game sampling.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build a training dataset from the lake: weighted, filtered, deduplicated, with a fixed holdout."""
-    from toolkit.datasets.build import build_dataset
     from toolkit.config import load_config
+    from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
 
-    config = load_config(BuildConfig, config_file, dict(
-        name=name, sources=source or None, generations=generation or None, batches=batch or None,
-        weights=_pairs(weight, "--weight"), weight_mode=mode, min_reward=min_reward, wins_only=wins_only or None,
-        min_episode_length=min_length, exclude_label_sources=exclude_labels or None, pod_sizes=pod_size or None,
-        seed=seed,
-    ))
+    config = load_config(
+        BuildConfig,
+        config_file,
+        dict(
+            name=name,
+            sources=source or None,
+            generations=generation or None,
+            batches=batch or None,
+            weights=_pairs(weight, "--weight"),
+            weight_mode=mode,
+            min_reward=min_reward,
+            wins_only=wins_only or None,
+            min_episode_length=min_length,
+            exclude_label_sources=exclude_labels or None,
+            pod_sizes=pod_size or None,
+            seed=seed,
+        ),
+    )
     with progress_bar("build: scanning the lake", enabled=not as_json) as progress:
         info = build_dataset(layout(), config, progress=progress)
     if as_json:
@@ -89,8 +112,13 @@ def list_datasets(as_json: JsonOpt = False) -> None:
         table.add_column(column, justify="right" if "rows" in column or "games" in column else "left")
     for row in rows:
         table.add_row(
-            row["name"], row["fingerprint"], f"{row['train']['rows']:,}", f"{row['train']['games']:,}",
-            f"{row['holdout']['rows']:,}", f"{row['holdout']['games']:,}", ", ".join(row["shares"]),
+            row["name"],
+            row["fingerprint"],
+            f"{row['train']['rows']:,}",
+            f"{row['train']['games']:,}",
+            f"{row['holdout']['rows']:,}",
+            f"{row['holdout']['games']:,}",
+            ", ".join(row["shares"]),
         )
     console.print(table)
 

@@ -16,28 +16,40 @@ from rich.table import Table
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 from toolkit.config import validation_message
 
-check_app = typer.Typer(help="Quality gates: expectation suites and data-quality metrics, with reports.",
-                        no_args_is_help=True)
+check_app = typer.Typer(
+    help="Quality gates: expectation suites and data-quality metrics, with reports.", no_args_is_help=True
+)
 app.add_typer(check_app, name="check")
 
 SuiteOpt = Annotated[Path | None, typer.Option("--suite", help="Suite file (default: checks/<target>.json).")]
-FloorOpt = Annotated[float | None, typer.Option("--entropy-floor", help="Minimum action-entropy ratio (0-1) for collapse checks.")]
-BaselineOpt = Annotated[Path | None, typer.Option("--baseline", help="A previous report (JSON) to measure action drift against.")]
+FloorOpt = Annotated[
+    float | None, typer.Option("--entropy-floor", help="Minimum action-entropy ratio (0-1) for collapse checks.")
+]
+BaselineOpt = Annotated[
+    Path | None, typer.Option("--baseline", help="A previous report (JSON) to measure action drift against.")
+]
 NoWriteOpt = Annotated[bool, typer.Option("--no-write", help="Do not write the JSON and HTML report under reports/.")]
 ChunkOpt = Annotated[int, typer.Option("--chunk-rows", help="Rows per pandas chunk given to Great Expectations.")]
 SampleOpt = Annotated[int, typer.Option("--sample-rows", help="Offending rows kept per expectation.")]
 
 
-def _config(suite: Path | None, floor: float | None, baseline: Path | None, no_write: bool, chunk_rows: int,
-            sample_rows: int) -> Any:
+def _config(
+    suite: Path | None, floor: float | None, baseline: Path | None, no_write: bool, chunk_rows: int, sample_rows: int
+) -> Any:
     from pydantic import ValidationError
 
     from toolkit.checks.gate import CheckConfig
     from toolkit.errors import ConfigError
 
     try:
-        return CheckConfig(suite=suite, entropy_floor=floor, baseline=baseline, write=not no_write,
-                           chunk_rows=chunk_rows, sample_rows=sample_rows)
+        return CheckConfig(
+            suite=suite,
+            entropy_floor=floor,
+            baseline=baseline,
+            write=not no_write,
+            chunk_rows=chunk_rows,
+            sample_rows=sample_rows,
+        )
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, as_flags=True)) from None
 
@@ -59,8 +71,11 @@ def check_lake(
     from toolkit.checks.gate import LakeScope
     from toolkit.checks.gate import check_lake as run
 
-    report = run(layout(), LakeScope(source=source, generation=generation, batch=batch),
-                 _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows))
+    report = run(
+        layout(),
+        LakeScope(source=source, generation=generation, batch=batch),
+        _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows),
+    )
     _finish(report, as_json)
 
 
@@ -79,7 +94,9 @@ def check_dataset(
     """Check a built dataset; exit 1 if a blocking expectation fails."""
     from toolkit.checks.gate import check_dataset as run
 
-    report = run(layout(), name, _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows), fingerprint)
+    report = run(
+        layout(), name, _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows), fingerprint
+    )
     _finish(report, as_json)
 
 
@@ -97,10 +114,12 @@ def _render(report: Any) -> None:
     failed = [r for r in report.results if not r.success]
     verdict = "[green]PASSED[/green]" if report.passed else "[red]FAILED[/red]"
     scope = ", ".join(f"{k}={v}" for k, v in report.scope.items() if v is not None) or "everything"
-    console.print(f"{report.target} gate {verdict}  ({scope}; {report.rows:,} rows; "
-                  f"{len(report.results) - len(failed)}/{len(report.results)} expectations met; "
-                  f"{report.timings['total']:.1f} s: GX {report.timings['gx']:.1f}, DuckDB {report.timings['duckdb']:.1f}, "
-                  f"Arrow {report.timings['arrow']:.1f})")
+    console.print(
+        f"{report.target} gate {verdict}  ({scope}; {report.rows:,} rows; "
+        f"{len(report.results) - len(failed)}/{len(report.results)} expectations met; "
+        f"{report.timings['total']:.1f} s: GX {report.timings['gx']:.1f}, DuckDB {report.timings['duckdb']:.1f}, "
+        f"Arrow {report.timings['arrow']:.1f})"
+    )
     if failed:
         table = Table(title="not met", title_justify="left")
         for name in ("severity", "expectation", "observed", "offending rows (sample)"):
@@ -108,7 +127,9 @@ def _render(report: Any) -> None:
         for r in sorted(failed, key=lambda r: r.severity != "blocking"):
             colour = "red" if r.severity == "blocking" else "yellow"
             sample = short(r.sample[0], 160) if r.sample else ""
-            table.add_row(f"[{colour}]{r.severity}[/{colour}]", f"{r.id}\n({r.type})", short(r.error or r.observed, 100), sample)
+            table.add_row(
+                f"[{colour}]{r.severity}[/{colour}]", f"{r.id}\n({r.type})", short(r.error or r.observed, 100), sample
+            )
         console.print(table)
     for r in report.caveats:
         console.print(f"[yellow]warning:[/yellow] {r.id}: {escape(r.caveat)}", soft_wrap=True)
@@ -120,7 +141,9 @@ def _render(report: Any) -> None:
         interval = "-" if m.win_rate is None else f"{m.win_rate_interval[0]:.2f}-{m.win_rate_interval[1]:.2f}"
         length = "-" if m.episode_decisions.mean is None else f"{m.episode_decisions.mean:.1f}"
         drift = "-" if m.drift is None else f"{m.drift.js_bits:.4f}"
-        metrics.add_row(m.key, f"{m.rows:,}", f"{m.entropy_bits:.3f}", f"{m.entropy_ratio:.3f}", win, interval, length, drift)
+        metrics.add_row(
+            m.key, f"{m.rows:,}", f"{m.entropy_bits:.3f}", f"{m.entropy_ratio:.3f}", win, interval, length, drift
+        )
     console.print(metrics)
     if report.paths:
         console.print(f"report: {report.paths['html']}  (JSON: {report.paths['json']})", markup=False, soft_wrap=True)

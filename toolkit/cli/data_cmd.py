@@ -15,9 +15,15 @@ from rich.table import Table
 from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json, progress_bar
 from toolkit.errors import UsageError
 
-PathsArg = Annotated[list[Path], typer.Argument(help="Files or folders (.jsonl, .jsonl.gz, .jsonl.zst).", show_default=False)]
-DialectOpt = Annotated[str | None, typer.Option("--dialect", help="Force a dialect: canonical, forge, sim, ds, ppo_legacy.")]
-SourceOpt = Annotated[str | None, typer.Option("--source", help="Force the source role of every row (e.g. forge, ppo).")]
+PathsArg = Annotated[
+    list[Path], typer.Argument(help="Files or folders (.jsonl, .jsonl.gz, .jsonl.zst).", show_default=False)
+]
+DialectOpt = Annotated[
+    str | None, typer.Option("--dialect", help="Force a dialect: canonical, forge, sim, ds, ppo_legacy.")
+]
+SourceOpt = Annotated[
+    str | None, typer.Option("--source", help="Force the source role of every row (e.g. forge, ppo).")
+]
 
 
 def _read_options(dialect: str | None, source: str | None) -> Any:
@@ -68,8 +74,13 @@ def validate(
     if as_json:
         print_json(result.model_dump(mode="json"))
     else:
-        console.print(_counts_table("validate", [r.model_dump(mode="json") for r in result.reports],
-                                    ["lines", "valid", "invalid", "blank", "dialects", "reasons"]))
+        console.print(
+            _counts_table(
+                "validate",
+                [r.model_dump(mode="json") for r in result.reports],
+                ["lines", "valid", "invalid", "blank", "dialects", "reasons"],
+            )
+        )
         for problem in result.problems[:max_errors]:
             console.print(problem.render(), markup=False, soft_wrap=True)
         hidden = len(result.problems) - max_errors
@@ -98,18 +109,20 @@ def ingest(
         print_json(result.model_dump(mode="json"))
     else:
         rows = [f.model_dump(mode="json") for f in result.files]
-        console.print(_counts_table(f"ingest into {layout().home}", rows,
-                                    ["status", "batch_id", "valid", "invalid", "reasons"]))
+        console.print(
+            _counts_table(f"ingest into {layout().home}", rows, ["status", "batch_id", "valid", "invalid", "reasons"])
+        )
         for file in result.files:
             if file.note and file.status != "failed":
                 console.print(f"{Path(file.path).name}: {file.note}", markup=False)
         console.print(
             f"{result.rows_valid:,} rows in {len(result.batches)} new batch(es); "
-            f"{result.rows_rejected:,} lines quarantined (distill sql \"FROM rejects\")"
+            f'{result.rows_rejected:,} lines quarantined (distill sql "FROM rejects")'
         )
     for file in result.failed:
-        err_console.print(f"[red]error:[/red] {escape(file.path)}: {escape(file.note)} (nothing of it was ingested)",
-                          soft_wrap=True)
+        err_console.print(
+            f"[red]error:[/red] {escape(file.path)}: {escape(file.note)} (nothing of it was ingested)", soft_wrap=True
+        )
     raise typer.Exit(1 if result.failed or (fail_on_reject and result.rows_rejected) else 0)
 
 

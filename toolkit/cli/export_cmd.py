@@ -19,7 +19,8 @@ def export(
     name: Annotated[str, typer.Argument(help="The dataset (its latest build).")],
     fmt: Annotated[str, typer.Option("--format", help="Target format: minari.")] = "minari",
     out: Annotated[
-        Path | None, typer.Option("--out", help="Minari datasets root (default $MINARI_DATASETS_PATH or ~/.minari/datasets).")
+        Path | None,
+        typer.Option("--out", help="Minari datasets root (default $MINARI_DATASETS_PATH or ~/.minari/datasets)."),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="train or holdout.")] = "train",
     fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
@@ -39,7 +40,11 @@ def export(
         print_json(result.model_dump(mode="json"))
         return
     verb = "already exported" if result.reused else f"exported in {result.seconds:.1f}s"
-    console.print(f"[bold]{escape(result.dataset_id)}[/bold] (build {result.fingerprint}): {result.episodes:,} episodes, "
-                  f"{result.steps:,} steps, {verb} -> {escape(str(result.path))}")
-    console.print(f"load it: MINARI_DATASETS_PATH={escape(str(result.root))} python -c "
-                  f"\"import minari; print(minari.load_dataset('{escape(result.dataset_id)}'))\"")
+    console.print(
+        f"[bold]{escape(result.dataset_id)}[/bold] (build {result.fingerprint}): {result.episodes:,} episodes, "
+        f"{result.steps:,} steps, {verb} -> {escape(str(result.path))}"
+    )
+    console.print(
+        f"load it: MINARI_DATASETS_PATH={escape(str(result.root))} python -c "
+        f"\"import minari; print(minari.load_dataset('{escape(result.dataset_id)}'))\""
+    )

@@ -8,11 +8,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from toolkit.progress import Progress
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json
+from toolkit.progress import Progress
 
-loop_app = typer.Typer(help="The closed loop: gated generations of self-play, data and BC, with ratings.",
-                       no_args_is_help=True)
+loop_app = typer.Typer(
+    help="The closed loop: gated generations of self-play, data and BC, with ratings.", no_args_is_help=True
+)
 app.add_typer(loop_app, name="loop")
 
 NameOpt = Annotated[str, typer.Option("--name", help="The loop run (folder runs/<name>).")]
@@ -20,9 +21,13 @@ NameOpt = Annotated[str, typer.Option("--name", help="The loop run (folder runs/
 
 @loop_app.command("run")
 def run(
-    config_file: Annotated[Path | None, typer.Option("--config", help="A loop.yaml; flags override its fields.")] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="A loop.yaml; flags override its fields.")
+    ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Name of the run (default: demo).")] = None,
-    max_generations: Annotated[int | None, typer.Option("--max-generations", help="Generations after the bootstrap.")] = None,
+    max_generations: Annotated[
+        int | None, typer.Option("--max-generations", help="Generations after the bootstrap.")
+    ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the whole run.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -108,19 +113,38 @@ def show_history(records: list[dict[str, Any]]) -> None:
 
     parsed = [GenerationRecord.model_validate(record) for record in records]
     strength = Table(title="strength: fixed-size evaluations, same deals every generation (win rate, 95%)")
-    for column in ("gen", "student vs heuristics", "student vs tuned", "student gain over gen 0", "PPO vs heuristics",
-                   "PPO vs tuned"):
+    for column in (
+        "gen",
+        "student vs heuristics",
+        "student vs tuned",
+        "student gain over gen 0",
+        "PPO vs heuristics",
+        "PPO vs tuned",
+    ):
         strength.add_column(column)
     gates = Table(title="gates and data")
     for column in ("gen", "outcome", "tries", "PPO gate", "student gate", "holdout acc", "train rows", "minutes"):
         gates.add_column(column)
     for r in parsed:
         steps = r.attempts[-1].steps
-        strength.add_row(str(r.generation), _score(r, "student", "heuristic"), _score(r, "student", "tuned"), _gain(r),
-                         _score(r, "ppo", "heuristic"), _score(r, "ppo", "tuned"))
-        gates.add_row(str(r.generation), r.outcome, str(r.retries + 1), _gate(steps.get("ppo_gate")),
-                      _gate(steps.get("student_gate")), "-" if r.holdout_accuracy is None else f"{r.holdout_accuracy:.3f}",
-                      ", ".join(f"{k} {v:,}" for k, v in (r.rows_by_source or {}).items()) or "-", f"{r.seconds / 60:.1f}")
+        strength.add_row(
+            str(r.generation),
+            _score(r, "student", "heuristic"),
+            _score(r, "student", "tuned"),
+            _gain(r),
+            _score(r, "ppo", "heuristic"),
+            _score(r, "ppo", "tuned"),
+        )
+        gates.add_row(
+            str(r.generation),
+            r.outcome,
+            str(r.retries + 1),
+            _gate(steps.get("ppo_gate")),
+            _gate(steps.get("student_gate")),
+            "-" if r.holdout_accuracy is None else f"{r.holdout_accuracy:.3f}",
+            ", ".join(f"{k} {v:,}" for k, v in (r.rows_by_source or {}).items()) or "-",
+            f"{r.seconds / 60:.1f}",
+        )
     console.print(strength)
     console.print(gates)
     if parsed and parsed[-1].ratings:
@@ -128,8 +152,16 @@ def show_history(records: list[dict[str, Any]]) -> None:
         for column in ("player", "elo", "+/-", "mu", "sigma", "ordinal", "games", "wins"):
             ratings.add_column(column, justify="left" if column == "player" else "right")
         for s in parsed[-1].ratings:
-            ratings.add_row(s.name, f"{s.elo:.0f}", f"{s.elo_se:.0f}", f"{s.mu:.2f}", f"{s.sigma:.2f}",
-                            f"{s.ordinal:.2f}", str(s.games), str(s.wins))
+            ratings.add_row(
+                s.name,
+                f"{s.elo:.0f}",
+                f"{s.elo_se:.0f}",
+                f"{s.mu:.2f}",
+                f"{s.sigma:.2f}",
+                f"{s.ordinal:.2f}",
+                str(s.games),
+                str(s.wins),
+            )
         console.print(ratings)
     for r in parsed:
         if r.outcome != "passed" or (r.generation > 0 and not r.student_promoted):

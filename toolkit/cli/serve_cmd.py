@@ -12,10 +12,19 @@ from toolkit.cli.app import app, console, layout
 
 @app.command("serve")
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs --token.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; anything but loopback needs --token.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8765,
-    token: Annotated[str | None, typer.Option("--token", envvar="DISTILL_TOKEN", show_envvar=True,
-                                              help="Required on every request (Bearer header, or open /?token=...).")] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="DISTILL_TOKEN",
+            show_envvar=True,
+            help="Required on every request (Bearer header, or open /?token=...).",
+        ),
+    ] = None,
 ) -> None:
     """Watch and steer the loop in a browser: runs, generations, ratings, the lake; start, pause, resume, stop."""
     import uvicorn
@@ -26,7 +35,16 @@ def serve(
     access = Access.for_bind(host, port, token)
     home = layout()
     shown = f"[{host}]" if ":" in host else host
-    console.print(f"Distill dashboard for {home.home}: http://{shown}:{port}/ (API docs at /docs; Ctrl-C stops "
-                  f"the server, never a loop)", markup=False)
-    uvicorn.run(create_app(home, access), host=host, port=port, log_level=os.environ.get("DISTILL_LOG_LEVEL", "warning"),
-                proxy_headers=False, server_header=False)
+    console.print(
+        f"Distill dashboard for {home.home}: http://{shown}:{port}/ (API docs at /docs; Ctrl-C stops "
+        f"the server, never a loop)",
+        markup=False,
+    )
+    uvicorn.run(
+        create_app(home, access),
+        host=host,
+        port=port,
+        log_level=os.environ.get("DISTILL_LOG_LEVEL", "warning"),
+        proxy_headers=False,
+        server_header=False,
+    )

@@ -32,12 +32,18 @@ def simulate_command(
 
     try:
         config = SimulateConfig(
-            games=games, players=tuple(p.strip() for p in players.split(",")), seed=seed, out=out,
-            compression=compress, batch_size=batch_size, max_rounds=max_rounds,  # type: ignore[arg-type]
+            games=games,
+            players=tuple(p.strip() for p in players.split(",")),
+            seed=seed,
+            out=out,
+            compression=compress,
+            batch_size=batch_size,
+            max_rounds=max_rounds,  # type: ignore[arg-type]
         )
     except ValidationError as error:
-        raise ConfigError(f"invalid simulate options: {validation_message(error)}",
-                          hint="see distill simulate --help") from None
+        raise ConfigError(
+            f"invalid simulate options: {validation_message(error)}", hint="see distill simulate --help"
+        ) from None
     if as_json:
         print_json(simulate(config).model_dump(mode="json"))
         return

@@ -28,22 +28,42 @@ def _names(value: str | None) -> list[str] | None:
 def train_bc_command(
     dataset: Annotated[str | None, typer.Option("--dataset", help="Name of the built dataset.")] = None,
     config: ConfigOpt = None,
-    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build (default: latest).")] = None,
+    fingerprint: Annotated[
+        str | None, typer.Option("--fingerprint", help="A specific build (default: latest).")
+    ] = None,
     epochs: Annotated[int | None, typer.Option("--epochs", help="Most epochs.")] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", help="Rows per step.")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
     class_weighting: Annotated[str | None, typer.Option("--class-weighting", help="none or balanced.")] = None,
     patience: Annotated[int | None, typer.Option("--patience", help="Early-stopping patience, epochs.")] = None,
     select: Annotated[str | None, typer.Option("--select", help="holdout_loss (early stopping) or last_epoch.")] = None,
-    seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
+    seed: SeedOpt = None,
+    run_id: RunOpt = None,
+    generation: GenOpt = None,
+    out: OutOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Behaviour cloning on a built dataset; holdout accuracy, recall and loss after every epoch."""
     from toolkit.config import load_config
     from toolkit.train.bc import BCConfig, train_bc
 
-    cfg = load_config(BCConfig, config, {"dataset": dataset, "fingerprint": fingerprint, "epochs": epochs,
-                                         "batch_size": batch_size, "learning_rate": lr, "class_weighting": class_weighting,
-                                         "patience": patience, "select": select, "seed": seed, "run_id": run_id, "generation": generation})
+    cfg = load_config(
+        BCConfig,
+        config,
+        {
+            "dataset": dataset,
+            "fingerprint": fingerprint,
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "learning_rate": lr,
+            "class_weighting": class_weighting,
+            "patience": patience,
+            "select": select,
+            "seed": seed,
+            "run_id": run_id,
+            "generation": generation,
+        },
+    )
     if as_json:
         print_json(train_bc(layout(), cfg, out).model_dump(mode="json"))
         return
@@ -55,17 +75,23 @@ def train_bc_command(
     for m in result.epochs:
         table.add_row(str(m.epoch), f"{m.train_loss:.4f}", _num(m.holdout_loss), _num(m.holdout_accuracy))
     console.print(table)
-    console.print(f"best epoch {result.best_epoch}; {result.samples_per_second:,.0f} samples/s; wrote {result.checkpoint}")
+    console.print(
+        f"best epoch {result.best_epoch}; {result.samples_per_second:,.0f} samples/s; wrote {result.checkpoint}"
+    )
 
 
 @train_app.command("ppo")
 def train_ppo_command(
     config: ConfigOpt = None,
-    policy: Annotated[str | None, typer.Option("--policy", help="flat (MaskablePPO) or recurrent (RecurrentPPO).")] = None,
+    policy: Annotated[
+        str | None, typer.Option("--policy", help="flat (MaskablePPO) or recurrent (RecurrentPPO).")
+    ] = None,
     steps: Annotated[int | None, typer.Option("--steps", help="Learner decisions to train on.")] = None,
     envs: Annotated[int | None, typer.Option("--envs", help="Envs stepped together.")] = None,
     warm_start: Annotated[Path | None, typer.Option("--warm-start", help="BC checkpoint to start from.")] = None,
-    opponents: Annotated[str | None, typer.Option("--opponents", help="League: heuristic,tuned,random,self,CKPT.json")] = None,
+    opponents: Annotated[
+        str | None, typer.Option("--opponents", help="League: heuristic,tuned,random,self,CKPT.json")
+    ] = None,
     weights: Annotated[str | None, typer.Option("--opponent-weights", help="League weights, e.g. 1,1,2.")] = None,
     eval_every: Annotated[int | None, typer.Option("--eval-every", help="Steps between evaluations.")] = None,
     eval_games: Annotated[int | None, typer.Option("--eval-games", help="Games per evaluation.")] = None,
@@ -74,38 +100,67 @@ def train_ppo_command(
     ent_coef: Annotated[float | None, typer.Option("--ent-coef", help="Entropy bonus.")] = None,
     lstm_hidden: Annotated[int | None, typer.Option("--lstm-hidden", help="LSTM size (recurrent).")] = None,
     no_export: Annotated[bool, typer.Option("--no-export", help="Do not write the learner's decisions.")] = False,
-    export_games: Annotated[int | None, typer.Option("--export-games", help="Games the final policy plays and exports.")] = None,
+    export_games: Annotated[
+        int | None, typer.Option("--export-games", help="Games the final policy plays and exports.")
+    ] = None,
     wins_only: Annotated[bool, typer.Option("--wins-only", help="Export only the games it won.")] = False,
-    seed: SeedOpt = None, run_id: RunOpt = None, generation: GenOpt = None, out: OutOpt = None, as_json: JsonOpt = False,
+    seed: SeedOpt = None,
+    run_id: RunOpt = None,
+    generation: GenOpt = None,
+    out: OutOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """PPO self-play on the Distill game: evaluation in pods, best checkpoint, decision export."""
     from toolkit.config import load_config
     from toolkit.train.ppo import PPOConfig, train_ppo
 
-    cfg = load_config(PPOConfig, config, {
-        "policy_kind": policy, "total_steps": steps, "n_envs": envs, "warm_start": warm_start,
-        "opponents": _names(opponents), "opponent_weights": _names(weights), "eval_every": eval_every, "eval_games": eval_games, "eval_opponents": _names(eval_vs),
-        "learning_rate": lr, "ent_coef": ent_coef, "lstm_hidden": lstm_hidden, "seed": seed, "run_id": run_id,
-        "generation": generation, "export.enabled": False if no_export else None,
-        "export.only_wins": True if wins_only else None, "export.games": export_games,
-    })
+    cfg = load_config(
+        PPOConfig,
+        config,
+        {
+            "policy_kind": policy,
+            "total_steps": steps,
+            "n_envs": envs,
+            "warm_start": warm_start,
+            "opponents": _names(opponents),
+            "opponent_weights": _names(weights),
+            "eval_every": eval_every,
+            "eval_games": eval_games,
+            "eval_opponents": _names(eval_vs),
+            "learning_rate": lr,
+            "ent_coef": ent_coef,
+            "lstm_hidden": lstm_hidden,
+            "seed": seed,
+            "run_id": run_id,
+            "generation": generation,
+            "export.enabled": False if no_export else None,
+            "export.only_wins": True if wins_only else None,
+            "export.games": export_games,
+        },
+    )
     folder = out or layout().runs / "train"
     if as_json:
         print_json(train_ppo(cfg, folder).model_dump(mode="json"))
         return
     with progress_bar(f"train {cfg.kind}") as progress:
         result = train_ppo(cfg, folder, progress=progress)
-    table = Table(title=f"{result.kind} {result.run_id}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s")
+    table = Table(
+        title=f"{result.kind} {result.run_id}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s"
+    )
     for name in ("steps", "win rate", "95% interval", "placement score"):
         table.add_column(name, justify="right")
     for point in result.evaluations:
         r = point.result
-        table.add_row(f"{point.steps:,}", f"{r.win_rate:.1%}", f"{r.win_low:.1%}-{r.win_high:.1%}", f"{r.placement_score:.3f}")
+        table.add_row(
+            f"{point.steps:,}", f"{r.win_rate:.1%}", f"{r.win_low:.1%}-{r.win_high:.1%}", f"{r.placement_score:.3f}"
+        )
     console.print(table)
     if result.export:
         e = result.export
-        console.print(f"exported {e.exported_episodes} episodes ({e.exported_decisions} decisions); skipped "
-                      f"{e.skipped_loss} not won, {e.skipped_short} short")
+        console.print(
+            f"exported {e.exported_episodes} episodes ({e.exported_decisions} decisions); skipped "
+            f"{e.skipped_loss} not won, {e.skipped_short} short"
+        )
     console.print(f"best {result.best} (win rate {result.best_win_rate:.1%})\nfinal {result.final}")
 
 
@@ -137,9 +192,11 @@ def evaluate_command(
     for path, r in zip([policy, compare], results):
         _print_evaluation(path, r)
     if compare is not None:
-        console.print(f"difference {policy.name} - {compare.name}: win rate {diff.win_rate_diff:+.3f} "
-                      f"[{diff.win_rate_diff_low:+.3f}, {diff.win_rate_diff_high:+.3f}], placement score "
-                      f"{diff.score_diff:+.3f} [{diff.score_diff_low:+.3f}, {diff.score_diff_high:+.3f}]")
+        console.print(
+            f"difference {policy.name} - {compare.name}: win rate {diff.win_rate_diff:+.3f} "
+            f"[{diff.win_rate_diff_low:+.3f}, {diff.win_rate_diff_high:+.3f}], placement score "
+            f"{diff.score_diff:+.3f} [{diff.score_diff_low:+.3f}, {diff.score_diff_high:+.3f}]"
+        )
 
 
 def _print_evaluation(path: Path | None, r: Any) -> None:
@@ -149,12 +206,12 @@ def _print_evaluation(path: Path | None, r: Any) -> None:
     for s in r.per_seat:
         table.add_row(str(s.seat), str(s.games), str(s.wins), f"{s.win_rate:.1%}", f"{s.placement_score:.3f}")
     console.print(table)
-    console.print(f"win rate {r.win_rate:.1%} [{r.win_low:.1%}, {r.win_high:.1%}], placement score "
-                  f"{r.placement_score:.3f}, mean placement {r.mean_placement:.2f}, truncations {r.truncations}, "
-                  f"illegal actions {r.illegal_actions}")
+    console.print(
+        f"win rate {r.win_rate:.1%} [{r.win_low:.1%}, {r.win_high:.1%}], placement score "
+        f"{r.placement_score:.3f}, mean placement {r.mean_placement:.2f}, truncations {r.truncations}, "
+        f"illegal actions {r.illegal_actions}"
+    )
 
 
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
-
-

@@ -20,35 +20,34 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator
-from pydantic import BaseModel, ConfigDict
 from pathlib import Path
 from typing import Final
 
 import duckdb
 import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict
 
 from toolkit import __version__
+from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.dataset import (
-    Dataset,
     HOLDOUT,
     MANIFEST_FILE,
+    Dataset,
     HoldoutRecord,
     Manifest,
     SplitSummary,
     list_builds,
     read_manifest,
 )
-from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.leakage import check_leakage
 from toolkit.datasets.plan import Plan, make_plan
 from toolkit.datasets.select import InputBatch, episode_summary, register_rows, select_inputs
-from toolkit.errors import BuildError
 from toolkit.datasets.write import write_splits
+from toolkit.errors import BuildError
 from toolkit.features import feature_spec
-from toolkit.layout import MANIFEST_FORMAT_VERSION
-from toolkit.progress import ProgressFn
 from toolkit.holdout import RULE
-from toolkit.layout import Layout
+from toolkit.layout import MANIFEST_FORMAT_VERSION, Layout
+from toolkit.progress import ProgressFn
 from toolkit.schema.vocab import SCHEMA_VERSION
 from toolkit.storage import LockHeldError, exclusive_lock, write_text_atomic
 
@@ -70,9 +69,7 @@ class BuildInfo(BaseModel):
         return self.dataset.manifest
 
 
-def build_dataset(
-    layout: Layout, config: BuildConfig, *, progress: ProgressFn | None = None
-) -> BuildInfo:
+def build_dataset(layout: Layout, config: BuildConfig, *, progress: ProgressFn | None = None) -> BuildInfo:
     """Build (or reuse) the dataset ``config`` describes and publish it under ``layout.builds``.
 
     Args:
@@ -116,7 +113,8 @@ def build_dataset(
 
 @contextlib.contextmanager
 def build_lock(layout: Layout, name: str) -> Iterator[None]:
-    """Hold the build of ``name`` in this data root: builds of other names run beside it, one of the same name is refused.
+    """Hold the build of ``name`` in this data root: builds of other names run beside it, one of the same name
+    is refused.
 
     The lock is an OS file lock (``flock``): a build that crashes or is
     killed releases it, and its half-written staging folder is cleared by
@@ -129,8 +127,10 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
         try:
             stack.enter_context(exclusive_lock(layout.build_locks / f"{name}.lock"))
         except LockHeldError:
-            raise BuildError(f"a build named {name!r} is being written by another process in {layout.home}",
-                             hint="wait for it to finish, or build under another --name") from None
+            raise BuildError(
+                f"a build named {name!r} is being written by another process in {layout.home}",
+                hint="wait for it to finish, or build under another --name",
+            ) from None
         yield
 
 
@@ -149,7 +149,9 @@ def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
 def _connect(staging: Path) -> duckdb.DuckDBPyConnection:
     spill = staging / "spill"
     spill.mkdir()
-    return duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill), "preserve_insertion_order": True})
+    return duckdb.connect(
+        config={"memory_limit": MEMORY_LIMIT, "temp_directory": str(spill), "preserve_insertion_order": True}
+    )
 
 
 def _manifest(
@@ -174,8 +176,13 @@ def _manifest(
         filters=plan.filters,
         shares=plan.shares,
         duplicates=duplicates,
-        holdout=HoldoutRecord(**config.holdout.model_dump(), rule=RULE, games=holdout.games, rows=holdout.rows,
-                              content=_content_hash(holdout)),
+        holdout=HoldoutRecord(
+            **config.holdout.model_dump(),
+            rule=RULE,
+            games=holdout.games,
+            rows=holdout.rows,
+            content=_content_hash(holdout),
+        ),
         features=feature_spec(),
         splits=splits,
     )

@@ -1,4 +1,5 @@
-"""What a build does: :class:`BuildConfig`, every field documented (from YAML and flags: ``toolkit.config.load_config``).
+"""What a build does: :class:`BuildConfig`, every field documented (from YAML and flags:
+``toolkit.config.load_config``).
 
 Two units matter. An *episode* is one seat's decisions in one game: the
 filters (``min_reward``, ``wins_only``, ``min_episode_length``) keep or drop
@@ -32,8 +33,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolkit.holdout import HoldoutRule
-from toolkit.schema.vocab import LABEL_SOURCES, MAX_POD_SIZE, MIN_POD_SIZE, SOURCE_PATTERN
 from toolkit.layout import NAME_PATTERN
+from toolkit.schema.vocab import LABEL_SOURCES, MAX_POD_SIZE, MIN_POD_SIZE, SOURCE_PATTERN
 
 DEFAULT_NAME = "default"
 DEFAULT_SALT = "distill-holdout-v1"
@@ -119,4 +120,3 @@ class BuildConfig(BaseModel):
         if self.weight_mode == "share" and not self.weights:
             raise ValueError("share mode needs `weights`: the target share of each source, e.g. forge=0.7 ppo=0.3")
         return self
-

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
 from toolkit.features import FEATURE_SIZE, FeatureSpec
-from toolkit.layout import Layout, MANIFEST_FORMAT_VERSION
+from toolkit.layout import MANIFEST_FORMAT_VERSION, Layout
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import read_versioned
@@ -154,7 +154,11 @@ class Manifest(BaseModel):
     input_key: str = Field(description="sha256 of the config and the input batches: same key, same build.")
     code_version: str
     contract_version: int | None = Field(
-        None, description="The DecisionSnapshot contract version of the rows (absent in builds written before it was recorded).")
+        None,
+        description=(
+            "The DecisionSnapshot contract version of the rows (absent in builds written before it was recorded)."
+        ),
+    )
     config: BuildConfig
     inputs: list[InputRecord] = Field(description="Input batches: id, file sha256, review status, rows selected.")
     filters: dict[str, list[FilterStep]] = Field(description="Per source: rows and games after each step.")
@@ -193,7 +197,9 @@ class Dataset:
             return SCHEMA.empty_table().select(columns or list(COLUMNS))
         return pa.concat_tables(pq.read_table(f, columns=columns) for f in files)
 
-    def iter_batches(self, split: str, columns: list[str] | None = None, batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+    def iter_batches(
+        self, split: str, columns: list[str] | None = None, batch_size: int = 65_536
+    ) -> Iterator[pa.RecordBatch]:
         """Stream ``split`` in record batches of at most ``batch_size`` rows, in file order."""
         for path in self.files(split):
             yield from pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns)
@@ -205,8 +211,14 @@ def read_manifest(root: Path) -> Manifest:
     Raises:
         BuildError: when it is missing, unreadable, or of an unknown format version.
     """
-    return read_versioned(root / MANIFEST_FILE, Manifest, MANIFEST_FORMAT_VERSION, what="dataset manifest", error=BuildError,
-                          hint="rebuild the dataset with `distill build`")
+    return read_versioned(
+        root / MANIFEST_FILE,
+        Manifest,
+        MANIFEST_FORMAT_VERSION,
+        what="dataset manifest",
+        error=BuildError,
+        hint="rebuild the dataset with `distill build`",
+    )
 
 
 def open_dataset(layout: Layout, name: str, fingerprint: str | None = None) -> Dataset:
@@ -219,7 +231,10 @@ def open_dataset(layout: Layout, name: str, fingerprint: str | None = None) -> D
         pointer = layout.latest_pointer(name)
         if not pointer.is_file():
             known = ", ".join(list_names(layout)) or "none yet"
-            raise BuildError(f"no dataset named {name!r} under {layout.builds}", hint=f"build it with `distill build --name {name}` (built: {known})")
+            raise BuildError(
+                f"no dataset named {name!r} under {layout.builds}",
+                hint=f"build it with `distill build --name {name}` (built: {known})",
+            )
         fingerprint = pointer.read_text(encoding="utf-8").strip()
     root = layout.build_dir(name, fingerprint)
     if not root.is_dir():

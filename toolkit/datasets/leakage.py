@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
-from toolkit.datasets.dataset import Dataset, HOLDOUT, SPLITS, TRAIN
+from toolkit.datasets.dataset import HOLDOUT, SPLITS, TRAIN, Dataset
 from toolkit.errors import LeakageError
 from toolkit.holdout import HoldoutRule, holdout_sql
 from toolkit.schema import columns as col

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 
@@ -173,7 +174,9 @@ def _rates(available: dict[str, float], config: BuildConfig) -> dict[str, float]
 def _count(ep: dict[str, np.ndarray], step: str, mask: np.ndarray, weighted: np.ndarray | None = None) -> FilterStep:
     counted = ep["label_rows"] if step in ("label_source", "sampled") else ep["rows"]
     return FilterStep(
-        step=step, rows=int(counted[mask].sum()), games=len(set(ep["game_id"][mask].tolist())),
+        step=step,
+        rows=int(counted[mask].sum()),
+        games=len(set(ep["game_id"][mask].tolist())),
         weighted_rows=None if weighted is None else float(weighted[mask].sum()),
     )
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from toolkit.datasets.config import BuildConfig
-from toolkit.datasets.dataset import InputRecord
 from toolkit.catalog.records import BatchRecord
 from toolkit.catalog.store import Catalog
+from toolkit.datasets.config import BuildConfig
+from toolkit.datasets.dataset import InputRecord
 from toolkit.errors import BuildError, ConfigError
 from toolkit.holdout import holdout_sql
 from toolkit.layout import NO_GENERATION, Layout
@@ -63,8 +63,8 @@ def select_inputs(layout: Layout, config: BuildConfig) -> list[InputBatch]:
     if not inputs:
         raise BuildError(
             "the selection is empty: no lake rows match the sources, generations and batches asked for",
-            hint="see what the lake holds with `distill sql \"SELECT source, generation, count(*) FROM decisions "
-            "GROUP BY ALL\"`, or ingest logs first",
+            hint='see what the lake holds with `distill sql "SELECT source, generation, count(*) FROM decisions '
+            'GROUP BY ALL"`, or ingest logs first',
         )
     return inputs
 
@@ -74,16 +74,22 @@ def _check_known(config: BuildConfig, usable: list[BatchRecord], every: list[Bat
     generations = sorted({g for b in usable for g in b.generations if g is not None})
     for wanted in config.sources or []:
         if wanted not in sources:
-            raise ConfigError(f"sources: unknown source {wanted!r}", hint=f"the lake holds {', '.join(sources) or 'nothing'}")
+            raise ConfigError(
+                f"sources: unknown source {wanted!r}", hint=f"the lake holds {', '.join(sources) or 'nothing'}"
+            )
     for wanted in config.generations or []:
         if wanted not in generations:
             raise ConfigError(f"generations: no generation {wanted} in the lake", hint=f"the lake holds {generations}")
     known = {b.batch_id: b.status for b in every}
     for wanted in config.batches or []:
         if wanted not in known:
-            raise ConfigError(f"batches: no batch {wanted!r} in the catalog", hint="list them: distill sql \"SELECT * FROM batches\"")
+            raise ConfigError(
+                f"batches: no batch {wanted!r} in the catalog", hint='list them: distill sql "SELECT * FROM batches"'
+            )
         if known[wanted] == REJECTED:
-            raise ConfigError(f"batches: batch {wanted!r} was rejected by a gate", hint="rejected batches never enter a build")
+            raise ConfigError(
+                f"batches: batch {wanted!r} was rejected by a gate", hint="rejected batches never enter a build"
+            )
     readable = set(config.sources) if config.sources is not None else set(sources)
     for weighted in config.weights:
         if weighted not in readable:
@@ -122,9 +128,7 @@ def register_rows(con: duckdb.DuckDBPyConnection, inputs: list[InputBatch]) -> i
     """
     source = lake_relation(inputs)
     key = ", ".join(col.DECISION_KEY)
-    (duplicates,) = con.execute(
-        f"SELECT count(*) - count(DISTINCT ({key})) FROM {source}"
-    ).fetchall()[0]
+    (duplicates,) = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {source}").fetchall()[0]
     if duplicates:
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE {DROPPED} AS

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from toolkit.features import COMMAND_ZONE, HAND, MAX_SEATS, SEAT_FIELDS, encode, state_arrays_from_arrow
+from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.dataset import (
     COLUMNS,
     FEATURES,
@@ -33,18 +33,18 @@ from toolkit.datasets.dataset import (
     LABEL,
     LABEL_SOURCE,
     LEGAL_MASK,
-    PartFile,
     SAMPLE_WEIGHT,
     SCHEMA,
     SPLITS,
-    SplitSummary,
     TRAIN,
+    PartFile,
+    SplitSummary,
 )
-from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.plan import Episodes, Plan
 from toolkit.datasets.select import DROPPED, InputBatch, lake_relation
-from toolkit.schema import columns as col
+from toolkit.features import COMMAND_ZONE, HAND, MAX_SEATS, SEAT_FIELDS, encode, state_arrays_from_arrow
 from toolkit.progress import Progress, ProgressFn
+from toolkit.schema import columns as col
 from toolkit.storage import file_sha256
 
 ROW_GROUP: Final = 65_536
@@ -162,7 +162,11 @@ class SplitWriter:
         path = self.folder / self.split / f"part-{len(self.parts):05d}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = pq.ParquetWriter(
-            path, SCHEMA, compression="zstd", compression_level=1, use_dictionary=_DICTIONARY,
+            path,
+            SCHEMA,
+            compression="zstd",
+            compression_level=1,
+            use_dictionary=_DICTIONARY,
             write_statistics=_STATISTICS,
         )
         self._path, self._file_rows = path, 0
@@ -259,12 +263,21 @@ def to_dataset_rows(batch: pa.RecordBatch, weights: np.ndarray) -> pa.RecordBatc
     vectors = encode(state)
     legal = state.mask | ~state.mask_known[:, None]  # no logged mask: every action counts as legal
     columns = {
-        **{name: batch.column(name) for name in (col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION)},
-        FEATURES: pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), type=SCHEMA.field(FEATURES).type),
+        **{
+            name: batch.column(name) for name in (col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION)
+        },
+        FEATURES: pa.FixedSizeListArray.from_arrays(
+            pa.array(vectors.ravel(), pa.float32()), type=SCHEMA.field(FEATURES).type
+        ),
         LABEL: batch.column(LABEL),
-        LEGAL_MASK: pa.FixedSizeListArray.from_arrays(pa.array(legal.ravel(), pa.bool_()), type=SCHEMA.field(LEGAL_MASK).type),
+        LEGAL_MASK: pa.FixedSizeListArray.from_arrays(
+            pa.array(legal.ravel(), pa.bool_()), type=SCHEMA.field(LEGAL_MASK).type
+        ),
         SAMPLE_WEIGHT: pa.array(weights, pa.float32()),
-        **{name: batch.column(name) for name in (LABEL_SOURCE, col.REWARD, col.EPISODE_RETURN, col.SEAT_WON, col.BATCH_ID, col.SOURCE_LINE)},
+        **{
+            name: batch.column(name)
+            for name in (LABEL_SOURCE, col.REWARD, col.EPISODE_RETURN, col.SEAT_WON, col.BATCH_ID, col.SOURCE_LINE)
+        },
     }
     return pa.RecordBatch.from_arrays([columns[name].cast(SCHEMA.field(name).type) for name in COLUMNS], schema=SCHEMA)
 

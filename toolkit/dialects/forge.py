@@ -98,9 +98,7 @@ def read_forge_action(raw: RawObject, players: list[RawObject], seat: int) -> di
         label = label_pass_by_mana(mana)
     else:
         label = label_engine_type(raw_type, card)
-    return make_action(
-        label, raw_type=raw_type, card=card, target=action.get("target"), raw=action.get("raw")
-    )
+    return make_action(label, raw_type=raw_type, card=card, target=action.get("target"), raw=action.get("raw"))
 
 
 def read_game_outcome(raw: RawObject, seat: int) -> dict[str, Any]:

@@ -100,8 +100,11 @@ def require_action_type(action: RawObject) -> str:
     accepted = ACCEPTED_TYPES[action.dialect]
     if not isinstance(raw_type, str) or raw_type not in accepted:
         shown = repr(raw_type) if isinstance(raw_type, str) else f"a {json_type(raw_type)}"
-        raise action.fail("type", f"is {shown:.60}, which the {action.dialect} dialect does not define; "
-                          f"accepted types: {', '.join(accepted)}")
+        raise action.fail(
+            "type",
+            f"is {shown:.60}, which the {action.dialect} dialect does not define; "
+            f"accepted types: {', '.join(accepted)}",
+        )
     return raw_type
 
 

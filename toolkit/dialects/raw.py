@@ -4,7 +4,8 @@ Raw records come from writers that validate nothing. Every read that the
 conversion *depends on* (a key, an index, a comparison) goes through
 :class:`RawObject`, so that an unexpected shape becomes a
 :class:`~toolkit.errors.DialectError` naming the raw field path
-(``players.2.life``, dotted like the canonical model's error locations) instead of a ``KeyError`` or ``TypeError``. Values that
+(``players.2.life``, dotted like the canonical model's error locations) instead of a ``KeyError`` or
+``TypeError``. Values that
 are only copied are left as they are: the canonical model words their type
 errors.
 """

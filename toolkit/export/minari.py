@@ -39,8 +39,8 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.datasets.dataset import Dataset, open_dataset
 from toolkit.catalog import Catalog
+from toolkit.datasets.dataset import Dataset, open_dataset
 from toolkit.errors import ExportError
 from toolkit.layout import Layout
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS, SCHEMA_VERSION
@@ -50,11 +50,23 @@ MINARI_PATH_ENV = "MINARI_DATASETS_PATH"
 # The game the rows come from, as a Gymnasium env (``dataset.recover_environment()``): one learning seat against
 # three heuristic players, with ``action_masks()``.
 ENV_SPEC = gym.envs.registration.EnvSpec(
-    id="distill/Commander-v0", entry_point="toolkit.game.env:CommanderEnv",
+    id="distill/Commander-v0",
+    entry_point="toolkit.game.env:CommanderEnv",
     kwargs={"opponents": ["heuristic", "heuristic", "heuristic"]},
 )
-_COLUMNS = ["game_id", "seat", "decision_index", "source", "features", "label", "legal_mask", "sample_weight",
-            "reward", "batch_id", "source_line"]
+_COLUMNS = [
+    "game_id",
+    "seat",
+    "decision_index",
+    "source",
+    "features",
+    "label",
+    "legal_mask",
+    "sample_weight",
+    "reward",
+    "batch_id",
+    "source_line",
+]
 
 
 class MinariExportConfig(BaseModel):
@@ -65,7 +77,9 @@ class MinariExportConfig(BaseModel):
     name: str = Field(description="The dataset (its latest build unless `fingerprint` is given).")
     fingerprint: str | None = Field(None, description="A specific build of `name`.")
     split: Literal["train", "holdout"] = "train"
-    out: Path | None = Field(None, description="Minari's datasets root; default $MINARI_DATASETS_PATH or ~/.minari/datasets.")
+    out: Path | None = Field(
+        None, description="Minari's datasets root; default $MINARI_DATASETS_PATH or ~/.minari/datasets."
+    )
     version: int = Field(0, ge=0, description="The `-vN` of the dataset id.")
 
 
@@ -114,9 +128,16 @@ def export_minari(layout: Layout, config: MinariExportConfig) -> MinariExportRes
                 hint=f"remove {target}, or export with another --version",
             )
         meta = _read_metadata(target)
-        return MinariExportResult(dataset_id=ident, root=root, path=target, fingerprint=dataset.fingerprint,
-                                  episodes=meta["total_episodes"], steps=meta["total_steps"], reused=True,
-                                  seconds=time.perf_counter() - started)
+        return MinariExportResult(
+            dataset_id=ident,
+            root=root,
+            path=target,
+            fingerprint=dataset.fingerprint,
+            episodes=meta["total_episodes"],
+            steps=meta["total_steps"],
+            reused=True,
+            seconds=time.perf_counter() - started,
+        )
 
     rows = _rows_with_ends(layout, dataset, config.split)
     episodes, keys, filled = _episodes(rows)
@@ -128,29 +149,39 @@ def export_minari(layout: Layout, config: MinariExportConfig) -> MinariExportRes
             warnings.filterwarnings("ignore", category=UserWarning, module=r"minari\.")
             width = len(dataset.manifest.features.names)
             created = minari.create_dataset_from_buffers(
-                dataset_id=ident, buffer=[], env=ENV_SPEC,
+                dataset_id=ident,
+                buffer=[],
+                env=ENV_SPEC,
                 # The logged features are not clipped to the env's bounds (a Forge life total can exceed them).
                 observation_space=gym.spaces.Box(-np.inf, np.inf, (width,), np.float32),
                 action_space=gym.spaces.Discrete(N_ACTIONS),
                 algorithm_name=f"distill build ({', '.join(sorted(set(rows['source'].to_pylist())))})",
-                author={"Distill"}, description=_description(dataset, config.split), data_format="arrow",
+                author={"Distill"},
+                description=_description(dataset, config.split),
+                data_format="arrow",
             )
             _write_episodes(created.storage, episodes, keys)
             created.storage.update_metadata({"distill": _distill_metadata(dataset, config.split, filled)})
         _install(staging, root, ident)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return MinariExportResult(dataset_id=ident, root=root, path=target, fingerprint=dataset.fingerprint,
-                              episodes=len(episodes), steps=rows.num_rows, reused=False,
-                              seconds=time.perf_counter() - started)
+    return MinariExportResult(
+        dataset_id=ident,
+        root=root,
+        path=target,
+        fingerprint=dataset.fingerprint,
+        episodes=len(episodes),
+        steps=rows.num_rows,
+        reused=False,
+        seconds=time.perf_counter() - started,
+    )
 
 
 def _import_minari() -> Any:
     try:
         import minari
     except ImportError:
-        raise ExportError("the Minari export needs the minari package",
-                          hint='pip install -e ".[minari]"') from None
+        raise ExportError("the Minari export needs the minari package", hint='pip install -e ".[minari]"') from None
     return minari
 
 
@@ -158,8 +189,10 @@ def _rows_with_ends(layout: Layout, dataset: Dataset, split: str) -> pa.Table:
     """The split's rows in (game, seat, decision) order, with ``is_terminal`` / ``truncated`` from the lake."""
     table = dataset.read(split, columns=_COLUMNS)
     if table.num_rows == 0:
-        raise ExportError(f"build {dataset.name} {dataset.fingerprint} has no {split} rows",
-                          hint="export the other split (--split), or build with more data")
+        raise ExportError(
+            f"build {dataset.name} {dataset.fingerprint} has no {split} rows",
+            hint="export the other split (--split), or build with more data",
+        )
     with Catalog.open(layout, read_only=True) as catalog:
         con = catalog.con
         con.register("_export_rows", table)
@@ -215,13 +248,22 @@ def _episodes(rows: pa.Table) -> tuple[list[Any], list[dict[str, Any]], int]:
         cut = truncated[a:b].copy()
         if not (ended[-1] or cut[-1]):
             cut[-1] = True
-        buffers.append(EpisodeBuffer(
-            id=episode, observations=features[last], actions=labels[a:b], rewards=rewards[a:b],
-            terminations=ended, truncations=cut,
-            # Per-step scalars go in as lists: Minari 0.5's Arrow storage cannot read back a 1-D array in infos.
-            infos={"legal_mask": masks[last], "sample_weight": weights[last].tolist(),
-                   "decision_index": index[last].tolist()},
-        ))
+        buffers.append(
+            EpisodeBuffer(
+                id=episode,
+                observations=features[last],
+                actions=labels[a:b],
+                rewards=rewards[a:b],
+                terminations=ended,
+                truncations=cut,
+                # Per-step scalars go in as lists: Minari 0.5's Arrow storage cannot read back a 1-D array in infos.
+                infos={
+                    "legal_mask": masks[last],
+                    "sample_weight": weights[last].tolist(),
+                    "decision_index": index[last].tolist(),
+                },
+            )
+        )
         keys.append({"game_id": str(game[a]), "seat": int(seat[a]), "source": str(source[a])})
     return buffers, keys, filled
 
@@ -243,18 +285,24 @@ def _write_episodes(storage: Any, episodes: list[Any], keys: list[dict[str, Any]
 
 
 def _description(dataset: Dataset, split: str) -> str:
-    return (f"Distill build {dataset.name} {dataset.fingerprint}, {split} split: one episode per (game, seat) of a "
-            "4-player Commander-like game; observations are Distill's feature vectors, actions its macro actions "
-            f"({', '.join(MACRO_ACTIONS)}), the legal-action mask in infos['legal_mask'].")
+    return (
+        f"Distill build {dataset.name} {dataset.fingerprint}, {split} split: one episode per (game, seat) of a "
+        "4-player Commander-like game; observations are Distill's feature vectors, actions its macro actions "
+        f"({', '.join(MACRO_ACTIONS)}), the legal-action mask in infos['legal_mask']."
+    )
 
 
 def _distill_metadata(dataset: Dataset, split: str, filled: int) -> dict[str, Any]:
     holdout = dataset.manifest.holdout
     return {
-        "dataset": dataset.name, "fingerprint": dataset.fingerprint, "split": split,
-        "contract_version": dataset.manifest.contract_version or SCHEMA_VERSION, "code_version": dataset.manifest.code_version,
+        "dataset": dataset.name,
+        "fingerprint": dataset.fingerprint,
+        "split": split,
+        "contract_version": dataset.manifest.contract_version or SCHEMA_VERSION,
+        "code_version": dataset.manifest.code_version,
         "holdout": holdout.model_dump(include={"rule", "salt", "fraction", "sources", "content"}),
-        "features": dataset.manifest.features.names, "actions": list(MACRO_ACTIONS),
+        "features": dataset.manifest.features.names,
+        "actions": list(MACRO_ACTIONS),
         "rewards_missing": filled,
         "final_observation": "the seat's last decision's features, repeated (its state after it is not logged)",
     }

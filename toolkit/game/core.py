@@ -52,8 +52,13 @@ class Finished:
 
 def _snapshot(state: rules.GameState, g: np.ndarray) -> dict[str, np.ndarray]:
     cards = np.concatenate(
-        [state.hand[g], state.graveyard[g], state.permanents[g], state.creatures[g].astype(np.int8),
-         state.in_command_zone[g][:, :, None].astype(np.int8)],
+        [
+            state.hand[g],
+            state.graveyard[g],
+            state.permanents[g],
+            state.creatures[g].astype(np.int8),
+            state.in_command_zone[g][:, :, None].astype(np.int8),
+        ],
         axis=2,
     )
     return {"seats": seat_features(state, g), "cards": cards}
@@ -120,8 +125,9 @@ class Seating:
             self.players.append(player)
         return self._index[key]
 
-    def ask(self, state: rules.GameState, g: np.ndarray, mask: np.ndarray,
-            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def ask(
+        self, state: rules.GameState, g: np.ndarray, mask: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Actions and attack targets for the acting seat of each game in ``g``: one call per distinct player."""
         seats = state.seat[g]
         who = self.table[g, seats]
@@ -173,15 +179,18 @@ def play(
     if width != config.n_seats:
         raise ConfigError(f"{width} players for a pod of {config.n_seats}", hint="give one player per seat")
     if lineups is not None and (lineups.shape[0] != n_games or lineups.min() < 0 or lineups.max() >= len(players)):
-        raise ConfigError(f"lineups must be [{n_games}, {width}] indices into {len(players)} players",
-                          hint="give one row of player indices per game")
+        raise ConfigError(
+            f"lineups must be [{n_games}, {width}] indices into {len(players)} players",
+            hint="give one row of player indices per game",
+        )
     lineups = np.broadcast_to(np.arange(width), (n_games, width)) if lineups is None else lineups
     size = max(1, min(batch_size, n_games))
     state = rules.new_state(size, config)
     seating = Seating(players, size, width)
     entry = np.array([seating.index_of(p) for p in players], np.int32)  # pool position -> seating entry
-    dealer = _Dealer(state, seating, entry[lineups], np.arange(n_games) if deals is None else np.asarray(deals),
-                     seed, config)
+    dealer = _Dealer(
+        state, seating, entry[lineups], np.arange(n_games) if deals is None else np.asarray(deals), seed, config
+    )
     rng = np.random.default_rng([seed, 2**31])
     log = _Log() if record else None
     pending: list[Finished] = []
@@ -193,9 +202,15 @@ def play(
         mask = rules.legal_mask(state, g)
         actions, targets = seating.ask(state, g, mask, rng)
         if log is not None:
-            chunk = {"game": dealer.slot_game[g], "seat": state.seat[g].copy(), "turn": state.turn[g].copy(),
-                     "phase": state.phase[g].copy(), "action": actions.astype(np.int8), "mask": mask,
-                     **_snapshot(state, g)}
+            chunk = {
+                "game": dealer.slot_game[g],
+                "seat": state.seat[g].copy(),
+                "turn": state.turn[g].copy(),
+                "phase": state.phase[g].copy(),
+                "action": actions.astype(np.int8),
+                "mask": mask,
+                **_snapshot(state, g),
+            }
         result = rules.apply(state, g, actions, targets, mask)
         dealer.decisions[g] += 1
         if log is not None:
@@ -215,9 +230,23 @@ def play(
 class _Dealer:
     """Deals the next games into free slots, seating each game's lineup."""
 
-    def __init__(self, state: rules.GameState, seating: Seating, lineups: np.ndarray, deals: np.ndarray, seed: int,
-                 config: rules.RulesConfig) -> None:
-        self.state, self.seating, self.lineups, self.deals, self.seed, self.config = state, seating, lineups, deals, seed, config
+    def __init__(
+        self,
+        state: rules.GameState,
+        seating: Seating,
+        lineups: np.ndarray,
+        deals: np.ndarray,
+        seed: int,
+        config: rules.RulesConfig,
+    ) -> None:
+        self.state, self.seating, self.lineups, self.deals, self.seed, self.config = (
+            state,
+            seating,
+            lineups,
+            deals,
+            seed,
+            config,
+        )
         self.slot_game = np.full(state.n_games, -1, np.int64)
         self.decisions = np.zeros(state.n_games, np.int64)
         self.next_game = 0
@@ -231,24 +260,40 @@ class _Dealer:
         self.decisions[slots] = 0
         if len(slots):
             self.seating.table[slots] = self.lineups[numbers]
-            rules.deal(self.state, slots, [np.random.default_rng([self.seed, int(k)]) for k in self.deals[numbers]],
-                       self.config)
+            rules.deal(
+                self.state,
+                slots,
+                [np.random.default_rng([self.seed, int(k)]) for k in self.deals[numbers]],
+                self.config,
+            )
 
 
 def _finish(state: rules.GameState, slot_game: np.ndarray, decisions: np.ndarray, over: np.ndarray) -> Finished:
     return Finished(
-        game=slot_game[over].copy(), winner=state.winner[over].copy(), truncated=state.truncated[over].copy(),
-        placement=state.placement[over].copy(), archetype=state.archetype[over].copy(),
-        commander=state.commander[over].copy(), decisions=decisions[over].copy(),
+        game=slot_game[over].copy(),
+        winner=state.winner[over].copy(),
+        truncated=state.truncated[over].copy(),
+        placement=state.placement[over].copy(),
+        archetype=state.archetype[over].copy(),
+        commander=state.commander[over].copy(),
+        decisions=decisions[over].copy(),
     )
 
 
 def _merge(pending: list[Finished], log: _Log | None) -> Finished:
-    merged = Finished(**{k: np.concatenate([getattr(f, k) for f in pending])
-                         for k in ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")})
+    merged = Finished(
+        **{
+            k: np.concatenate([getattr(f, k) for f in pending])
+            for k in ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
+        }
+    )
     order = np.argsort(merged.game, kind="stable")
-    merged = Finished(**{k: getattr(merged, k)[order]
-                         for k in ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")})
+    merged = Finished(
+        **{
+            k: getattr(merged, k)[order]
+            for k in ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
+        }
+    )
     if log is not None:
         merged.log = log.take(merged.game)
     return merged

@@ -99,11 +99,11 @@ class CommanderEnv(gym.Env):
         record: bool = False,
     ) -> None:
         """Args:
-            opponents: one player (or player name) per other seat, in seat order after the learner's, or a pool.
-            learner_seat: the learner's seat, or None to draw it per episode.
-            max_rounds: rounds before the game stops at the turn limit.
-            pod_size: seats at the table (default: one more than a fixed table's opponents, else 4).
-            record: log the learner's decisions and return each finished episode in ``info["episode_record"]``.
+        opponents: one player (or player name) per other seat, in seat order after the learner's, or a pool.
+        learner_seat: the learner's seat, or None to draw it per episode.
+        max_rounds: rounds before the game stops at the turn limit.
+        pod_size: seats at the table (default: one more than a fixed table's opponents, else 4).
+        record: log the learner's decisions and return each finished episode in ``info["episode_record"]``.
         """
         self.pool = opponents if isinstance(opponents, OpponentPool) else OpponentPool(opponents)
         n = pod_size or (len(self.pool.players) + 1 if self.pool.fixed else 4)
@@ -141,7 +141,9 @@ class CommanderEnv(gym.Env):
             info["illegal_action"] = True
             action = rules.PASS
         row = self._log_row(action, requested) if self.record else None
-        target = attack_target(self.state, _G, self.state.seat[_G].astype(np.intp))[0] if action == rules.ATTACK else None
+        target = (
+            attack_target(self.state, _G, self.state.seat[_G].astype(np.intp))[0] if action == rules.ATTACK else None
+        )
         result = rules.apply(self.state, _G, np.array([action]), target, self._mask)
         reward = float(result.reward[0])
         if row is not None:
@@ -162,19 +164,30 @@ class CommanderEnv(gym.Env):
     def _log_row(self, action: int, requested: int) -> dict[str, np.ndarray]:
         """The learner's decision about to be applied, in the core's log columns (see ``core.LOG_FIELDS``)."""
         st = self.state
-        return {"game": np.zeros(1, np.int64), "seat": st.seat[_G].copy(), "turn": st.turn[_G].copy(),
-                "phase": st.phase[_G].copy(), "action": np.array([action], np.int8), "mask": self._mask.copy(),
-                "requested": np.array([-1 if requested == action else requested], np.int64),
-                **core._snapshot(st, _G)}
+        return {
+            "game": np.zeros(1, np.int64),
+            "seat": st.seat[_G].copy(),
+            "turn": st.turn[_G].copy(),
+            "phase": st.phase[_G].copy(),
+            "action": np.array([action], np.int8),
+            "mask": self._mask.copy(),
+            "requested": np.array([-1 if requested == action else requested], np.int64),
+            **core._snapshot(st, _G),
+        }
 
     def _episode_record(self) -> EpisodeRecord:
         st = self.state
         log = {k: np.concatenate([row[k] for row in self._rows]) for k in self._rows[0]}
         requested = log.pop("requested")
         finished = core.Finished(
-            game=np.zeros(1, np.int64), winner=np.where(st.done[_G], st.winner[_G], -1).astype(st.winner.dtype),
-            truncated=st.truncated[_G].copy(), placement=st.placement[_G].copy(), archetype=st.archetype[_G].copy(),
-            commander=st.commander[_G].copy(), decisions=np.array([len(self._rows)], np.int64), log=log,
+            game=np.zeros(1, np.int64),
+            winner=np.where(st.done[_G], st.winner[_G], -1).astype(st.winner.dtype),
+            truncated=st.truncated[_G].copy(),
+            placement=st.placement[_G].copy(),
+            archetype=st.archetype[_G].copy(),
+            commander=st.commander[_G].copy(),
+            decisions=np.array([len(self._rows)], np.int64),
+            log=log,
         )
         self._rows = []
         return EpisodeRecord(finished, requested, self.learner)

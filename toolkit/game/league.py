@@ -23,12 +23,16 @@ from toolkit.game.players import Player, make_player
 class OpponentPool:
     """The players opponent seats are filled from: a fixed table, or a weighted league."""
 
-    def __init__(self, players: Sequence[Player | str], weights: Sequence[float] | None = None,
-                 names: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        players: Sequence[Player | str],
+        weights: Sequence[float] | None = None,
+        names: Sequence[str] | None = None,
+    ) -> None:
         """Args:
-            players: players (or player names) of the pool.
-            weights: a league's relative weights, one per player; None: a fixed table, seat by seat.
-            names: how each player is reported (default: its name, or its source).
+        players: players (or player names) of the pool.
+        weights: a league's relative weights, one per player; None: a fixed table, seat by seat.
+        names: how each player is reported (default: its name, or its source).
         """
         by_name: dict[str, Player] = {}  # one player per name: it is asked once for all the seats it holds
         self.players = [by_name.setdefault(p, make_player(p)) if isinstance(p, str) else p for p in players]
@@ -40,8 +44,10 @@ class OpponentPool:
         else:
             w = np.asarray(weights, float)
             if len(w) != len(self.players) or (w < 0).any() or w.sum() <= 0:
-                raise ConfigError(f"league weights {list(weights)} do not fit {len(self.players)} players",
-                                  hint="give one non-negative weight per opponent, not all zero")
+                raise ConfigError(
+                    f"league weights {list(weights)} do not fit {len(self.players)} players",
+                    hint="give one non-negative weight per opponent, not all zero",
+                )
             self.p = w / w.sum()
 
     @property
@@ -52,8 +58,10 @@ class OpponentPool:
         """Pool indices of the players of ``seats`` opponent seats (in seat order after the learner's)."""
         if self.p is None:
             if len(self.players) != seats:
-                raise ConfigError(f"{len(self.players)} opponents for {seats} opponent seats",
-                                  hint="give one opponent per other seat, or league weights")
+                raise ConfigError(
+                    f"{len(self.players)} opponents for {seats} opponent seats",
+                    hint="give one opponent per other seat, or league weights",
+                )
             return np.arange(seats)
         return rng.choice(len(self.players), size=seats, p=self.p)
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from toolkit import features
 from toolkit.features import FEATURE_SIZE, SEAT_FIELDS
-from toolkit.game.cards import CREATURE, DRAW, KIND, LAND, POWER, RAMP, REMOVAL
 from toolkit.game import rules
+from toolkit.game.cards import CREATURE, DRAW, KIND, LAND, POWER, RAMP, REMOVAL
 from toolkit.schema.vocab import PHASES
 
 __all__ = ["FEATURE_SIZE", "SEAT_FIELDS", "observe", "seat_features"]

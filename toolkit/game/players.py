@@ -20,8 +20,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.game.cards import KIND, LAND, POWER, REMOVAL
 from toolkit.game import rules
+from toolkit.game.cards import KIND, LAND, POWER, REMOVAL
 from toolkit.game.observation import observe
 
 
@@ -117,12 +117,21 @@ class HeuristicPlayer:
             mask[:, rules.ATTACK] & attack_ok,
             mask[:, rules.HOLD] & p.hold_when_behind & (others.max(1) > mine) & has_removal,
         ]
-        choices = [rules.CAST_RAMP, rules.CAST_REMOVAL, rules.CAST_COMMANDER, rules.CAST_CREATURE,
-                   rules.CAST_COMMANDER, rules.CAST_DRAW, rules.ATTACK, rules.HOLD]
+        choices = [
+            rules.CAST_RAMP,
+            rules.CAST_REMOVAL,
+            rules.CAST_COMMANDER,
+            rules.CAST_CREATURE,
+            rules.CAST_COMMANDER,
+            rules.CAST_DRAW,
+            rules.ATTACK,
+            rules.HOLD,
+        ]
         return np.select(conditions, choices, default=rules.PASS), target
 
-    def _attack(self, st: rules.GameState, g: np.ndarray, s: np.ndarray, mask: np.ndarray,
-                power: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _attack(
+        self, st: rules.GameState, g: np.ndarray, s: np.ndarray, mask: np.ndarray, power: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Whom to attack, and whether an attack is worth it, per decision."""
         p = self.params
         if p.target == "value":  # foreseen only where an attack is legal: combat is the costly part
@@ -174,8 +183,12 @@ def attack_values(st: rules.GameState, g: np.ndarray, s: np.ndarray) -> np.ndarr
     defender = np.tile(np.arange(n), m)  # every (game, seat) pair foreseen in one call
     combat = rules.resolve_combat(st, np.repeat(g, n), np.repeat(s, n), defender)
     distance = (defender - np.repeat(s, n)) % n
-    value = (KILL_VALUE * combat.eliminates + combat.damage
-             + TRADE_WEIGHT * (combat.power_killed.astype(float) - combat.power_lost) - 1e-3 * distance)
+    value = (
+        KILL_VALUE * combat.eliminates
+        + combat.damage
+        + TRADE_WEIGHT * (combat.power_killed.astype(float) - combat.power_lost)
+        - 1e-3 * distance
+    )
     value = value.reshape(m, n)
     return np.where((distance.reshape(m, n) == 0) | st.eliminated[g], -np.inf, value)
 

@@ -39,8 +39,8 @@ from typing import IO, Final, Literal
 import numpy as np
 import orjson
 
-from toolkit.game.cards import ARCHETYPE_NAMES, NAMES, N_CARDS
 from toolkit.game import rules
+from toolkit.game.cards import ARCHETYPE_NAMES, N_CARDS, NAMES
 from toolkit.game.core import Finished
 from toolkit.game.observation import SEAT_FIELDS
 from toolkit.schema.vocab import MACRO_ACTIONS, MAX_POD_SIZE, SCHEMA_VERSION
@@ -147,8 +147,9 @@ def _repeated(changed: np.ndarray, make: Callable[[np.ndarray], list[Slot]]) -> 
     return _fragments(make(rows), len(rows))[np.cumsum(changed) - 1]
 
 
-def _player_pieces(p: int, counts: np.ndarray, cards: np.ndarray, commander: np.ndarray, acting: np.ndarray,
-                   new_game: np.ndarray) -> list[np.ndarray]:
+def _player_pieces(
+    p: int, counts: np.ndarray, cards: np.ndarray, commander: np.ndarray, acting: np.ndarray, new_game: np.ndarray
+) -> list[np.ndarray]:
     """``players[p]`` in three [R] pieces: up to ``"hand":``, the hand (the acting seat's only, else null), the rest.
 
     A seat's counts and cards rarely change between consecutive decisions
@@ -172,30 +173,61 @@ def _player_pieces(p: int, counts: np.ndarray, cards: np.ndarray, commander: np.
         creatures = zones[:, 3 * c : -1]
         on_board = creatures >= 0
         command = [b'],"command_zone":[]}'] + [b'],"command_zone":[%s]}' % name for name in _NAME_FIRST]
-        return [b',"battlefield":[', permanents,
-                _names(creatures[on_board].astype(np.int64), on_board.sum(1), after=permanents.lengths),
-                b'],"graveyard":[', _counted_names(zones[:, c : 2 * c]),
-                _table(command)[np.where(zones[:, -1] > 0, commander[rows, p].astype(np.int64) + 1, 0)]]
+        return [
+            b',"battlefield":[',
+            permanents,
+            _names(creatures[on_board].astype(np.int64), on_board.sum(1), after=permanents.lengths),
+            b'],"graveyard":[',
+            _counted_names(zones[:, c : 2 * c]),
+            _table(command)[np.where(zones[:, -1] > 0, commander[rows, p].astype(np.int64) + 1, 0)],
+        ]
 
     hand = np.full(len(acting), b"null", dtype=object)
     mine = np.flatnonzero(acts)
     hand[mine] = _fragments([b"[", _counted_names(cards[mine, :c]), b"]"], len(mine))
-    return [_repeated(_changed(counts, new_game), make_counts), hand,
-            _repeated(_changed(cards[:, c:], new_game), make_zones)]
+    return [
+        _repeated(_changed(counts, new_game), make_counts),
+        hand,
+        _repeated(_changed(cards[:, c:], new_game), make_zones),
+    ]
 
 
-def build_rows(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
-               generation: int | None = None, keep: np.ndarray | None = None, requested: np.ndarray | None = None,
-               game_prefix: str = "sim") -> list[bytes]:
+def build_rows(
+    finished: Finished,
+    *,
+    seed: int,
+    sources: Sequence[str],
+    model_version: str | None = None,
+    generation: int | None = None,
+    keep: np.ndarray | None = None,
+    requested: np.ndarray | None = None,
+    game_prefix: str = "sim",
+) -> list[bytes]:
     """The canonical JSON lines (without newlines) of every decision of the finished games (see ``build_jsonl``)."""
-    blocks = build_jsonl(finished, seed=seed, sources=sources, model_version=model_version, generation=generation,
-                         keep=keep, requested=requested, game_prefix=game_prefix)
+    blocks = build_jsonl(
+        finished,
+        seed=seed,
+        sources=sources,
+        model_version=model_version,
+        generation=generation,
+        keep=keep,
+        requested=requested,
+        game_prefix=game_prefix,
+    )
     return b"".join(blocks).split(b"\n")[:-1]
 
 
-def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_version: str | None = None,
-                generation: int | None = None, keep: np.ndarray | None = None, requested: np.ndarray | None = None,
-                game_prefix: str = "sim") -> list[bytes]:
+def build_jsonl(
+    finished: Finished,
+    *,
+    seed: int,
+    sources: Sequence[str],
+    model_version: str | None = None,
+    generation: int | None = None,
+    keep: np.ndarray | None = None,
+    requested: np.ndarray | None = None,
+    game_prefix: str = "sim",
+) -> list[bytes]:
     """The canonical JSON lines of every decision of the finished games, as consecutive blocks of bytes.
 
     The blocks concatenated are the JSONL text, each line ending in a
@@ -235,18 +267,27 @@ def build_jsonl(finished: Finished, *, seed: int, sources: Sequence[str], model_
     reward = np.round(reward, 6)
     episode = np.round(np.bincount(key, weights=reward, minlength=len(finished.game) * n)[key], 6)
     heads, tails = _game_seat_pieces(finished, seed, sources, model_version, generation, game_prefix)
-    phase_seat = _table([b',"phase":"%s","seat":%d,"pod_size":%d,"players":[' % (ph.encode(), s, n)
-                         for ph in _PHASES for s in range(n)])
+    phase_seat = _table(
+        [b',"phase":"%s","seat":%d,"pod_size":%d,"players":[' % (ph.encode(), s, n) for ph in _PHASES for s in range(n)]
+    )
     commander = finished.commander[at]
     new_game = np.zeros(r, bool)
     new_game[starts] = True
-    slots: list[Slot] = [heads[key], _ints(b"", decision), _ints(b',"turn":', log["turn"]),
-                         phase_seat[log["phase"].astype(np.intp) * n + seat]]
+    slots: list[Slot] = [
+        heads[key],
+        _ints(b"", decision),
+        _ints(b',"turn":', log["turn"]),
+        phase_seat[log["phase"].astype(np.intp) * n + seat],
+    ]
     for p in range(n):
         slots += _player_pieces(p, log["seats"], log["cards"], commander, seat, new_game)
-    slots += [_actions(log["action"], log["card"], log["target"], requested),
-              _MASKS[np.packbits(log["mask"], axis=1)[:, 0]],
-              _floats(b',"reward":', reward), _floats(b',"episode_return":', episode), tails[2 * key + last]]
+    slots += [
+        _actions(log["action"], log["card"], log["target"], requested),
+        _MASKS[np.packbits(log["mask"], axis=1)[:, 0]],
+        _floats(b',"reward":', reward),
+        _floats(b',"episode_return":', episode),
+        tails[2 * key + last],
+    ]
     if keep is not None:
         rows = np.flatnonzero(keep)
         if not len(rows):
@@ -269,7 +310,9 @@ def _kept(slot: Slot, rows: np.ndarray) -> Slot:
     return _Names(slot.pieces[pieces], lengths, slot.rank[pieces])
 
 
-def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray, requested: np.ndarray | None = None) -> np.ndarray:
+def _actions(
+    action: np.ndarray, card: np.ndarray, target: np.ndarray, requested: np.ndarray | None = None
+) -> np.ndarray:
     """[R] pieces closing ``players`` and holding the ``action`` record."""
     card, target = card.astype(np.int64) + 1, target.astype(np.int64) + 1  # -1 (none) -> 0
     asked = np.zeros(len(action), np.int64) if requested is None else requested.astype(np.int64) + 1
@@ -280,34 +323,70 @@ def _actions(action: np.ndarray, card: np.ndarray, target: np.ndarray, requested
         rest, tg = divmod(code, MAX_POD_SIZE + 1)
         rest, cd = divmod(rest, N_CARDS + 1)
         rq, a = divmod(rest, rules.PASS + 1)
-        pieces.append(b'],"action":' + orjson.dumps(
-            {"macro": MACRO_ACTIONS[a], "index": a, "label_source": "logged", "raw_type": None,
-             "card": NAMES[cd - 1] if cd else None, "target": None, "target_seat": tg - 1 if tg else None,
-             "raw": None, "requested_index": rq - 1 if rq else None}))
+        pieces.append(
+            b'],"action":'
+            + orjson.dumps(
+                {
+                    "macro": MACRO_ACTIONS[a],
+                    "index": a,
+                    "label_source": "logged",
+                    "raw_type": None,
+                    "card": NAMES[cd - 1] if cd else None,
+                    "target": None,
+                    "target_seat": tg - 1 if tg else None,
+                    "raw": None,
+                    "requested_index": rq - 1 if rq else None,
+                }
+            )
+        )
     return _table(pieces)[inverse.ravel()]
 
 
-def _game_seat_pieces(finished: Finished, seed: int, sources: Sequence[str], model_version: str | None,
-                      generation: int | None, game_prefix: str = "sim") -> tuple[np.ndarray, np.ndarray]:
+def _game_seat_pieces(
+    finished: Finished,
+    seed: int,
+    sources: Sequence[str],
+    model_version: str | None,
+    generation: int | None,
+    game_prefix: str = "sim",
+) -> tuple[np.ndarray, np.ndarray]:
     """A row's start up to ``decision_index`` by (game, seat); its end from ``winner_seat`` by (game, seat, last)."""
     heads, tails = [], []
     for g, k in enumerate(finished.game.tolist()):
         winner, truncated = int(finished.winner[g]), bool(finished.truncated[g])
         for s, source in enumerate(sources):
-            head = orjson.dumps({"schema_version": SCHEMA_VERSION, "source": source, "dialect": "canonical",
-                                 "engine": ENGINE, "game_id": game_id(seed, k, game_prefix)})
+            head = orjson.dumps(
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "source": source,
+                    "dialect": "canonical",
+                    "engine": ENGINE,
+                    "game_id": game_id(seed, k, game_prefix),
+                }
+            )
             heads.append(head[:-1] + b',"decision_index":')
             policy = source not in ("forge", "random")
             commander = NAMES[finished.commander[g, s]]
             archetype = ARCHETYPE_NAMES[finished.archetype[g, s]]
             for last in (False, True):
-                tail = orjson.dumps({
-                    "winner_seat": None if truncated or winner < 0 else winner, "is_draw": False,
-                    "timed_out": truncated, "seat_won": winner == s and not truncated,
-                    "placement": int(finished.placement[g, s]) or None, "is_terminal": last and not truncated,
-                    "truncated": last and truncated, "model_version": model_version if policy else None,
-                    "generation": generation if policy else None, "deck_name": f"{archetype.title()}: {commander}",
-                    "commander": commander, "archetype": archetype, "raw_outcome": None, "flags": None})
+                tail = orjson.dumps(
+                    {
+                        "winner_seat": None if truncated or winner < 0 else winner,
+                        "is_draw": False,
+                        "timed_out": truncated,
+                        "seat_won": winner == s and not truncated,
+                        "placement": int(finished.placement[g, s]) or None,
+                        "is_terminal": last and not truncated,
+                        "truncated": last and truncated,
+                        "model_version": model_version if policy else None,
+                        "generation": generation if policy else None,
+                        "deck_name": f"{archetype.title()}: {commander}",
+                        "commander": commander,
+                        "archetype": archetype,
+                        "raw_outcome": None,
+                        "flags": None,
+                    }
+                )
                 tails.append(b"," + tail[1:] + b"\n")
     return _table(heads), _table(tails)
 

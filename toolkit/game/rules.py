@@ -88,15 +88,15 @@ from toolkit.game.cards import (
     COMMANDER_IDS,
     COST,
     CREATURE,
-    DECKS,
     DECK_SIZE,
+    DECKS,
     DRAW,
     DRAWS,
     KIND,
     LAND,
     MANA,
-    NO_CARD,
     N_CARDS,
+    NO_CARD,
     POWER,
     RAMP,
     REMOVAL,
@@ -186,16 +186,34 @@ def new_state(n_games: int, config: RulesConfig) -> GameState:
     b, n, c = n_games, config.n_seats, N_CARDS
     z = np.zeros
     return GameState(
-        life=z((b, n), np.int16), cmd_damage=z((b, n, n), np.int16), sources=z((b, n), np.int16),
-        pool=z((b, n), np.int16), holding=z((b, n), bool), permanents=z((b, n, c), np.int8),
-        hand=z((b, n, c), np.int8), graveyard=z((b, n, c), np.int8),
-        library=z((b, n, DECK_SIZE), np.int16), drawn=z((b, n), np.int16),
-        creatures=np.full((b, n, SLOTS), NO_CARD, np.int16), sick=z((b, n, SLOTS), bool),
-        tapped=z((b, n, SLOTS), bool), commander=z((b, n), np.int16), in_command_zone=z((b, n), bool),
-        commander_casts=z((b, n), np.int16), archetype=z((b, n), np.int8), eliminated=z((b, n), bool),
-        placement=z((b, n), np.int8), seat=z(b, np.int8), phase=z(b, np.int8), turn=z(b, np.int16),
-        land_played=z(b, bool), alive=z(b, np.int8), done=np.ones(b, bool), truncated=z(b, bool),
-        winner=np.full(b, -1, np.int8), max_turn=config.max_rounds * n,
+        life=z((b, n), np.int16),
+        cmd_damage=z((b, n, n), np.int16),
+        sources=z((b, n), np.int16),
+        pool=z((b, n), np.int16),
+        holding=z((b, n), bool),
+        permanents=z((b, n, c), np.int8),
+        hand=z((b, n, c), np.int8),
+        graveyard=z((b, n, c), np.int8),
+        library=z((b, n, DECK_SIZE), np.int16),
+        drawn=z((b, n), np.int16),
+        creatures=np.full((b, n, SLOTS), NO_CARD, np.int16),
+        sick=z((b, n, SLOTS), bool),
+        tapped=z((b, n, SLOTS), bool),
+        commander=z((b, n), np.int16),
+        in_command_zone=z((b, n), bool),
+        commander_casts=z((b, n), np.int16),
+        archetype=z((b, n), np.int8),
+        eliminated=z((b, n), bool),
+        placement=z((b, n), np.int8),
+        seat=z(b, np.int8),
+        phase=z(b, np.int8),
+        turn=z(b, np.int16),
+        land_played=z(b, bool),
+        alive=z(b, np.int8),
+        done=np.ones(b, bool),
+        truncated=z(b, bool),
+        winner=np.full(b, -1, np.int8),
+        max_turn=config.max_rounds * n,
     )
 
 
@@ -209,9 +227,23 @@ def deal(state: GameState, g: np.ndarray, seeds: list[np.random.Generator], conf
         state.commander[game] = COMMANDER_IDS[arche, rng.integers(2, size=n)]
         state.library[game] = rng.permuted(DECKS[arche], axis=1)
         state.seat[game] = rng.integers(n)
-    for array in (state.cmd_damage, state.sources, state.pool, state.holding, state.permanents, state.hand,
-                  state.graveyard, state.sick, state.tapped, state.commander_casts, state.eliminated,
-                  state.placement, state.phase, state.land_played, state.truncated):
+    for array in (
+        state.cmd_damage,
+        state.sources,
+        state.pool,
+        state.holding,
+        state.permanents,
+        state.hand,
+        state.graveyard,
+        state.sick,
+        state.tapped,
+        state.commander_casts,
+        state.eliminated,
+        state.placement,
+        state.phase,
+        state.land_played,
+        state.truncated,
+    ):
         array[g] = 0
     state.life[g] = config.starting_life
     state.creatures[g] = NO_CARD
@@ -438,8 +470,9 @@ class Combat:
     power_killed: np.ndarray  # [M] summed power of the defender's creatures that die
 
 
-def resolve_combat(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray,
-                   attacking: np.ndarray | None = None) -> Combat:
+def resolve_combat(
+    state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray, attacking: np.ndarray | None = None
+) -> Combat:
     """The block rule applied to ``attacking`` [M,SLOTS] (default: every ready creature) of seat ``a`` against ``d``.
 
     Pure: players use it to foresee an attack (without the defender's held
@@ -470,10 +503,15 @@ def resolve_combat(state: GameState, g: np.ndarray, a: np.ndarray, d: np.ndarray
     a_dead = block & (b_pow >= a_tough)
     b_dead = block & (a_pow >= b_tough)
     return Combat(
-        damage=damage, commander_damage=commander_damage,
+        damage=damage,
+        commander_damage=commander_damage,
         eliminates=(life - damage <= 0) | (np.maximum(commander_damage, others) >= COMMANDER_LETHAL),
-        a_order=a_order, b_order=b_order, a_dead=a_dead, b_dead=b_dead,
-        power_lost=(a_pow * a_dead).sum(1), power_killed=(b_pow * b_dead).sum(1),
+        a_order=a_order,
+        b_order=b_order,
+        a_dead=a_dead,
+        b_dead=b_dead,
+        power_lost=(a_pow * a_dead).sum(1),
+        power_killed=(b_pow * b_dead).sum(1),
     )
 
 
@@ -529,8 +567,13 @@ class StepResult:
     target: np.ndarray
 
 
-def apply(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarray | None = None,
-          mask: np.ndarray | None = None) -> StepResult:
+def apply(
+    state: GameState,
+    g: np.ndarray,
+    action: np.ndarray,
+    target: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+) -> StepResult:
     """Apply each game's chosen action for its acting seat; ``target`` (-1 = the rule) picks whom to attack.
 
     ``mask`` is the legal mask of these decisions when the caller has it
@@ -552,8 +595,12 @@ def apply(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarra
     reward = np.zeros(len(g), np.float32)
     card = np.full(len(g), NO_CARD, np.int16)
     tgt = np.full(len(g), -1, np.int8)
-    for code, cast in ((CAST_CREATURE, _cast_creature), (CAST_DRAW, _cast_draw), (CAST_RAMP, _cast_ramp),
-                       (CAST_COMMANDER, _cast_commander)):
+    for code, cast in (
+        (CAST_CREATURE, _cast_creature),
+        (CAST_DRAW, _cast_draw),
+        (CAST_RAMP, _cast_ramp),
+        (CAST_COMMANDER, _cast_commander),
+    ):
         i = np.flatnonzero(action == code)
         if len(i):
             card[i] = cast(state, g[i], s[i])
@@ -580,5 +627,6 @@ def apply(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarra
 
 def copy_state(state: GameState) -> GameState:
     """A deep copy (tests use it to compare before and after)."""
-    return GameState(**{f.name: (v.copy() if isinstance(v := getattr(state, f.name), np.ndarray) else v)
-                        for f in fields(state)})
+    return GameState(
+        **{f.name: (v.copy() if isinstance(v := getattr(state, f.name), np.ndarray) else v) for f in fields(state)}
+    )

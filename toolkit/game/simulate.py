@@ -16,9 +16,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.errors import ConfigError
-from toolkit.progress import Progress, ProgressFn
 from toolkit.game import core, records, rules
 from toolkit.game.players import PLAYER_TYPES, make_player
+from toolkit.progress import Progress, ProgressFn
 
 
 class SimulateConfig(BaseModel):
@@ -28,7 +28,9 @@ class SimulateConfig(BaseModel):
 
     games: int = Field(1000, ge=1, le=100_000_000, description="Games to play (--games).")
     players: tuple[str, ...] = Field(
-        ("heuristic",) * 4, min_length=2, max_length=6,
+        ("heuristic",) * 4,
+        min_length=2,
+        max_length=6,
         description=f"One player per seat, among {', '.join(PLAYER_TYPES)} (--players).",
     )
     seed: int = Field(0, ge=0, description="Seed of the run; same seed, same games, same bytes (--seed).")
@@ -74,16 +76,23 @@ def simulate(config: SimulateConfig, progress: ProgressFn | None = None) -> Simu
     if config.out is not None:
         prefix = f"sim-{config.seed}"
         if any(config.out.glob(f"{prefix}-part-*")):
-            raise ConfigError(f"{config.out} already holds logs of seed {config.seed}",
-                              hint="choose another --out folder or --seed")
+            raise ConfigError(
+                f"{config.out} already holds logs of seed {config.seed}", hint="choose another --out folder or --seed"
+            )
         writer = records.DecisionWriter(config.out, prefix, config.compression, config.rows_per_file)
     rules_config = rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds)
     sources = [p.source for p in players]
     wins = np.zeros(n, np.int64)
     games = decisions = truncations = draws = 0
     start = time.perf_counter()
-    for finished in core.play(players, config.games, seed=config.seed, config=rules_config,
-                              batch_size=config.batch_size, record=writer is not None):
+    for finished in core.play(
+        players,
+        config.games,
+        seed=config.seed,
+        config=rules_config,
+        batch_size=config.batch_size,
+        record=writer is not None,
+    ):
         if writer is not None:
             writer.write(records.build_jsonl(finished, seed=config.seed, sources=sources), len(finished.log["game"]))
         won = finished.winner[finished.winner >= 0]
@@ -102,8 +111,14 @@ def simulate(config: SimulateConfig, progress: ProgressFn | None = None) -> Simu
         seats = [i for i, p in enumerate(config.players) if p == name]
         per_type[name] = round(float(wins[seats].sum()) / (games * len(seats)), 4)
     return SimulateResult(
-        games=games, decisions=decisions, seconds=round(seconds, 3),
-        decisions_per_second=round(decisions / max(seconds, 1e-9), 1), wins_per_seat=wins.tolist(),
-        win_rate_per_seat=[round(float(w) / games, 4) for w in wins], win_rate_per_player_type=per_type,
-        draws=draws, truncations=truncations, files=writer.files if writer is not None else [],
+        games=games,
+        decisions=decisions,
+        seconds=round(seconds, 3),
+        decisions_per_second=round(decisions / max(seconds, 1e-9), 1),
+        wins_per_seat=wins.tolist(),
+        win_rate_per_seat=[round(float(w) / games, 4) for w in wins],
+        win_rate_per_player_type=per_type,
+        draws=draws,
+        truncations=truncations,
+        files=writer.files if writer is not None else [],
     )

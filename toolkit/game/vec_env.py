@@ -53,12 +53,12 @@ class CommanderVecEnv(VecEnv):
         max_rounds: int = 30,
     ) -> None:
         """Args:
-            n_envs: games stepped together.
-            opponents: a fixed table (one per other seat) or an :class:`OpponentPool` league.
-            seed: env ``i`` draws its episodes from ``default_rng(env_seed(seed, i))``.
-            learner_seat: the learner's seat, or None to draw it per episode.
-            pod_size: seats at the table (default: one more than a fixed table's opponents, else 4).
-            max_rounds: rounds before a game stops at the turn limit.
+        n_envs: games stepped together.
+        opponents: a fixed table (one per other seat) or an :class:`OpponentPool` league.
+        seed: env ``i`` draws its episodes from ``default_rng(env_seed(seed, i))``.
+        learner_seat: the learner's seat, or None to draw it per episode.
+        pod_size: seats at the table (default: one more than a fixed table's opponents, else 4).
+        max_rounds: rounds before a game stops at the turn limit.
         """
         if n_envs < 1:
             raise ConfigError(f"n_envs must be at least 1, got {n_envs}", hint="step one game or more")
@@ -126,7 +126,9 @@ class CommanderVecEnv(VecEnv):
     def close(self) -> None:
         pass
 
-    def env_method(self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any) -> list[Any]:
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
         if method_name != "action_masks":
             raise AttributeError(f"CommanderVecEnv has no per-env method {method_name!r}")
         return list(self.action_masks()[self._get_indices(indices)])
@@ -174,13 +176,16 @@ class CommanderVecEnv(VecEnv):
             infos[i] = {
                 "terminal_observation": terminal[k],
                 "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])},
-                "won": bool(won[k]), "placement": int(st.placement[i, self.learner[i]]),
-                "timed_out": bool(st.truncated[i]), "opponents": self.opponents[i].tolist(),
+                "won": bool(won[k]),
+                "placement": int(st.placement[i, self.learner[i]]),
+                "timed_out": bool(st.truncated[i]),
+                "opponents": self.opponents[i].tolist(),
             }
         self._start(ended)
 
     def _advance(self, slots: np.ndarray) -> None:
-        """Opponents play, all games together, until each game of ``slots`` waits on its learner or its episode ended."""
+        """Opponents play, all games together, until each game of ``slots`` waits on its learner or its episode
+        ended."""
         st = self.state
         while True:
             live = slots[~st.done[slots] & ~st.eliminated[slots, self.learner[slots]]]

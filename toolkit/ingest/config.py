@@ -1,4 +1,5 @@
-"""What the ingest stage is told: how to read files (``distill validate``) and how to ingest them (``distill ingest``)."""
+"""What the ingest stage is told: how to read files (``distill validate``) and how to ingest them
+(``distill ingest``)."""
 
 from __future__ import annotations
 

@@ -121,8 +121,11 @@ def find_duplicates(
         repeats = con.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM _new_keys GROUP BY {_KEY} HAVING count(*) > 1)"
         ).fetchone()
-        rows = [] if not (repeats and repeats[0]) else con.execute(
-            f"""
+        rows = (
+            []
+            if not (repeats and repeats[0])
+            else con.execute(
+                f"""
             WITH ranked AS (
                 SELECT *, row_number() OVER w AS rank,
                        first_value({col.SOURCE_FILE}) OVER w AS first_file,
@@ -133,7 +136,8 @@ def find_duplicates(
             SELECT {col.SOURCE_FILE}, {col.SOURCE_LINE}, first_file, first_line, NULL AS first_batch
             FROM ranked WHERE rank > 1
             """
-        ).fetchall()
+            ).fetchall()
+        )
         if existing is not None:
             rows += con.execute(
                 f"""

@@ -10,10 +10,10 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from toolkit.errors import FileReadError
-from toolkit.ingest.dedup import KeyLog, find_duplicates
-from toolkit.ingest.reader import expand_paths
 from toolkit.ingest.config import ReadOptions
+from toolkit.ingest.dedup import KeyLog, find_duplicates
 from toolkit.ingest.parts import FileReport
+from toolkit.ingest.reader import expand_paths
 from toolkit.ingest.validate import validate_file
 from toolkit.progress import Progress, ProgressFn
 
@@ -72,12 +72,16 @@ def validate_paths(
                 _validate_file(path, ordinal, options, report, keys, result, progress)
             except FileReadError as error:
                 report.reasons["unreadable_file"] += 1
-                result.problems.append(LineProblem(file=str(path), line=0, field="", code="unreadable_file", reason=error.reason))
+                result.problems.append(
+                    LineProblem(file=str(path), line=0, field="", code="unreadable_file", reason=error.reason)
+                )
                 result.reports.append(report)
                 continue
             if report.lines == report.blank:
                 report.reasons["empty_file"] += 1
-                result.problems.append(LineProblem(file=str(path), line=0, field="", code="empty_file", reason="file holds no record"))
+                result.problems.append(
+                    LineProblem(file=str(path), line=0, field="", code="empty_file", reason="file holds no record")
+                )
             result.reports.append(report)
         keys.close()
         _add_duplicates(keys, Path(scratch), result)
@@ -85,12 +89,21 @@ def validate_paths(
     return result
 
 
-def _validate_file(path: Path, ordinal: int, options: ReadOptions, report: FileReport, keys: KeyLog,
-                   result: ValidateResult, progress: ProgressFn | None) -> None:
+def _validate_file(
+    path: Path,
+    ordinal: int,
+    options: ReadOptions,
+    report: FileReport,
+    keys: KeyLog,
+    result: ValidateResult,
+    progress: ProgressFn | None,
+) -> None:
     for part in validate_file(path, options, report):
         for reject in part.rejects:
-            result.problems.extend(LineProblem(file=reject.file, line=reject.line, field=p.field, code=p.code, reason=p.message)
-                               for p in reject.problems)
+            result.problems.extend(
+                LineProblem(file=reject.file, line=reject.line, field=p.field, code=p.code, reason=p.message)
+                for p in reject.problems
+            )
         keys.add(part.table, part.lines, str(path), ordinal)
         if progress is not None:
             progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
@@ -105,5 +118,8 @@ def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None
         report.valid -= 1
         report.invalid += 1
         report.reasons["duplicate"] += 1
-        result.problems.append(LineProblem(file=duplicate.file, line=duplicate.line, field="game_id", code="duplicate",
-                                           reason=duplicate.message()))
+        result.problems.append(
+            LineProblem(
+                file=duplicate.file, line=duplicate.line, field="game_id", code="duplicate", reason=duplicate.message()
+            )
+        )

@@ -28,9 +28,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.json as pj
 
-from toolkit.ingest.rules import find_bad_rows
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.nesting import too_deep
+from toolkit.ingest.rules import find_bad_rows
 from toolkit.schema.arrow import snapshot_schema
 
 # A failing block is split in this many parts (down to single lines, which then

@@ -20,15 +20,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from toolkit import __version__
-from toolkit.ingest.staging import Lineage, StagedBatch
 from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.catalog.store import Catalog
 from toolkit.errors import FileReadError
+from toolkit.ingest.config import IngestConfig
 from toolkit.ingest.dedup import find_duplicates
+from toolkit.ingest.parts import FileReport, PackedPart, Part, Reject
 from toolkit.ingest.reader import expand_paths, read_chunks
 from toolkit.ingest.rowpath import Problem
-from toolkit.ingest.config import IngestConfig
-from toolkit.ingest.parts import FileReport, PackedPart, Part, Reject
+from toolkit.ingest.staging import Lineage, StagedBatch
 from toolkit.ingest.validate import validate_file
 from toolkit.layout import Layout
 from toolkit.progress import Progress, ProgressFn
@@ -82,8 +82,13 @@ class IngestResult(BaseModel):
     @model_serializer(mode="wrap")
     def _summary_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         body = handler(self)  # JSON: the totals, the failed files' paths, then each file
-        return {"rows_valid": body["rows_valid"], "rows_rejected": body["rows_rejected"], "batches": body["batches"],
-                "failed": [f.path for f in self.failed], "files": body["files"]}
+        return {
+            "rows_valid": body["rows_valid"],
+            "rows_rejected": body["rows_rejected"],
+            "batches": body["batches"],
+            "failed": [f.path for f in self.failed],
+            "files": body["files"],
+        }
 
 
 def batch_id_for(sha256: str) -> str:
@@ -116,8 +121,16 @@ def ingest_paths(
             try:
                 result.files.append(_ingest_file(path, catalog, config, progress))
             except FileReadError as error:
-                result.files.append(FileIngest(path=str(path), sha256="", status="failed", batch_id=None,
-                                               report=FileReport(path=str(path)), note=error.reason))
+                result.files.append(
+                    FileIngest(
+                        path=str(path),
+                        sha256="",
+                        status="failed",
+                        batch_id=None,
+                        report=FileReport(path=str(path)),
+                        note=error.reason,
+                    )
+                )
     return result
 
 
@@ -136,10 +149,17 @@ def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: P
         sha, early = _hash_while_validating(path, parts, catalog)
         earlier = catalog.batch_for_file(sha)
         if earlier is not None:
-            return FileIngest(path=str(path), sha256=sha, status="already_ingested", batch_id=earlier[0],
-                              report=FileReport(path=str(path)),
-                              note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}")
-        return _stage_and_publish(path, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress)
+            return FileIngest(
+                path=str(path),
+                sha256=sha,
+                status="already_ingested",
+                batch_id=earlier[0],
+                report=FileReport(path=str(path)),
+                note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}",
+            )
+        return _stage_and_publish(
+            path, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress
+        )
     finally:
         parts.close()
 
@@ -171,8 +191,15 @@ def _unpacked(early: list[PackedPart]) -> Iterator[Part]:
         yield early.pop().unpack()
 
 
-def _stage_and_publish(path: Path, sha: str, parts: Iterator[Part], report: FileReport, catalog: Catalog,
-                       config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
+def _stage_and_publish(
+    path: Path,
+    sha: str,
+    parts: Iterator[Part],
+    report: FileReport,
+    catalog: Catalog,
+    config: IngestConfig,
+    progress: ProgressFn | None,
+) -> FileIngest:
     """Stage the file's parts as one batch, quarantine duplicates, record and publish it."""
     batch_id = batch_id_for(sha)
     layout = catalog.layout
@@ -185,18 +212,27 @@ def _stage_and_publish(path: Path, sha: str, parts: Iterator[Part], report: File
                 progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
         if report.lines == report.blank and not staged.rejects:
             shutil.rmtree(staged.root, ignore_errors=True)
-            return FileIngest(path=str(path), sha256=sha, status="empty", batch_id=None, report=report,
-                              note="file holds no record: nothing ingested")
+            return FileIngest(
+                path=str(path),
+                sha256=sha,
+                status="empty",
+                batch_id=None,
+                report=report,
+                note="file holds no record: nothing ingested",
+            )
         staged.finish_rows()
         duplicates = _quarantine_duplicates(path, staged, catalog, report)
         staged.close()
-        catalog.record_batch(_batch_record(batch_id, sha, staged, report, duplicates, config),
-                             _file_record(path, sha, batch_id, report))
+        catalog.record_batch(
+            _batch_record(batch_id, sha, staged, report, duplicates, config), _file_record(path, sha, batch_id, report)
+        )
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
         raise
     catalog.publish_recorded(staged.root)
-    return FileIngest(path=str(path), sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates)
+    return FileIngest(
+        path=str(path), sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates
+    )
 
 
 def _quarantine_duplicates(path: Path, staged: StagedBatch, catalog: Catalog, report: FileReport) -> int:
@@ -208,8 +244,9 @@ def _quarantine_duplicates(path: Path, staged: StagedBatch, catalog: Catalog, re
     staged.drop_lines(lines)
     raw = read_lines(path, lines)
     for duplicate in duplicates:
-        reject = Reject(str(path), duplicate.line, raw[duplicate.line],
-                        [Problem("game_id", "duplicate", duplicate.message())])
+        reject = Reject(
+            str(path), duplicate.line, raw[duplicate.line], [Problem("game_id", "duplicate", duplicate.message())]
+        )
         staged.rejects.append(reject)
         report.valid -= 1
         report.add_reject(reject)
@@ -226,19 +263,34 @@ def read_lines(path: Path, wanted: set[int]) -> dict[int, bytes]:
     return found
 
 
-def _batch_record(batch_id: str, sha: str, staged: StagedBatch, report: FileReport, duplicates: int,
-                  config: IngestConfig) -> BatchRecord:
+def _batch_record(
+    batch_id: str, sha: str, staged: StagedBatch, report: FileReport, duplicates: int, config: IngestConfig
+) -> BatchRecord:
     return BatchRecord(
-        batch_id=batch_id, created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None), file_sha256=sha,
-        rows_valid=report.valid, rows_rejected=report.invalid, rows_duplicate=duplicates,
-        sources=staged.sources, generations=staged.generations,
-        source_override=config.read.source, dialect_override=config.read.dialect, distill_version=__version__,
+        batch_id=batch_id,
+        created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        file_sha256=sha,
+        rows_valid=report.valid,
+        rows_rejected=report.invalid,
+        rows_duplicate=duplicates,
+        sources=staged.sources,
+        generations=staged.generations,
+        source_override=config.read.source,
+        dialect_override=config.read.dialect,
+        distill_version=__version__,
     )
 
 
 def _file_record(path: Path, sha: str, batch_id: str, report: FileReport) -> FileRecord:
     return FileRecord(
-        file_sha256=sha, path=str(path), size_bytes=path.stat().st_size, batch_id=batch_id,
-        lines=report.lines, blank_lines=report.blank, rows_valid=report.valid, rows_rejected=report.invalid,
-        dialects=dict(report.dialects), ingested_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        file_sha256=sha,
+        path=str(path),
+        size_bytes=path.stat().st_size,
+        batch_id=batch_id,
+        lines=report.lines,
+        blank_lines=report.blank,
+        rows_valid=report.valid,
+        rows_rejected=report.invalid,
+        dialects=dict(report.dialects),
+        ingested_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
     )

@@ -35,8 +35,9 @@ def nesting_depth(text: bytes) -> int:
     run_before = np.concatenate(([0], positions[:-1] - last_plain[:-1]))
     quote = (octets == _QUOTE) & (run_before % 2 == 0)
     outside = np.cumsum(quote) % 2 == 0  # a quote itself counts as inside; brackets are never quotes
-    step = (((octets == _OPEN_BRACE) | (octets == _OPEN_BRACKET)).astype(np.int32)
-            - ((octets == _CLOSE_BRACE) | (octets == _CLOSE_BRACKET)))
+    step = ((octets == _OPEN_BRACE) | (octets == _OPEN_BRACKET)).astype(np.int32) - (
+        (octets == _CLOSE_BRACE) | (octets == _CLOSE_BRACKET)
+    )
     return int(np.cumsum(np.where(outside, step, 0)).max(initial=0))
 
 

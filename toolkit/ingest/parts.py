@@ -1,4 +1,5 @@
-"""What validation hands on: parts of accepted rows with their rejects, per-file counts, and the lake partitions rows fall in."""
+"""What validation hands on: parts of accepted rows with their rejects, per-file counts, and the lake partitions
+rows fall in."""
 
 from __future__ import annotations
 
@@ -60,8 +61,9 @@ class PackedPart:
 
     def unpack(self) -> Part:
         options = ipc.IpcReadOptions(use_threads=False)
-        return Part(ipc.open_stream(self.data, options=options, memory_pool=memory_pool()).read_all(),
-                    self.lines, self.rejects)
+        return Part(
+            ipc.open_stream(self.data, options=options, memory_pool=memory_pool()).read_all(), self.lines, self.rejects
+        )
 
 
 class FileReport(BaseModel):

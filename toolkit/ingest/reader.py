@@ -236,7 +236,9 @@ def _read_chunks(path: Path, chunk_bytes: int) -> Iterator[Chunk]:
     tail = b""
     with open_decompressed(path) as handle:
         while True:
-            block = np.frombuffer(pa.allocate_buffer(len(tail) + chunk_bytes, memory_pool=memory_pool()), dtype=np.uint8)
+            block = np.frombuffer(
+                pa.allocate_buffer(len(tail) + chunk_bytes, memory_pool=memory_pool()), dtype=np.uint8
+            )
             block[: len(tail)] = np.frombuffer(tail, dtype=np.uint8)
             got = _fill(handle, block, len(tail))
             if not got:

@@ -66,8 +66,9 @@ def parse_line(text: bytes, *, at_open_end: bool = False) -> tuple[Any, Problem 
         return None, _json_problem(error, text, at_open_end)
     repeated = repeated_key(text)
     if repeated is not None:
-        return None, Problem(repeated, "duplicate_key", f"key {repeated!r} appears twice in one object: "
-                                                       "the record is ambiguous")
+        return None, Problem(
+            repeated, "duplicate_key", f"key {repeated!r} appears twice in one object: the record is ambiguous"
+        )
     return value, None
 
 
@@ -146,7 +147,9 @@ class RowValidator:
             return [RowOutcome(line, None, [problem])]
         if not isinstance(value, dict):
             kind = type(value).__name__ if value is not None else "null"
-            return [RowOutcome(line, None, [Problem("", "not_an_object", f"a record must be a JSON object, got {kind}")])]
+            return [
+                RowOutcome(line, None, [Problem("", "not_an_object", f"a record must be a JSON object, got {kind}")])
+            ]
         try:
             emitted = self.adapter.feed(line, value)
         except DialectError as error:

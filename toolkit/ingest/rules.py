@@ -216,4 +216,3 @@ def find_bad_rows(table: pa.Table) -> np.ndarray:
             _check(array, rule, rows, everywhere, bad)
     _cross_field({name: table[name].chunk(0) for name in table.column_names}, bad)
     return bad
-

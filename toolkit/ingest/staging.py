@@ -15,11 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from toolkit.catalog.store import QUARANTINE_SCHEMA
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.parts import Part, PartitionKey, Reject, partition_runs
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
-from toolkit.catalog.store import QUARANTINE_SCHEMA
 from toolkit.schema.arrow import lake_schema
 
 # zstd level 1: within ~3% of level 3's size here, at about half the CPU.

@@ -29,8 +29,17 @@ MAX_SHARE: Final = 0.02  # of a chunk's lines
 MAX_PATTERNS: Final = 16
 _NON_FINITE: Final = (b"NaN", b"Infinity")
 _VALUE_STARTS: Final = frozenset(b'"tfn[{')  # a value's first byte that tells a wrong JSON type
-_TYPE_CODES: Final = ("int_type", "float_type", "bool_type", "string_type", "list_type", "dict_type", "model_type",
-                      "int_from_float", "none_required")
+_TYPE_CODES: Final = (
+    "int_type",
+    "float_type",
+    "bool_type",
+    "string_type",
+    "list_type",
+    "dict_type",
+    "model_type",
+    "int_from_float",
+    "none_required",
+)
 
 
 class Suspects:
@@ -63,16 +72,17 @@ class Suspects:
             elif code in _TYPE_CODES:
                 name = b'"' + key.encode() + b'":'
                 at = text.find(name)
-                if at >= 0 and text[at + len(name): at + len(name) + 1] and text[at + len(name)] in _VALUE_STARTS:
-                    self._add(text[at: at + len(name) + 1])
+                if at >= 0 and text[at + len(name) : at + len(name) + 1] and text[at + len(name)] in _VALUE_STARTS:
+                    self._add(text[at : at + len(name) + 1])
 
     def _add(self, pattern: bytes) -> None:
         if len(self.patterns) < MAX_PATTERNS:
             self.patterns[pattern] = None
 
 
-def find_suspects(body: bytes | bytearray | memoryview, breaks: np.ndarray, n_lines: int,
-                  patterns: Iterable[bytes]) -> tuple[np.ndarray, list[bytes]]:
+def find_suspects(
+    body: bytes | bytearray | memoryview, breaks: np.ndarray, n_lines: int, patterns: Iterable[bytes]
+) -> tuple[np.ndarray, list[bytes]]:
     """Per line of a chunk, whether it shows one of ``patterns``; and the patterns found on
     more than :data:`MAX_SHARE` of the lines (not faults but the file's shape: they mark nothing).
 
@@ -85,7 +95,8 @@ def find_suspects(body: bytes | bytearray | memoryview, breaks: np.ndarray, n_li
         return marked, []
     lines = _lines_array(body, breaks, n_lines)
     hits = pc.match_substring_regex(lines, "|".join(re.escape(p.decode("latin-1")) for p in patterns)).to_numpy(
-        zero_copy_only=False)
+        zero_copy_only=False
+    )
     limit = max(32, int(MAX_SHARE * n_lines))
     if hits.sum() <= limit:
         return hits, []
@@ -93,7 +104,8 @@ def find_suspects(body: bytes | bytearray | memoryview, breaks: np.ndarray, n_li
     rest = [p for p in patterns if p not in common]
     if rest:
         marked = pc.match_substring_regex(lines, "|".join(re.escape(p.decode("latin-1")) for p in rest)).to_numpy(
-            zero_copy_only=False)
+            zero_copy_only=False
+        )
     return marked, common
 
 

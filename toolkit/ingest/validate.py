@@ -23,7 +23,14 @@ import pyarrow as pa
 from toolkit.dialects import detect_dialect
 from toolkit.errors import DialectError
 from toolkit.ingest.config import ReadOptions
-from toolkit.ingest.fastpath import PLACEHOLDER_ID, FastResult, looks_like_object, read_schema, validate_block, validate_lines
+from toolkit.ingest.fastpath import (
+    PLACEHOLDER_ID,
+    FastResult,
+    looks_like_object,
+    read_schema,
+    validate_block,
+    validate_lines,
+)
 from toolkit.ingest.parts import FileReport, Part, Reject, group_by_partition
 from toolkit.ingest.reader import UTF8_BOM, Chunk, read_chunks, read_chunks_ahead
 from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
@@ -202,8 +209,12 @@ class _FileValidation:
                 text = text[len(UTF8_BOM) :]
                 report.bom = True
             if len(text) > self.options.max_line_bytes:
-                problem = Problem("", "line_too_long", f"line of {len(text)} bytes exceeds the limit of "
-                                  f"{self.options.max_line_bytes} bytes (--max-line-bytes)")
+                problem = Problem(
+                    "",
+                    "line_too_long",
+                    f"line of {len(text)} bytes exceeds the limit of "
+                    f"{self.options.max_line_bytes} bytes (--max-line-bytes)",
+                )
                 rejects.append(Reject(self.name, line, chunk.raw(i), [problem]))
                 continue
             text = text.strip()
@@ -258,8 +269,9 @@ class _FileValidation:
         self.report.dialects.update(self.rows.dialects_seen)
         return part
 
-    def _assemble(self, tables: list[pa.Table], ids: list[np.ndarray], outcomes: list[RowOutcome],
-                  rejects: list[Reject]) -> Part:
+    def _assemble(
+        self, tables: list[pa.Table], ids: list[np.ndarray], outcomes: list[RowOutcome], rejects: list[Reject]
+    ) -> Part:
         accepted = [o for o in outcomes if o.record is not None]
         for outcome in outcomes:
             raw = self.pending_raw.pop(outcome.line)
@@ -314,8 +326,9 @@ def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Itera
         yield state.finish()
         return
     in_flight: deque[tuple[Future[FastResult], _Prepared]] = deque()
-    with ThreadPoolExecutor(max_workers=options.workers, thread_name_prefix="distill-parse",
-                            initializer=_yield_to_other_threads) as pool:
+    with ThreadPoolExecutor(
+        max_workers=options.workers, thread_name_prefix="distill-parse", initializer=_yield_to_other_threads
+    ) as pool:
         try:
             for chunk in read_chunks_ahead(path, options.chunk_bytes, depth=1):
                 prepared = state.prepare(chunk, fast=True)

@@ -56,12 +56,16 @@ class DataConfig(_Config):
         description="Per-source shares (or ratios) of the students' datasets from generation 1 on.",
     )
     teacher_generations: int = Field(
-        1, ge=1, description="The student learns from the teacher exports of this many latest generations (older "
+        1,
+        ge=1,
+        description="The student learns from the teacher exports of this many latest generations (older "
         "teachers were weaker).",
     )
     min_reward: float | None = Field(None, description="Minimum episode return of policy-written episodes.")
     wins_only: list[str] = Field(default_factory=list, description="Sources of which only won episodes are kept.")
-    holdout: HoldoutConfig = Field(default_factory=HoldoutConfig, description="The FIXED holdout; never change it mid-loop.")
+    holdout: HoldoutConfig = Field(
+        default_factory=HoldoutConfig, description="The FIXED holdout; never change it mid-loop."
+    )
     other_runs: Literal["exclude", "include"] = Field(
         "exclude",
         description="Batches of files other loop runs of the same data root wrote (runs/<other>/: their bootstrap "
@@ -77,9 +81,13 @@ class StudentConfig(_Config):
     batch_size: int = Field(1024, ge=1)
     learning_rate: float = Field(1e-3, gt=0)
     select: Literal["holdout_loss", "last_epoch"] = Field(
-        "last_epoch", description="Keep the last epoch's weights (the holdout is Forge-role play, which a student of "
-        "a stronger teacher departs from), or early-stop on the holdout loss.")
-    patience: int = Field(2, ge=1, description="Early stopping: epochs without holdout improvement (holdout_loss only).")
+        "last_epoch",
+        description="Keep the last epoch's weights (the holdout is Forge-role play, which a student of "
+        "a stronger teacher departs from), or early-stop on the holdout loss.",
+    )
+    patience: int = Field(
+        2, ge=1, description="Early stopping: epochs without holdout improvement (holdout_loss only)."
+    )
     hidden: tuple[int, ...] = Field((128, 128), description="Hidden layers (shared with PPO's actor).")
 
 
@@ -90,8 +98,11 @@ class LeagueConfig(_Config):
     tuned: float = Field(1.0, ge=0, description="The tuned heuristic.")
     random: float = Field(0.0, ge=0, description="The random player.")
     self: float = Field(1.0, ge=0, description="The learner's own current policy.")
-    past: float = Field(1.0, ge=0, description="Earlier generations' promoted students and PPO models, this weight "
-                        "split evenly among them.")
+    past: float = Field(
+        1.0,
+        ge=0,
+        description="Earlier generations' promoted students and PPO models, this weight split evenly among them.",
+    )
     past_models: int = Field(4, ge=0, description="How many of the latest earlier models the `past` weight covers.")
 
     @model_validator(mode="after")
@@ -116,13 +127,22 @@ class PPOStepConfig(_Config):
     n_epochs: int = Field(4, ge=1)
     learning_rate: float = Field(3e-4, gt=0, description="Learning rate (retries scale it).")
     lr_schedule: Literal["constant", "linear"] = Field(
-        "constant", description="constant (measured best when each generation continues the last), or linear decay.")
+        "constant", description="constant (measured best when each generation continues the last), or linear decay."
+    )
     ent_coef: float = Field(0.01, ge=0, description="Entropy bonus (retries raise it).")
-    critic_warmup_updates: int = Field(3, ge=0, description="Updates that train only the critic when PPO starts "
-                                       "from a student (whose critic does not exist yet).")
+    critic_warmup_updates: int = Field(
+        3,
+        ge=0,
+        description="Updates that train only the critic when PPO starts "
+        "from a student (whose critic does not exist yet).",
+    )
     league: LeagueConfig = Field(default_factory=LeagueConfig)
-    export_games: int = Field(2000, ge=1, description="Games the trained policy plays against the league; all its "
-                              "decisions (wins and losses) are exported as the teacher's labels.")
+    export_games: int = Field(
+        2000,
+        ge=1,
+        description="Games the trained policy plays against the league; all its "
+        "decisions (wins and losses) are exported as the teacher's labels.",
+    )
 
 
 class StrengthGateConfig(_Config):
@@ -155,8 +175,9 @@ class StrengthGateConfig(_Config):
 class FloorConfig(_Config):
     """The seed's absolute floor for merging PPO's export: a fixed-size evaluation against the floor's table."""
 
-    win_rate: float | None = Field(0.30, ge=0, lt=1, description="The PPO model's win rate must exceed this "
-                                   "(None: no floor)...")
+    win_rate: float | None = Field(
+        0.30, ge=0, lt=1, description="The PPO model's win rate must exceed this (None: no floor)..."
+    )
     games: int = Field(400, ge=4, description="...over this many games (seats rotated)...")
     opponents: tuple[str, ...] = Field(("heuristic",) * 3, description="...against this table.")
 
@@ -201,7 +222,9 @@ class ConvergenceConfig(_Config):
 
     window: int = Field(3, ge=2, description="Generations the plateau rule looks back over.")
     min_win_rate_gain: float = Field(
-        0.01, ge=0, description="Plateau: the promoted student's evaluated win rate rose less than this over the window."
+        0.01,
+        ge=0,
+        description="Plateau: the promoted student's evaluated win rate rose less than this over the window.",
     )
 
 
@@ -223,17 +246,25 @@ class LoopConfig(_Config):
     data: DataConfig = Field(default_factory=DataConfig)
     student: StudentConfig = Field(default_factory=StudentConfig)
     ppo: PPOStepConfig = Field(default_factory=PPOStepConfig)
-    strength_gate: StrengthGateConfig = Field(default_factory=StrengthGateConfig, description="Promotion of PPO "
-                                              "models and (unless student_gate is set) of students.")
+    strength_gate: StrengthGateConfig = Field(
+        default_factory=StrengthGateConfig,
+        description="Promotion of PPO models and (unless student_gate is set) of students.",
+    )
     student_gate: StrengthGateConfig | None = Field(None, description="The students' own strength gate, if different.")
     floor: FloorConfig = Field(default_factory=FloorConfig)
     accuracy_guard: AccuracyGuardConfig = Field(default_factory=AccuracyGuardConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     data_gate: bool = Field(True, description="Run the lake suite on each new batch (blocking failures reject it).")
-    data_gate_suite: Path | None = Field(None, description="Lake suite for new batches (default: the lake suite shipped "
-                                         "with Distill, shown in checks/lake.json).")
+    data_gate_suite: Path | None = Field(
+        None,
+        description="Lake suite for new batches (default: the lake suite shipped "
+        "with Distill, shown in checks/lake.json).",
+    )
     data_gate_entropy_floor: float | None = Field(
-        None, ge=0, le=1, description="Override the suite's action-entropy floor (ratio to the maximum) for new batches."
+        None,
+        ge=0,
+        le=1,
+        description="Override the suite's action-entropy floor (ratio to the maximum) for new batches.",
     )
     retry: RetryConfig = Field(default_factory=RetryConfig)
     convergence: ConvergenceConfig = Field(default_factory=ConvergenceConfig)
@@ -242,4 +273,3 @@ class LoopConfig(_Config):
     @property
     def dataset(self) -> str:
         return f"loop-{self.name}"
-

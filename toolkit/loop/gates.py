@@ -61,8 +61,14 @@ def deal_wins(result: EvaluationResult) -> np.ndarray:
     return np.array([o.won for o in result.outcomes], float).reshape(-1, pods).sum(1)  # outcomes sorted (deal, seat)
 
 
-def strength_gate(candidate: Callable[[], Player], baseline: Callable[[], Player], config: StrengthGateConfig, *,
-                  seed: int, max_rounds: int) -> StrengthVerdict:
+def strength_gate(
+    candidate: Callable[[], Player],
+    baseline: Callable[[], Player],
+    config: StrengthGateConfig,
+    *,
+    seed: int,
+    max_rounds: int,
+) -> StrengthVerdict:
     """Play both on the same deals, round by round, until the GSPRT decides or ``max_deals`` are played."""
     sprt = MeanSPRT(config.delta0, config.delta1, config.alpha, config.beta, low=-1.0, high=1.0)
     pods = len(config.opponents) + 1
@@ -72,9 +78,20 @@ def strength_gate(candidate: Callable[[], Player], baseline: Callable[[], Player
     rounds = 0
     while len(used_c) < config.max_deals and decision is None:
         deals = min(config.deals_per_round, config.max_deals - len(used_c))
-        wins_c, wins_b = (deal_wins(evaluate(make, EvaluateConfig(opponents=config.opponents, games=deals * pods,
-                                                                  seed=seed * 10_007 + rounds, max_rounds=max_rounds)))
-                          for make in (candidate, baseline))
+        wins_c, wins_b = (
+            deal_wins(
+                evaluate(
+                    make,
+                    EvaluateConfig(
+                        opponents=config.opponents,
+                        games=deals * pods,
+                        seed=seed * 10_007 + rounds,
+                        max_rounds=max_rounds,
+                    ),
+                )
+            )
+            for make in (candidate, baseline)
+        )
         rounds += 1
         for c, b in zip(wins_c.tolist(), wins_b.tolist(), strict=True):
             used_c.append(c)
@@ -86,8 +103,9 @@ def strength_gate(candidate: Callable[[], Player], baseline: Callable[[], Player
     return _verdict(sprt, decision or "undecided", np.array(used_c), np.array(used_b), config)
 
 
-def _verdict(sprt: MeanSPRT, decision: str, wins_c: np.ndarray, wins_b: np.ndarray,
-             config: StrengthGateConfig) -> StrengthVerdict:
+def _verdict(
+    sprt: MeanSPRT, decision: str, wins_c: np.ndarray, wins_b: np.ndarray, config: StrengthGateConfig
+) -> StrengthVerdict:
     pods = len(config.opponents) + 1
     deals = len(wins_c)
     units = (wins_c - wins_b) / pods
@@ -100,11 +118,22 @@ def _verdict(sprt: MeanSPRT, decision: str, wins_c: np.ndarray, wins_b: np.ndarr
         "undecided": f"not shown better: {shown} (llr {sprt.llr:.2f} within [{sprt.lower:.2f}, {sprt.upper:.2f}])",
     }[decision]
     return StrengthVerdict(
-        passed=decision == "accept_h1", decision=decision, reason=reason, opponents=list(config.opponents),
-        deals=deals, games=deals * pods, candidate_win_rate=round(float(wins_c.sum()) / (deals * pods), 4),
-        baseline_win_rate=round(float(wins_b.sum()) / (deals * pods), 4), diff=round(mean, 4),
-        diff_low=round(mean - half, 4), diff_high=round(mean + half, 4), llr=round(sprt.llr, 4),
-        lower=round(sprt.lower, 4), upper=round(sprt.upper, 4), delta0=config.delta0, delta1=config.delta1,
+        passed=decision == "accept_h1",
+        decision=decision,
+        reason=reason,
+        opponents=list(config.opponents),
+        deals=deals,
+        games=deals * pods,
+        candidate_win_rate=round(float(wins_c.sum()) / (deals * pods), 4),
+        baseline_win_rate=round(float(wins_b.sum()) / (deals * pods), 4),
+        diff=round(mean, 4),
+        diff_low=round(mean - half, 4),
+        diff_high=round(mean + half, 4),
+        llr=round(sprt.llr, 4),
+        lower=round(sprt.lower, 4),
+        upper=round(sprt.upper, 4),
+        delta0=config.delta0,
+        delta1=config.delta1,
     )
 
 
@@ -122,17 +151,27 @@ class FloorVerdict(BaseModel):
 
 def floor_gate(make: Callable[[], Player], config: FloorConfig, *, seed: int, max_rounds: int) -> FloorVerdict:
     """The model must win more than ``config.win_rate`` of ``config.games`` games against the table."""
-    result = evaluate(make, EvaluateConfig(opponents=config.opponents, games=config.games, seed=seed,
-                                           max_rounds=max_rounds))
-    shown = (f"win rate {result.win_rate:.1%} [{result.win_low:.1%}, {result.win_high:.1%}] over {result.games} games "
-             f"vs {', '.join(config.opponents)}")
+    result = evaluate(
+        make, EvaluateConfig(opponents=config.opponents, games=config.games, seed=seed, max_rounds=max_rounds)
+    )
+    shown = (
+        f"win rate {result.win_rate:.1%} [{result.win_low:.1%}, {result.win_high:.1%}] over {result.games} games "
+        f"vs {', '.join(config.opponents)}"
+    )
     if config.win_rate is None:
         passed, reason = True, f"{shown} (no floor set)"
     else:
         passed = result.win_rate > config.win_rate
         reason = f"{shown} {'>' if passed else '<='} {config.win_rate:.0%}"
-    return FloorVerdict(passed=passed, reason=reason, win_rate=result.win_rate, win_low=result.win_low,
-                        win_high=result.win_high, games=result.games, threshold=config.win_rate)
+    return FloorVerdict(
+        passed=passed,
+        reason=reason,
+        win_rate=result.win_rate,
+        win_low=result.win_low,
+        win_high=result.win_high,
+        games=result.games,
+        threshold=config.win_rate,
+    )
 
 
 class GuardVerdict(BaseModel):
@@ -173,7 +212,12 @@ def accuracy_guard(card: Path, previous: Path | None, dataset: Dataset, config: 
     compared = f" (previous student {before:.3f})" if before is not None else ""
     reason = "; ".join(problems) or f"holdout accuracy {accuracy:.3f}{compared}"
     return GuardVerdict(
-        passed=not problems, reason=reason, accuracy=round(accuracy, 4),
-        previous_accuracy=None if before is None else round(before, 4), floor=config.floor, margin=config.margin,
-        holdout_rows=dataset.manifest.splits[HOLDOUT].rows, holdout_content=dataset.manifest.holdout.content,
+        passed=not problems,
+        reason=reason,
+        accuracy=round(accuracy, 4),
+        previous_accuracy=None if before is None else round(before, 4),
+        floor=config.floor,
+        margin=config.margin,
+        holdout_rows=dataset.manifest.splits[HOLDOUT].rows,
+        holdout_content=dataset.manifest.holdout.content,
     )

@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from toolkit.loop.state import GenerationState, LoopState, now
 from toolkit.datasets.dataset import Share
 from toolkit.loop.gates import GuardVerdict
+from toolkit.loop.state import GenerationState, LoopState, now
 from toolkit.loop.steps.base import StepName
 from toolkit.loop.steps.build import BuildStepResult
-from toolkit.loop.steps.ratings import RatingsResult
 from toolkit.loop.steps.evaluate import EvaluationStepResult, Gain, Score
+from toolkit.loop.steps.ratings import RatingsResult
 from toolkit.ratings import Standing
 
 
@@ -64,8 +64,13 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
     attempts = []
     for attempt in range(gen.attempt + 1):
         steps = {r.name: r for k, r in gen.steps.items() if k.startswith(f"{attempt}:")}
-        attempts.append(AttemptRecord(attempt=attempt, steps={n: r.result for n, r in steps.items()},
-                                      timings={n: r.seconds for n, r in steps.items()}))
+        attempts.append(
+            AttemptRecord(
+                attempt=attempt,
+                steps={n: r.result for n, r in steps.items()},
+                timings={n: r.seconds for n, r in steps.items()},
+            )
+        )
     last = attempts[-1].steps
     guard = GuardVerdict.model_validate(last[StepName.ACCURACY_GUARD]) if StepName.ACCURACY_GUARD in last else None
     build = BuildStepResult.model_validate(last[StepName.BUILD]) if StepName.BUILD in last else None
@@ -76,14 +81,27 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
     ppo = next(iter(scores.get("ppo", {}).values()), None)
     promoted = {p.kind for p in state.promoted if p.generation == gen.generation}
     return GenerationRecord(
-        loop=loop, generation=gen.generation, outcome=gen.outcome, reason=gen.reason, retries=gen.attempt,
-        teacher_promoted="ppo" in promoted, student_promoted="student" in promoted,
-        student=state.current_student, ppo=state.current_ppo,
-        holdout_accuracy=guard.accuracy if guard else None, previous_accuracy=guard.previous_accuracy if guard else None,
-        student_win_rate=student.win_rate if student else None, student_win_low=student.win_low if student else None,
-        student_win_high=student.win_high if student else None, ppo_win_rate=ppo.win_rate if ppo else None,
-        evaluation=scores or None, student_gain=evaluation.student_gain if evaluation else None,
-        rows_by_source=build.rows_by_source if build else None, shares=build.shares if build else None,
-        ratings=ratings.standings if ratings else None, attempts=attempts,
-        seconds=round(sum(r.seconds for r in gen.steps.values()), 3), recorded_at=now(),
+        loop=loop,
+        generation=gen.generation,
+        outcome=gen.outcome,
+        reason=gen.reason,
+        retries=gen.attempt,
+        teacher_promoted="ppo" in promoted,
+        student_promoted="student" in promoted,
+        student=state.current_student,
+        ppo=state.current_ppo,
+        holdout_accuracy=guard.accuracy if guard else None,
+        previous_accuracy=guard.previous_accuracy if guard else None,
+        student_win_rate=student.win_rate if student else None,
+        student_win_low=student.win_low if student else None,
+        student_win_high=student.win_high if student else None,
+        ppo_win_rate=ppo.win_rate if ppo else None,
+        evaluation=scores or None,
+        student_gain=evaluation.student_gain if evaluation else None,
+        rows_by_source=build.rows_by_source if build else None,
+        shares=build.shares if build else None,
+        ratings=ratings.standings if ratings else None,
+        attempts=attempts,
+        seconds=round(sum(r.seconds for r in gen.steps.values()), 3),
+        recorded_at=now(),
     )

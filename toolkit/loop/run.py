@@ -39,21 +39,38 @@ from pydantic import BaseModel
 
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
-from toolkit.progress import Progress, ProgressFn
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.gates import GuardVerdict, StrengthVerdict
 from toolkit.loop.record import GenerationRecord, generation_record
 from toolkit.loop.state import PAUSE, STOP, GenerationState, LoopState, PromotedModel, RunFolder, StepRecord, now
-from toolkit.loop.steps import batches, build, data_gate, evaluate, guard, ingest, ratings, selfplay, simulate, strength, student
+from toolkit.loop.steps import (
+    batches,
+    build,
+    data_gate,
+    evaluate,
+    guard,
+    ingest,
+    ratings,
+    selfplay,
+    simulate,
+    strength,
+    student,
+)
 from toolkit.loop.steps.base import SeedSlot, StepContext, StepName, derive_seed
+from toolkit.progress import Progress, ProgressFn
 from toolkit.storage import write_text_atomic
 
 Result = TypeVar("Result", bound=BaseModel)
 Input = TypeVar("Input", bound=BaseModel)
-SEED_SLOTS = {StepName.SIMULATE: SeedSlot.SIMULATE, StepName.SELFPLAY: SeedSlot.SELFPLAY,
-              StepName.PPO_GATE: SeedSlot.PPO_GATE, StepName.BUILD: SeedSlot.BUILD,
-              StepName.TRAIN_STUDENT: SeedSlot.TRAIN_STUDENT, StepName.STUDENT_GATE: SeedSlot.STUDENT_GATE,
-              StepName.RATINGS: SeedSlot.TOURNAMENT}
+SEED_SLOTS = {
+    StepName.SIMULATE: SeedSlot.SIMULATE,
+    StepName.SELFPLAY: SeedSlot.SELFPLAY,
+    StepName.PPO_GATE: SeedSlot.PPO_GATE,
+    StepName.BUILD: SeedSlot.BUILD,
+    StepName.TRAIN_STUDENT: SeedSlot.TRAIN_STUDENT,
+    StepName.STUDENT_GATE: SeedSlot.STUDENT_GATE,
+    StepName.RATINGS: SeedSlot.TOURNAMENT,
+}
 STUDENT, PPO = "student", "ppo"
 
 
@@ -86,8 +103,10 @@ def run_loop(layout: Layout, config: LoopConfig, *, progress: ProgressFn | None 
 
 
 def _exists(name: str, run: RunFolder) -> ConfigError:
-    return ConfigError(f"a loop run named {name!r} exists at {run.root}",
-                       hint=f"continue it with `distill loop resume --name {name}`, or pick another --name")
+    return ConfigError(
+        f"a loop run named {name!r} exists at {run.root}",
+        hint=f"continue it with `distill loop resume --name {name}`, or pick another --name",
+    )
 
 
 def resume_loop(layout: Layout, name: str, *, progress: ProgressFn | None = None) -> LoopState:
@@ -133,7 +152,9 @@ def request(layout: Layout, name: str, kind: str) -> Path:
 
 
 class _Loop:
-    def __init__(self, layout: Layout, config: LoopConfig, run: RunFolder, state: LoopState, progress: ProgressFn | None) -> None:
+    def __init__(
+        self, layout: Layout, config: LoopConfig, run: RunFolder, state: LoopState, progress: ProgressFn | None
+    ) -> None:
         self.layout, self.config, self.run_folder, self.state = layout, config, run, state
         self.progress = progress or (lambda event: None)
 
@@ -159,8 +180,9 @@ class _Loop:
         self.run_folder.save(self.state)
         return self.state
 
-    def _step(self, name: StepName, fn: Callable[[StepContext, Input], Result], step_input: Input,
-              result_type: type[Result]) -> Result:
+    def _step(
+        self, name: StepName, fn: Callable[[StepContext, Input], Result], step_input: Input, result_type: type[Result]
+    ) -> Result:
         """Run one step once: a step already recorded returns its saved result, as its type, without running."""
         gen = self._gen()
         key = f"{gen.attempt}:{name}"
@@ -169,22 +191,41 @@ class _Loop:
         requested = self.run_folder.requested()
         if requested:
             raise _Halt(requested)
-        self.progress(Progress(gen.generation, self.config.max_generations + 1, "generations",
-                               f"gen-{gen.generation:03d} attempt {gen.attempt}: {name}"))
+        self.progress(
+            Progress(
+                gen.generation,
+                self.config.max_generations + 1,
+                "generations",
+                f"gen-{gen.generation:03d} attempt {gen.attempt}: {name}",
+            )
+        )
         folder = self.run_folder.gen_dir(gen.generation, gen.attempt) / name
         shutil.rmtree(folder, ignore_errors=True)  # a re-run after a crash starts clean
         slot = SEED_SLOTS.get(name, 0)
-        context = StepContext(self.layout, self.config, folder, derive_seed(self.config.seed, gen.generation, gen.attempt, slot),
-                              gen.generation, gen.attempt)
+        context = StepContext(
+            self.layout,
+            self.config,
+            folder,
+            derive_seed(self.config.seed, gen.generation, gen.attempt, slot),
+            gen.generation,
+            gen.attempt,
+        )
         started = time.perf_counter()
         result = fn(context, step_input)
-        record = StepRecord(name=name, attempt=gen.attempt, seconds=round(time.perf_counter() - started, 3),
-                            finished_at=now(), input=step_input.model_dump(mode="json"),
-                            result=result.model_dump(mode="json"))
+        record = StepRecord(
+            name=name,
+            attempt=gen.attempt,
+            seconds=round(time.perf_counter() - started, 3),
+            finished_at=now(),
+            input=step_input.model_dump(mode="json"),
+            result=result.model_dump(mode="json"),
+        )
         gen.steps[key] = record
         self.run_folder.save(self.state)
-        self.run_folder.append(self.run_folder.events_path,
-                               {"generation": gen.generation, **record.model_dump(exclude={"input", "result"})})
+        self.run_folder.append(
+            self.run_folder.events_path,
+            {"generation": gen.generation, **record.model_dump(exclude={"input", "result"})},
+        )
         return result
 
     def _gen(self) -> GenerationState:
@@ -192,7 +233,9 @@ class _Loop:
 
     def _promote(self, kind: str, checkpoint: str) -> None:
         g = self.state.generation
-        self.state.promoted.append(PromotedModel(generation=g, kind=kind, name=f"gen-{g:03d}-{kind}", checkpoint=checkpoint))
+        self.state.promoted.append(
+            PromotedModel(generation=g, kind=kind, name=f"gen-{g:03d}-{kind}", checkpoint=checkpoint)
+        )
         if kind == STUDENT:
             self.state.current_student = checkpoint
         else:
@@ -201,17 +244,29 @@ class _Loop:
 
     def _set_status(self, found: list[str], status: str, reason: str) -> None:
         name = StepName.ACCEPT if status == "accepted" else StepName.REJECT
-        self._step(name, batches.run, batches.BatchStatusInput(batches=found, status=status, reason=reason),
-                   batches.BatchStatusResult)
+        self._step(
+            name,
+            batches.run,
+            batches.BatchStatusInput(batches=found, status=status, reason=reason),
+            batches.BatchStatusResult,
+        )
 
     # -- generation 0 ------------------------------------------------------------------------
 
     def _bootstrap(self) -> None:
         boot, gen = self.config.bootstrap, self._gen()
-        logs = self._step(StepName.SIMULATE, simulate.run, simulate.SimulateInput(
-            games=boot.games, players=list(boot.players), logs=boot.logs), simulate.SimulateResult)
-        found = self._step(StepName.INGEST, ingest.run, ingest.IngestInput(files=logs.files), ingest.IngestStepResult).batches
-        data = self._step(StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult)
+        logs = self._step(
+            StepName.SIMULATE,
+            simulate.run,
+            simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=boot.logs),
+            simulate.SimulateResult,
+        )
+        found = self._step(
+            StepName.INGEST, ingest.run, ingest.IngestInput(files=logs.files), ingest.IngestStepResult
+        ).batches
+        data = self._step(
+            StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult
+        )
         if not data.passed:
             self._set_status(found, "rejected", f"data gate: {data.reason}")
             gen.outcome, gen.reason = "failed", f"bootstrap data rejected: {data.reason}"
@@ -246,15 +301,21 @@ class _Loop:
     def _attempt(self, g: int) -> tuple[bool, str]:
         """Self-play, gate and merge the teacher's data, then train and gate the student."""
         play = self._step(StepName.SELFPLAY, selfplay.run, self._selfplay_input(g), selfplay.SelfPlayResult)
-        found = self._step(StepName.INGEST, ingest.run, ingest.IngestInput(files=play.export.files),
-                           ingest.IngestStepResult).batches
+        found = self._step(
+            StepName.INGEST, ingest.run, ingest.IngestInput(files=play.export.files), ingest.IngestStepResult
+        ).batches
         baseline = self.state.current_ppo or self.state.current_student
-        gate = self._step(StepName.PPO_GATE, strength.ppo_gate,
-                          strength.StrengthInput(candidate=Path(play.final), baseline=Path(baseline or "")),
-                          strength.PPOGateResult)
+        gate = self._step(
+            StepName.PPO_GATE,
+            strength.ppo_gate,
+            strength.StrengthInput(candidate=Path(play.final), baseline=Path(baseline or "")),
+            strength.PPOGateResult,
+        )
         if not gate.passed:
             return self._reject(found, f"PPO gate: {gate.reason}")
-        data = self._step(StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult)
+        data = self._step(
+            StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult
+        )
         if not data.passed:
             return self._reject(found, f"data gate: {data.reason}")
         self._set_status(found, "accepted", f"generation {g}: the teacher passed its gates")
@@ -264,8 +325,12 @@ class _Loop:
         if not verdict.passed:
             return True, f"teacher promoted; student kept: accuracy guard: {verdict.reason}"
         previous = Path(self.state.current_student or "")
-        beat = self._step(StepName.STUDENT_GATE, strength.student_gate,
-                          strength.StrengthInput(candidate=Path(trained.checkpoint), baseline=previous), StrengthVerdict)
+        beat = self._step(
+            StepName.STUDENT_GATE,
+            strength.student_gate,
+            strength.StrengthInput(candidate=Path(trained.checkpoint), baseline=previous),
+            StrengthVerdict,
+        )
         if not beat.passed:
             return True, f"teacher promoted; student kept: {beat.reason}"
         if self.state.current_student != trained.checkpoint:
@@ -281,42 +346,70 @@ class _Loop:
         from_ppo = ppo.warm_start == "ppo" and self.state.current_ppo is not None
         start = self.state.current_ppo if from_ppo else self.state.current_student
         return selfplay.SelfPlayInput(
-            run_id=f"{self.config.name}-g{g:03d}-a{attempt}", warm_start=Path(start or ""),
+            run_id=f"{self.config.name}-g{g:03d}-a{attempt}",
+            warm_start=Path(start or ""),
             critic_warmup_updates=0 if from_ppo else ppo.critic_warmup_updates,
-            learning_rate=ppo.learning_rate * retry.lr_factor**attempt, ent_coef=ppo.ent_coef + retry.ent_coef_step * attempt,
+            learning_rate=ppo.learning_rate * retry.lr_factor**attempt,
+            ent_coef=ppo.ent_coef + retry.ent_coef_step * attempt,
             league=self._league(),
         )
 
     def _league(self) -> list[selfplay.LeagueEntry]:
         """The league's entries with their weights; ``past`` is split over the latest earlier promoted models."""
         league = self.config.ppo.league
-        entries = [selfplay.LeagueEntry(name=n, player=n, weight=w) for n, w in
-                   (("heuristic", league.heuristic), ("tuned", league.tuned), ("random", league.random),
-                    ("self", league.self)) if w > 0]
-        past = self.state.promoted[-league.past_models:] if league.past_models else []
-        entries += [selfplay.LeagueEntry(name=m.name, player=m.checkpoint, weight=league.past / len(past))
-                    for m in past if league.past > 0]
+        entries = [
+            selfplay.LeagueEntry(name=n, player=n, weight=w)
+            for n, w in (
+                ("heuristic", league.heuristic),
+                ("tuned", league.tuned),
+                ("random", league.random),
+                ("self", league.self),
+            )
+            if w > 0
+        ]
+        past = self.state.promoted[-league.past_models :] if league.past_models else []
+        entries += [
+            selfplay.LeagueEntry(name=m.name, player=m.checkpoint, weight=league.past / len(past))
+            for m in past
+            if league.past > 0
+        ]
         return entries
 
     # -- the student (every generation) --------------------------------------------------------
 
     def _train_student(self) -> tuple[student.StudentResult, GuardVerdict]:
         gen = self._gen()
-        built = self._step(StepName.BUILD, build.run, build.BuildInput(
-            own_batches=sorted(self.state.batches()), leave_out=sorted(self._old_teacher_batches())), build.BuildStepResult)
-        trained = self._step(StepName.TRAIN_STUDENT, student.run, student.StudentInput(
-            dataset=built.name, fingerprint=built.fingerprint,
-            run_id=f"{self.config.name}-g{gen.generation:03d}-a{gen.attempt}"), student.StudentResult)
+        built = self._step(
+            StepName.BUILD,
+            build.run,
+            build.BuildInput(own_batches=sorted(self.state.batches()), leave_out=sorted(self._old_teacher_batches())),
+            build.BuildStepResult,
+        )
+        trained = self._step(
+            StepName.TRAIN_STUDENT,
+            student.run,
+            student.StudentInput(
+                dataset=built.name,
+                fingerprint=built.fingerprint,
+                run_id=f"{self.config.name}-g{gen.generation:03d}-a{gen.attempt}",
+            ),
+            student.StudentResult,
+        )
         previous = Path(self.state.current_student) if self.state.current_student else None
-        verdict = self._step(StepName.ACCURACY_GUARD, guard.run, guard.GuardInput(
-            candidate=Path(trained.checkpoint), previous=previous, dataset=built.name, fingerprint=built.fingerprint),
-            GuardVerdict)
+        verdict = self._step(
+            StepName.ACCURACY_GUARD,
+            guard.run,
+            guard.GuardInput(
+                candidate=Path(trained.checkpoint), previous=previous, dataset=built.name, fingerprint=built.fingerprint
+            ),
+            GuardVerdict,
+        )
         return trained, verdict
 
     def _old_teacher_batches(self) -> set[str]:
         """This run's self-play exports from generations before the teacher window (``data.teacher_generations``)."""
         oldest = self.state.generation - self.config.data.teacher_generations + 1
-        return {b for gen in self.state.generations[1:max(1, oldest)] for b in gen.batches()}
+        return {b for gen in self.state.generations[1 : max(1, oldest)] for b in gen.batches()}
 
     # -- evaluation, ratings, record, convergence ----------------------------------------------
 
@@ -329,14 +422,27 @@ class _Loop:
             first = self.state.generations[0]
             saved = first.steps.get(f"{first.attempt}:{StepName.EVALUATE}")
             reference = Path(saved.result["folder"]) if saved else None
-        self._step(StepName.EVALUATE, evaluate.run, evaluate.EvaluateInput(
-            models=models, reference=reference, seed=derive_seed(self.config.seed, SeedSlot.EVALUATION)),
-            evaluate.EvaluationStepResult)
+        self._step(
+            StepName.EVALUATE,
+            evaluate.run,
+            evaluate.EvaluateInput(
+                models=models, reference=reference, seed=derive_seed(self.config.seed, SeedSlot.EVALUATION)
+            ),
+            evaluate.EvaluationStepResult,
+        )
 
     def _rate(self, g: int) -> None:
-        self._step(StepName.RATINGS, ratings.run, ratings.RatingsInput(
-            pool=self.run_folder.ratings_path, tournament=f"gen-{g:03d}", focus=self._candidates(g),
-            others=self._candidates(g - 1)), ratings.RatingsResult)
+        self._step(
+            StepName.RATINGS,
+            ratings.run,
+            ratings.RatingsInput(
+                pool=self.run_folder.ratings_path,
+                tournament=f"gen-{g:03d}",
+                focus=self._candidates(g),
+                others=self._candidates(g - 1),
+            ),
+            ratings.RatingsResult,
+        )
 
     def _candidates(self, g: int) -> dict[str, Path]:
         """The models generation ``g`` trained in its last attempt (promoted or not), by rating name."""
@@ -373,6 +479,6 @@ def converged(records: list[GenerationRecord], config: LoopConfig) -> str | None
     """Why the loop should stop early, or None: the promoted student's evaluated win rate plateaued."""
     c = config.convergence
     rates = [r.student_win_rate for r in records if r.student_win_rate is not None]
-    if len(rates) >= c.window and max(rates[-c.window:]) - rates[-c.window] < c.min_win_rate_gain:
-        return f"the student's evaluated win rate plateaued over {c.window} generations ({rates[-c.window:]})"
+    if len(rates) >= c.window and max(rates[-c.window :]) - rates[-c.window] < c.min_win_rate_gain:
+        return f"the student's evaluated win rate plateaued over {c.window} generations ({rates[-c.window :]})"
     return None

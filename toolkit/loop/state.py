@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.layout import Layout, STATE_FORMAT_VERSION
+from toolkit.layout import STATE_FORMAT_VERSION, Layout
 from toolkit.loop.config import NAME_PATTERN
 from toolkit.storage import LockHeldError, exclusive_lock, lock_holder, read_versioned, write_text_atomic
 
@@ -81,7 +81,9 @@ class GenerationState(BaseModel):
 
     def batches(self) -> set[str]:
         """The batches this generation's ingest steps recorded (every attempt)."""
-        return {batch for step in self.steps.values() if step.name == "ingest" for batch in step.result.get("batches", [])}
+        return {
+            batch for step in self.steps.values() if step.name == "ingest" for batch in step.result.get("batches", [])
+        }
 
 
 class LoopState(BaseModel):
@@ -114,12 +116,13 @@ class LoopState(BaseModel):
 class RunFolder:
     """The files of one loop run."""
 
-
     def __init__(self, layout: Layout, name: str) -> None:
         if not re.fullmatch(NAME_PATTERN, name):
-            raise ConfigError(f"{name!r} is not a loop run name",
-                              hint="--name takes 1-64 characters: lowercase letters, digits, '_', '.', '-', "
-                                   "starting with a letter or digit")
+            raise ConfigError(
+                f"{name!r} is not a loop run name",
+                hint="--name takes 1-64 characters: lowercase letters, digits, '_', '.', '-', "
+                "starting with a letter or digit",
+            )
         self.root = layout.runs / name
         self.state_path = self.root / "state.json"
         self.config_path = self.root / "config.json"
@@ -148,9 +151,11 @@ class RunFolder:
                 stack.enter_context(exclusive_lock(self.lock_path))
             except LockHeldError as held:
                 name = self.root.name
-                raise ConfigError(f"loop run {name!r} is already running (process {held.pid or '?'})",
-                                  hint=f"follow it with `distill loop status --name {name}`, or ask it to stop "
-                                       f"with `distill loop stop --name {name}`") from None
+                raise ConfigError(
+                    f"loop run {name!r} is already running (process {held.pid or '?'})",
+                    hint=f"follow it with `distill loop status --name {name}`, or ask it to stop "
+                    f"with `distill loop stop --name {name}`",
+                ) from None
             yield
 
     def process(self) -> int | None:
@@ -167,8 +172,14 @@ class RunFolder:
     def load(self) -> LoopState:
         if not self.exists():
             raise RunNotFoundError(f"no loop run at {self.root}", hint="start one with `distill loop run`")
-        return read_versioned(self.state_path, LoopState, STATE_FORMAT_VERSION, what="loop state", error=ConfigError,
-                              hint="start a new run with another --name")
+        return read_versioned(
+            self.state_path,
+            LoopState,
+            STATE_FORMAT_VERSION,
+            what="loop state",
+            error=ConfigError,
+            hint="start a new run with another --name",
+        )
 
     def save(self, state: LoopState) -> None:
         state.updated_at = now()

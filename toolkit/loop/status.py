@@ -57,12 +57,22 @@ def run_status(layout: Layout, name: str) -> RunStatus:
     requested = run.requested()
     shown = "interrupted" if state.status == "running" and pid is None else state.status
     return RunStatus(
-        name=state.name, status=shown, controls=_controls(shown, pid),
-        message=state.message, generation=state.generation, attempt=gen.attempt if gen else 0,
-        last_step=done[-1] if done else None, steps_done=len(done), generations_recorded=len(records),
+        name=state.name,
+        status=shown,
+        controls=_controls(shown, pid),
+        message=state.message,
+        generation=state.generation,
+        attempt=gen.attempt if gen else 0,
+        last_step=done[-1] if done else None,
+        steps_done=len(done),
+        generations_recorded=len(records),
         last_outcome=f"gen {last['generation']}: {last['outcome']} - {last['reason']}" if last else None,
-        current_student=state.current_student, current_ppo=state.current_ppo, started_at=state.started_at,
-        updated_at=state.updated_at, requests=requested if requested in (STOP, PAUSE) else None, pid=pid,
+        current_student=state.current_student,
+        current_ppo=state.current_ppo,
+        started_at=state.started_at,
+        updated_at=state.updated_at,
+        requests=requested if requested in (STOP, PAUSE) else None,
+        pid=pid,
     )
 
 
@@ -80,6 +90,9 @@ def list_runs(layout: Layout) -> list[RunStatus]:
 
     if not layout.runs.is_dir():
         return []
-    found = [run_status(layout, p.name) for p in layout.runs.iterdir()
-             if re.fullmatch(NAME_PATTERN, p.name) and (p / "state.json").exists()]
+    found = [
+        run_status(layout, p.name)
+        for p in layout.runs.iterdir()
+        if re.fullmatch(NAME_PATTERN, p.name) and (p / "state.json").exists()
+    ]
     return sorted(found, key=lambda s: s.updated_at, reverse=True)

@@ -85,8 +85,12 @@ def _rule_for(path: str, annotation: Any, nullable: bool, metadata: list[Any]) -
         _apply_metadata(list_bounds, metadata)
         child = _rule_for(path + "[]", item, False, [])
         return FieldRule(
-            path, list, nullable, list_min=list_bounds.get("min_length"),
-            list_max=list_bounds.get("max_length"), children=(child,),
+            path,
+            list,
+            nullable,
+            list_min=list_bounds.get("min_length"),
+            list_max=list_bounds.get("max_length"),
+            children=(child,),
         )
     if isinstance(inner, type) and issubclass(inner, BaseModel):
         return FieldRule(path, dict, nullable, children=model_rules(inner, prefix=path + "."))

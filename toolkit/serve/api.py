@@ -45,34 +45,47 @@ def stop(request: Request, run: control.RunRef) -> control.ControlResult:
     return control.stop(_layout(request), run.name)
 
 
-@router.post("/distill/pause", response_model=control.ControlResult,
-             summary="Pause a loop run at its next step boundary")
+@router.post(
+    "/distill/pause", response_model=control.ControlResult, summary="Pause a loop run at its next step boundary"
+)
 def pause(request: Request, run: control.RunRef) -> control.ControlResult:
     return control.pause(_layout(request), run.name)
 
 
-@router.post("/distill/resume", response_model=control.ControlResult,
-             summary="Resume a paused, stopped or interrupted loop run in its own process")
+@router.post(
+    "/distill/resume",
+    response_model=control.ControlResult,
+    summary="Resume a paused, stopped or interrupted loop run in its own process",
+)
 def resume(request: Request, run: control.RunRef) -> control.ControlResult:
     return control.resume(_layout(request), run.name)
 
 
-@router.get("/distill/generations", response_model=list[GenerationRecord],
-            summary="Each finished generation's record (the trends view; as `distill loop history --json`)")
+@router.get(
+    "/distill/generations",
+    response_model=list[GenerationRecord],
+    summary="Each finished generation's record (the trends view; as `distill loop history --json`)",
+)
 def generations(request: Request, name: Name = "demo") -> list[GenerationRecord]:
     run_status(_layout(request), name)  # 404 for an unknown run
     return views.generations(_layout(request), name)
 
 
-@router.get("/distill/ratings", response_model=list[views.RatingsPoint],
-            summary="The rating table after each generation (the Elo / OpenSkill history)")
+@router.get(
+    "/distill/ratings",
+    response_model=list[views.RatingsPoint],
+    summary="The rating table after each generation (the Elo / OpenSkill history)",
+)
 def ratings(request: Request, name: Name = "demo") -> list[views.RatingsPoint]:
     run_status(_layout(request), name)
     return views.ratings(views.generations(_layout(request), name))
 
 
-@router.get("/distill/composition", response_model=list[views.CompositionPoint],
-            summary="The student's training rows per generation, by source (Forge-role vs PPO and the rest)")
+@router.get(
+    "/distill/composition",
+    response_model=list[views.CompositionPoint],
+    summary="The student's training rows per generation, by source (Forge-role vs PPO and the rest)",
+)
 def composition(request: Request, name: Name = "demo") -> list[views.CompositionPoint]:
     run_status(_layout(request), name)
     return views.composition(views.generations(_layout(request), name))
@@ -83,7 +96,10 @@ def run_detail(request: Request, name: Name = "demo") -> views.RunDetail:
     return views.run_detail(_layout(request), name)
 
 
-@router.get("/lake", response_model=views.LakeSummary,
-            summary="Rows by source and generation, quarantined lines by reason, the latest batches")
+@router.get(
+    "/lake",
+    response_model=views.LakeSummary,
+    summary="Rows by source and generation, quarantined lines by reason, the latest batches",
+)
 def lake(request: Request) -> views.LakeSummary:
     return views.lake_summary(_layout(request))

@@ -23,8 +23,13 @@ STATIC = Path(__file__).parent / "static"
 
 def create_app(layout: Layout, access: Access) -> Guard:
     """The dashboard over ``layout``, behind ``access`` (see :mod:`toolkit.serve.security`)."""
-    app = FastAPI(title="Distill", version=__version__, docs_url=None, redoc_url=None,
-                  description="Watch and steer Distill's closed loop: runs, generations, ratings, the lake.")
+    app = FastAPI(
+        title="Distill",
+        version=__version__,
+        docs_url=None,
+        redoc_url=None,
+        description="Watch and steer Distill's closed loop: runs, generations, ratings, the lake.",
+    )
     app.state.layout = layout
     app.add_api_route("/docs", _docs, include_in_schema=False)
     app.include_router(api.router)
@@ -36,10 +41,13 @@ def create_app(layout: Layout, access: Access) -> Guard:
 
 def _docs() -> HTMLResponse:
     """The OpenAPI explorer, from the vendored Swagger UI (nothing fetched from a CDN)."""
-    return get_swagger_ui_html(openapi_url="/openapi.json", title="Distill API",
-                               swagger_js_url="/static/vendor/swagger-ui/swagger-ui-bundle.js",
-                               swagger_css_url="/static/vendor/swagger-ui/swagger-ui.css",
-                               swagger_favicon_url="/static/favicon.svg")
+    return get_swagger_ui_html(
+        openapi_url="/openapi.json",
+        title="Distill API",
+        swagger_js_url="/static/vendor/swagger-ui/swagger-ui-bundle.js",
+        swagger_css_url="/static/vendor/swagger-ui/swagger-ui.css",
+        swagger_favicon_url="/static/favicon.svg",
+    )
 
 
 def _status_code(error: DistillError) -> int:
@@ -57,7 +65,10 @@ def _status_code(error: DistillError) -> int:
 async def _distill_error(request: Request, error: DistillError) -> JSONResponse:
     code = _status_code(error)
     if not request.url.path.startswith("/api/"):
-        return pages.templates.TemplateResponse(request, "error.html", {"error": error.message, "hint": error.hint,
-                                                                         "home": str(request.app.state.layout.home)},
-                                                status_code=code)
+        return pages.templates.TemplateResponse(
+            request,
+            "error.html",
+            {"error": error.message, "hint": error.hint, "home": str(request.app.state.layout.home)},
+            status_code=code,
+        )
     return JSONResponse({"detail": error.message, "hint": error.hint}, status_code=code)

@@ -79,8 +79,10 @@ def start(layout: Layout, ask: StartRequest) -> ControlResult:
     run = RunFolder(layout, config.name)
     with _spawn_lock:
         if run.exists():
-            raise ControlError(f"a loop run named {config.name!r} exists ({_status_word(layout, config.name)})",
-                               hint="resume it, or start another --name")
+            raise ControlError(
+                f"a loop run named {config.name!r} exists ({_status_word(layout, config.name)})",
+                hint="resume it, or start another --name",
+            )
         layout.check(write=True)
         requested = run.root / "requested-config.json"
         write_text_atomic(requested, config.model_dump_json(indent=1))
@@ -108,8 +110,11 @@ def pause(layout: Layout, name: str) -> ControlResult:
     """
     _allowed(layout, name, "pause")
     request(layout, name, "pause")
-    return ControlResult(action="pause", message="pause requested: the loop pauses at its next step boundary",
-                         status=run_status(layout, name))
+    return ControlResult(
+        action="pause",
+        message="pause requested: the loop pauses at its next step boundary",
+        status=run_status(layout, name),
+    )
 
 
 def stop(layout: Layout, name: str) -> ControlResult:
@@ -136,8 +141,10 @@ def _allowed(layout: Layout, name: str, action: str) -> RunStatus:
     now = run_status(layout, name)
     if action not in now.controls:
         doing = f"running (process {now.pid})" if now.pid is not None else now.status
-        raise ControlError(f"cannot {action} loop run {name!r}: it is {doing}",
-                           hint=f"what applies now: {', '.join(now.controls) or 'nothing (it ended)'}")
+        raise ControlError(
+            f"cannot {action} loop run {name!r}: it is {doing}",
+            hint=f"what applies now: {', '.join(now.controls) or 'nothing (it ended)'}",
+        )
     return now
 
 
@@ -153,8 +160,10 @@ def loop_config(layout: Layout, ask: StartRequest) -> LoopConfig:
     for path in [*config.bootstrap.logs, *([config.data_gate_suite] if config.data_gate_suite else [])]:
         resolved = (layout.home / path).resolve()
         if not resolved.is_relative_to(layout.home):
-            raise ConfigError(f"{path} is outside the data root {layout.home}",
-                              hint="a loop started from the dashboard reads only files under the data root")
+            raise ConfigError(
+                f"{path} is outside the data root {layout.home}",
+                hint="a loop started from the dashboard reads only files under the data root",
+            )
     return config
 
 
@@ -176,7 +185,11 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
     with open(run.log_path, "ab") as log:
         process = subprocess.Popen(  # noqa: S603 - an argument list of checked values, no shell
             [sys.executable, "-m", "toolkit", "--home", str(layout.home), *args],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
         )
     threading.Thread(target=process.wait, daemon=True).start()  # reaps it when it ends
     deadline = time.monotonic() + SPAWN_WAIT_S
@@ -184,11 +197,14 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
         if run.process() == process.pid:
             return
         if process.poll() is not None:
-            raise ControlError(f"the loop process ended at once (exit {process.returncode}): {_tail(run.log_path)}",
-                               hint=f"see {run.log_path}")
+            raise ControlError(
+                f"the loop process ended at once (exit {process.returncode}): {_tail(run.log_path)}",
+                hint=f"see {run.log_path}",
+            )
         time.sleep(0.05)
-    raise ControlError(f"the loop process {process.pid} did not take its run within {SPAWN_WAIT_S:.0f} s",
-                       hint=f"see {run.log_path}")
+    raise ControlError(
+        f"the loop process {process.pid} did not take its run within {SPAWN_WAIT_S:.0f} s", hint=f"see {run.log_path}"
+    )
 
 
 def _tail(path: Path, lines: int = 3) -> str:

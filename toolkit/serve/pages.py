@@ -25,8 +25,9 @@ REPORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.html$"
 
 
 def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, template, {"home": str(request.app.state.layout.home), **context},
-                                      status_code=status_code)
+    return templates.TemplateResponse(
+        request, template, {"home": str(request.app.state.layout.home), **context}, status_code=status_code
+    )
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -58,13 +59,19 @@ async def start_form(request: Request) -> Response:
     fields = await _form(request)
     layout = request.app.state.layout
     try:
-        ask = control.StartRequest.model_validate({
-            "name": fields.get("name", "").strip(), "config": fields.get("config") or None,
-            "max_generations": fields.get("max_generations") or None, "seed": fields.get("seed") or None})
+        ask = control.StartRequest.model_validate(
+            {
+                "name": fields.get("name", "").strip(),
+                "config": fields.get("config") or None,
+                "max_generations": fields.get("max_generations") or None,
+                "seed": fields.get("seed") or None,
+            }
+        )
         result = control.start(layout, ask)
     except (DistillError, ValueError) as error:
-        return _page(request, "index.html", status_code=_code(error), runs=list_runs(layout), error=_say(error),
-                     form=fields)
+        return _page(
+            request, "index.html", status_code=_code(error), runs=list_runs(layout), error=_say(error), form=fields
+        )
     return _back(f"/runs/{result.status.name}", result.message)
 
 
@@ -111,4 +118,6 @@ def _say(error: Exception) -> str:
 
 
 def _code(error: Exception) -> int:
-    return 409 if isinstance(error, control.ControlError) else 422 if isinstance(error, ConfigError | ValueError) else 500
+    return (
+        409 if isinstance(error, control.ControlError) else 422 if isinstance(error, ConfigError | ValueError) else 500
+    )

@@ -61,8 +61,10 @@ class Access:
             UsageError: a non-loopback address without a token.
         """
         if not is_loopback(host) and not token:
-            raise UsageError(f"binding {host} would let anyone on the network control this data root's loops",
-                             hint=f"give --token (or ${TOKEN_ENV}), or bind 127.0.0.1")
+            raise UsageError(
+                f"binding {host} would let anyone on the network control this data root's loops",
+                hint=f"give --token (or ${TOKEN_ENV}), or bind 127.0.0.1",
+            )
         return cls(host=host, port=port, token=token or None)
 
     def hosts(self) -> set[str]:
@@ -77,8 +79,11 @@ class Access:
 
     def origin_allowed(self, origin: str) -> bool:
         parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and (parts.hostname or "") in self.hosts() and \
-            (parts.port or (443 if parts.scheme == "https" else 80)) == self.port
+        return (
+            parts.scheme in ("http", "https")
+            and (parts.hostname or "") in self.hosts()
+            and (parts.port or (443 if parts.scheme == "https" else 80)) == self.port
+        )
 
     def token_ok(self, given: str | None) -> bool:
         return self.token is None or (given is not None and hmac.compare_digest(given.encode(), self.token.encode()))
@@ -131,13 +136,23 @@ def _token(headers: dict[str, str]) -> str | None:
 
 async def _refuse(send: Send, status: int, detail: str) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 async def _set_cookie_and_redirect(send: Send, scope: Scope, token: str) -> None:
     cookie = f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict".encode()
-    await send({"type": "http.response.start", "status": 303,
-                "headers": [(b"location", scope["path"].encode()), (b"set-cookie", cookie), (b"content-length", b"0")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 303,
+            "headers": [(b"location", scope["path"].encode()), (b"set-cookie", cookie), (b"content-length", b"0")],
+        }
+    )
     await send({"type": "http.response.body", "body": b""})

@@ -124,8 +124,7 @@ def generations(layout: Layout, name: str) -> list[GenerationRecord]:
 
 
 def ratings(records: list[GenerationRecord]) -> list[RatingsPoint]:
-    return [RatingsPoint(generation=r.generation, standings=r.ratings)
-            for r in records if r.ratings]
+    return [RatingsPoint(generation=r.generation, standings=r.ratings) for r in records if r.ratings]
 
 
 def composition(records: list[GenerationRecord]) -> list[CompositionPoint]:
@@ -134,8 +133,15 @@ def composition(records: list[GenerationRecord]) -> list[CompositionPoint]:
         rows = r.rows_by_source or {}
         total = sum(rows.values())
         share = {source: n / total for source, n in rows.items()} if total else {}
-        points.append(CompositionPoint(generation=r.generation, rows=rows, share=share,
-                                       teacher_share=share.get("ppo", 0.0), forge_share=share.get("forge", 0.0)))
+        points.append(
+            CompositionPoint(
+                generation=r.generation,
+                rows=rows,
+                share=share,
+                teacher_share=share.get("ppo", 0.0),
+                forge_share=share.get("forge", 0.0),
+            )
+        )
     return points
 
 
@@ -147,8 +153,12 @@ def run_detail(layout: Layout, name: str) -> RunDetail:
     config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
     rejected = loop_frames.rejected_batches(layout, name).to_dicts() if layout.catalog.exists() else []
     return RunDetail(
-        name=name, generations=records, ratings=ratings(records), composition=composition(records),
-        gates=_gates(records), rejected=[RejectedBatch.model_validate(r) for r in rejected],
+        name=name,
+        generations=records,
+        ratings=ratings(records),
+        composition=composition(records),
+        gates=_gates(records),
+        rejected=[RejectedBatch.model_validate(r) for r in rejected],
         thresholds=Thresholds(ppo_floor=config.floor.win_rate, accuracy_floor=config.accuracy_guard.floor),
         tensorboard=f"tensorboard --logdir {run.root}",
     )
@@ -164,8 +174,15 @@ def _gates(records: list[GenerationRecord]) -> list[GateLink]:
                 continue
             verdict = (result.get("strength") or result) if gate == "ppo_gate" else result
             reports = [Path(p).with_suffix(".html").name for p in result.get("reports", [])]
-            links.append(GateLink(generation=r.generation, gate=gate, passed=verdict.get("passed"),
-                                  reason=verdict.get("reason") or result.get("reason"), reports=reports))
+            links.append(
+                GateLink(
+                    generation=r.generation,
+                    gate=gate,
+                    passed=verdict.get("passed"),
+                    reason=verdict.get("reason") or result.get("reason"),
+                    reports=reports,
+                )
+            )
     return links
 
 
@@ -180,8 +197,11 @@ def lake_summary(layout: Layout, batches: int = 20) -> LakeSummary:
         latest = catalog.batches(newest_first=True, limit=batches)
     return LakeSummary(
         rows=[SourceRows.model_validate(r) for r in rows],
-        rejects=[RejectReason(reason=r["reason"], lines=r["lines"], example=r["example"], lines_at=r["lines_at"])
-                 for r in rejects],
+        rejects=[
+            RejectReason(reason=r["reason"], lines=r["lines"], example=r["example"], lines_at=r["lines_at"])
+            for r in rejects
+        ],
         batches=[BatchRow.of(b) for b in latest],
-        total_rows=sum(r["rows"] for r in rows), total_rejected=sum(r["lines"] for r in rejects),
+        total_rows=sum(r["rows"] for r in rows),
+        total_rejected=sum(r["lines"] for r in rejects),
     )

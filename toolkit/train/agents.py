@@ -64,8 +64,9 @@ def load_agent(path: Path) -> Agent:
         try:
             policy.load_state_dict(tensors, strict=True)
         except RuntimeError as error:
-            raise TrainError(f"{path}: weights do not fit a recurrent policy of {card.arch}: {error}",
-                             hint="re-train the checkpoint") from None
+            raise TrainError(
+                f"{path}: weights do not fit a recurrent policy of {card.arch}: {error}", hint="re-train the checkpoint"
+            ) from None
         policy.set_training_mode(False)
         return Agent(card, Path(path), recurrent=policy)
     state = tensors if card.kind == "bc" else actor_state_from_sb3(tensors)
@@ -83,8 +84,9 @@ def make_recurrent_policy(spec: PolicySpec, lstm_hidden: int) -> Any:
     from toolkit.game.env import CommanderEnv
 
     env = CommanderEnv()
-    return RecurrentActorCriticPolicy(env.observation_space, env.action_space, lambda _: 0.0,
-                                      lstm_hidden_size=lstm_hidden, **spec.sb3_kwargs())
+    return RecurrentActorCriticPolicy(
+        env.observation_space, env.action_space, lambda _: 0.0, lstm_hidden_size=lstm_hidden, **spec.sb3_kwargs()
+    )
 
 
 @dataclass
@@ -124,8 +126,9 @@ class RecurrentPlayer:
             else:
                 hidden[:, i], cell[:, i] = mem.hidden, mem.cell
         with torch.no_grad():
-            actions, (hidden, cell) = self.policy.predict(obs, state=(hidden, cell), episode_start=starts,
-                                                          deterministic=True)
+            actions, (hidden, cell) = self.policy.predict(
+                obs, state=(hidden, cell), episode_start=starts, deterministic=True
+            )
         for i, (g, s) in enumerate(zip(batch.games.tolist(), batch.seats.tolist(), strict=True)):
             self.memory[g] = _Memory(batch.state.library[g, s].tobytes(), hidden[:, i].copy(), cell[:, i].copy())
         actions = np.asarray(actions, np.intp).reshape(m)

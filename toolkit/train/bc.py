@@ -53,8 +53,11 @@ class BCConfig(BaseModel):
 
     dataset: str = Field(description="Name of the built dataset (--dataset).")
     fingerprint: str | None = Field(None, description="A specific build of it; default: its latest (--fingerprint).")
-    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
-                               description="Names this run's files; default: UTC time + random suffix (--run-id).")
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="Names this run's files; default: UTC time + random suffix (--run-id).",
+    )
     seed: int = Field(0, ge=0, description="Seeds the initial weights and the shuffles (--seed).")
     epochs: int = Field(20, ge=1, le=10_000, description="Most passes over the train split (--epochs).")
     batch_size: int = Field(1024, ge=1, description="Rows per gradient step (--batch-size).")
@@ -62,18 +65,28 @@ class BCConfig(BaseModel):
     learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate (--lr).")
     weight_decay: float = Field(0.0, ge=0, description="Adam weight decay.")
     use_sample_weights: bool = Field(True, description="Weight each row's loss by its sample_weight.")
-    class_weighting: Literal["none", "balanced"] = Field("none", description="balanced: also weight rows by the "
-                                                          "inverse frequency of their label (--class-weighting).")
+    class_weighting: Literal["none", "balanced"] = Field(
+        "none", description="balanced: also weight rows by the inverse frequency of their label (--class-weighting)."
+    )
     select: Literal["holdout_loss", "last_epoch"] = Field(
-        "holdout_loss", description="Which weights to keep: those of the lowest holdout loss (early stopping), or the "
-        "last epoch's (for a student distilled from a teacher that plays unlike the holdout's source) (--select).")
+        "holdout_loss",
+        description="Which weights to keep: those of the lowest holdout loss (early stopping), or the "
+        "last epoch's (for a student distilled from a teacher that plays unlike the holdout's source) (--select).",
+    )
     patience: int = Field(3, ge=1, description="Epochs without holdout-loss improvement before stopping (--patience).")
     min_delta: float = Field(1e-4, ge=0, description="Smallest holdout-loss decrease that counts as improvement.")
-    policy: PolicySpec = Field(default_factory=PolicySpec, description="Network shape (must match PPO's to warm-start).")
-    generation: int | None = Field(None, ge=0, le=999, description="Loop generation stamped on the card (--generation).")
+    policy: PolicySpec = Field(
+        default_factory=PolicySpec, description="Network shape (must match PPO's to warm-start)."
+    )
+    generation: int | None = Field(
+        None, ge=0, le=999, description="Loop generation stamped on the card (--generation)."
+    )
     torch_threads: int = Field(1, ge=1, le=64, description="torch threads (1 is fastest for small nets on 2 cores).")
-    tensorboard: bool | None = Field(None, description="Training curves as TensorBoard event files too: None when "
-                                     "the tensorboard package is installed, True to require it (CSV is always written).")
+    tensorboard: bool | None = Field(
+        None,
+        description="Training curves as TensorBoard event files too: None when "
+        "the tensorboard package is installed, True to require it (CSV is always written).",
+    )
 
 
 class EpochMetrics(BaseModel):
@@ -149,18 +162,36 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
                     break
     best = history[best_epoch - 1]
     card = checkpoints.save_checkpoint(
-        out, best_state or actor.state_dict(), kind="bc", run_id=run_id, tag="best",
-        arch=config.policy.model_dump(mode="json"), generation=config.generation,
+        out,
+        best_state or actor.state_dict(),
+        kind="bc",
+        run_id=run_id,
+        tag="best",
+        arch=config.policy.model_dump(mode="json"),
+        generation=config.generation,
         dataset=checkpoints.DatasetRef(name=dataset.name, fingerprint=dataset.fingerprint),
         config=config.model_dump(mode="json"),
-        metrics={"best_epoch": best_epoch, "holdout_accuracy": best.holdout_accuracy, "holdout_loss": best.holdout_loss,
-                 "recall": best.recall, "epochs": [m.model_dump() for m in history]},
+        metrics={
+            "best_epoch": best_epoch,
+            "holdout_accuracy": best.holdout_accuracy,
+            "holdout_loss": best.holdout_loss,
+            "recall": best.recall,
+            "epochs": [m.model_dump() for m in history],
+        },
     )
     return BCResult(
-        run_id=run_id, checkpoint=card, metrics=metrics.path, dataset=dataset.name, fingerprint=dataset.fingerprint,
-        best_epoch=best_epoch, holdout_accuracy=best.holdout_accuracy, holdout_loss=best.holdout_loss,
-        epochs=history, stopped_early=len(history) < config.epochs,
-        train_rows=dataset.manifest.splits[TRAIN].rows, holdout_rows=dataset.manifest.splits[HOLDOUT].rows,
+        run_id=run_id,
+        checkpoint=card,
+        metrics=metrics.path,
+        dataset=dataset.name,
+        fingerprint=dataset.fingerprint,
+        best_epoch=best_epoch,
+        holdout_accuracy=best.holdout_accuracy,
+        holdout_loss=best.holdout_loss,
+        epochs=history,
+        stopped_early=len(history) < config.epochs,
+        train_rows=dataset.manifest.splits[TRAIN].rows,
+        holdout_rows=dataset.manifest.splits[HOLDOUT].rows,
         samples_per_second=round(samples / max(train_seconds, 1e-9), 1),
     )
 
@@ -169,8 +200,11 @@ def _check_dataset(dataset: Dataset) -> None:
     spec = dataset.manifest.features
     version, size = spec.version, spec.size
     if (version, size) != (FEATURE_VERSION, FEATURE_SIZE):
-        raise TrainError(f"dataset {dataset.name} has features v{version} ({size}); this code trains on "
-                         f"v{FEATURE_VERSION} ({FEATURE_SIZE})", hint=f"rebuild it: distill build --name {dataset.name}")
+        raise TrainError(
+            f"dataset {dataset.name} has features v{version} ({size}); this code trains on "
+            f"v{FEATURE_VERSION} ({FEATURE_SIZE})",
+            hint=f"rebuild it: distill build --name {dataset.name}",
+        )
     if dataset.manifest.splits[TRAIN].rows == 0:
         raise TrainError(f"dataset {dataset.name} has an empty train split", hint="build it from more data")
 
@@ -225,8 +259,14 @@ def _minibatches(dataset: Dataset, config: BCConfig, epoch: int) -> Iterator[tup
                 yield tuple(a[rows] for a in arrays)
 
 
-def _train_epoch(actor: ActorNet, optimizer: torch.optim.Optimizer, dataset: Dataset, config: BCConfig,
-                 class_weights: np.ndarray, epoch: int) -> tuple[float, int]:
+def _train_epoch(
+    actor: ActorNet,
+    optimizer: torch.optim.Optimizer,
+    dataset: Dataset,
+    config: BCConfig,
+    class_weights: np.ndarray,
+    epoch: int,
+) -> tuple[float, int]:
     actor.train()
     total, weight_sum, n = 0.0, 0.0, 0
     for features, labels, masks, weights in _minibatches(dataset, config, epoch):
@@ -244,22 +284,31 @@ def _train_epoch(actor: ActorNet, optimizer: torch.optim.Optimizer, dataset: Dat
     return total / max(weight_sum, 1e-12), n
 
 
-def _measure(actor: ActorNet, holdout: tuple[np.ndarray, ...], epoch: int, train_loss: float, samples: int,
-             seconds: float) -> EpochMetrics:
+def _measure(
+    actor: ActorNet, holdout: tuple[np.ndarray, ...], epoch: int, train_loss: float, samples: int, seconds: float
+) -> EpochMetrics:
     """Holdout loss (unweighted mean), accuracy and per-action recall."""
     features, labels, masks, _ = holdout
-    common: dict[str, Any] = {"epoch": epoch, "train_loss": round(train_loss, 6), "samples": samples,
-                              "seconds": round(seconds, 3)}
+    common: dict[str, Any] = {
+        "epoch": epoch,
+        "train_loss": round(train_loss, 6),
+        "samples": samples,
+        "seconds": round(seconds, 3),
+    }
     if not len(labels):
-        return EpochMetrics(**common, holdout_loss=None, holdout_accuracy=None,
-                            recall={name: None for name in MACRO_ACTIONS})
+        return EpochMetrics(
+            **common, holdout_loss=None, holdout_accuracy=None, recall={name: None for name in MACRO_ACTIONS}
+        )
     actor.eval()
     with torch.no_grad():
         logits = actor.masked_logits(torch.from_numpy(features), torch.from_numpy(masks))
         loss = float(torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels)))
         predicted = logits.argmax(1).numpy()
     hit = predicted == labels
-    recall = {name: (round(float(hit[labels == a].mean()), 4) if (labels == a).any() else None)
-              for a, name in enumerate(MACRO_ACTIONS)}
-    return EpochMetrics(**common, holdout_loss=round(loss, 6), holdout_accuracy=round(float(hit.mean()), 4),
-                        recall=recall)
+    recall = {
+        name: (round(float(hit[labels == a].mean()), 4) if (labels == a).any() else None)
+        for a, name in enumerate(MACRO_ACTIONS)
+    }
+    return EpochMetrics(
+        **common, holdout_loss=round(loss, 6), holdout_accuracy=round(float(hit.mean()), 4), recall=recall
+    )

@@ -26,10 +26,10 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from safetensors.torch import load_file, save_file
 
-from toolkit.layout import CARD_FORMAT_VERSION
 from toolkit import __version__
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
+from toolkit.layout import CARD_FORMAT_VERSION
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import file_sha256, read_versioned, write_text_atomic
 
@@ -90,8 +90,17 @@ def checkpoint_stem(kind: str, run_id: str, tag: str) -> str:
     return f"{kind}-{run_id}-{tag}"
 
 
-def save_checkpoint(folder: Path, tensors: dict[str, torch.Tensor], *, kind: Kind, run_id: str, tag: str,
-                    arch: dict[str, Any], replace: bool = False, **card_fields: Any) -> Path:
+def save_checkpoint(
+    folder: Path,
+    tensors: dict[str, torch.Tensor],
+    *,
+    kind: Kind,
+    run_id: str,
+    tag: str,
+    arch: dict[str, Any],
+    replace: bool = False,
+    **card_fields: Any,
+) -> Path:
     """Write weights then card atomically; returns the card's path.
 
     Args:
@@ -121,8 +130,16 @@ def save_checkpoint(folder: Path, tensors: dict[str, torch.Tensor], *, kind: Kin
     os.chmod(tmp, 0o666 & ~_umask())  # safetensors writes 0600; weights are as readable as their card
     digest = file_sha256(tmp)
     os.replace(tmp, weights)
-    card = Card(kind=kind, run_id=run_id, tag=tag, created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                arch=arch, weights=weights.name, weights_sha256=digest, **card_fields)
+    card = Card(
+        kind=kind,
+        run_id=run_id,
+        tag=tag,
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        arch=arch,
+        weights=weights.name,
+        weights_sha256=digest,
+        **card_fields,
+    )
     write_text_atomic(card_path, card.model_dump_json(indent=2) + "\n")
     return card_path
 
@@ -144,12 +161,20 @@ def read_card(path: Path) -> Card:
         TrainError: missing, unreadable, of an unknown format, or for other features than this code's.
     """
     card_file = card_path(path)
-    card = read_versioned(card_file, Card, CARD_FORMAT_VERSION, what="checkpoint card", error=TrainError,
-                          hint="pass the .json or .safetensors of a checkpoint, or re-train it")
+    card = read_versioned(
+        card_file,
+        Card,
+        CARD_FORMAT_VERSION,
+        what="checkpoint card",
+        error=TrainError,
+        hint="pass the .json or .safetensors of a checkpoint, or re-train it",
+    )
     if (card.feature_version, card.feature_size) != (FEATURE_VERSION, FEATURE_SIZE):
-        raise TrainError(f"{card_file} was trained on features v{card.feature_version} ({card.feature_size} floats); "
-                         f"this code encodes v{FEATURE_VERSION} ({FEATURE_SIZE})",
-                         hint="retrain on a dataset built by this version (distill build, then distill train)")
+        raise TrainError(
+            f"{card_file} was trained on features v{card.feature_version} ({card.feature_size} floats); "
+            f"this code encodes v{FEATURE_VERSION} ({FEATURE_SIZE})",
+            hint="retrain on a dataset built by this version (distill build, then distill train)",
+        )
     return card
 
 
@@ -167,17 +192,23 @@ def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
     folder = card_path(path).parent
     weights = folder / card.weights
     if weights.resolve().parent != folder.resolve():
-        raise TrainError(f"weights {weights} of card {card_path(path)} lead outside its folder",
-                         hint="keep a checkpoint's weights next to its card")
+        raise TrainError(
+            f"weights {weights} of card {card_path(path)} lead outside its folder",
+            hint="keep a checkpoint's weights next to its card",
+        )
     if not weights.is_file():
-        raise TrainError(f"weights {weights} of card {card_path(path)} are missing", hint="restore or re-train the checkpoint")
+        raise TrainError(
+            f"weights {weights} of card {card_path(path)} are missing", hint="restore or re-train the checkpoint"
+        )
     if file_sha256(weights) != card.weights_sha256:
         raise TrainError(f"weights {weights} do not match their card's sha256", hint="the file changed: re-train it")
     try:
         return card, load_file(str(weights))
     except Exception as error:  # safetensors raises its own SafetensorError (and OSError) on a bad file
-        raise TrainError(f"weights {weights} are not valid safetensors: {error}",
-                         hint="the file is corrupt: restore or re-train the checkpoint") from None
+        raise TrainError(
+            f"weights {weights} are not valid safetensors: {error}",
+            hint="the file is corrupt: restore or re-train the checkpoint",
+        ) from None
 
 
 def _umask() -> int:

@@ -35,8 +35,12 @@ class EvaluateConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    opponents: tuple[str, ...] = Field(("heuristic",) * 3, min_length=1, max_length=5,
-                                       description="Players in the other seats: random, heuristic, tuned (--vs).")
+    opponents: tuple[str, ...] = Field(
+        ("heuristic",) * 3,
+        min_length=1,
+        max_length=5,
+        description="Players in the other seats: random, heuristic, tuned (--vs).",
+    )
     games: int = Field(200, ge=1, description="Games in all, rounded up to a multiple of the pod size (--games).")
     seed: int = Field(0, ge=0, description="Seed of the deals; the same deals are replayed for every seat (--seed).")
     max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game is truncated (--max-rounds).")
@@ -85,8 +89,12 @@ class EvaluationResult(BaseModel):
     outcomes: list[Outcome]
 
 
-def evaluate(make: Callable[[], Player], config: EvaluateConfig, exporter: DecisionExporter | None = None,
-             opponents: Sequence[Player] | None = None) -> EvaluationResult:
+def evaluate(
+    make: Callable[[], Player],
+    config: EvaluateConfig,
+    exporter: DecisionExporter | None = None,
+    opponents: Sequence[Player] | None = None,
+) -> EvaluationResult:
     """Play the policy in every seat against ``config.opponents`` and measure it.
 
     All rotations run in one batched run of the core: game ``k`` is deal
@@ -112,10 +120,16 @@ def evaluate(make: Callable[[], Player], config: EvaluateConfig, exporter: Decis
     outcomes: list[Outcome] = []
     decisions = 0
     start = time.perf_counter()
-    for finished in core.play([player, *others], n * per_seat, seed=config.seed,
-                              config=rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds),
-                              batch_size=config.batch_size, record=exporter is not None, lineups=lineups,
-                              deals=np.tile(np.arange(per_seat), n)):
+    for finished in core.play(
+        [player, *others],
+        n * per_seat,
+        seed=config.seed,
+        config=rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds),
+        batch_size=config.batch_size,
+        record=exporter is not None,
+        lineups=lineups,
+        deals=np.tile(np.arange(per_seat), n),
+    ):
         seats = seat_of_game[finished.game]
         outcomes += _outcomes(finished, seats, per_seat, n)
         decisions += int(finished.decisions.sum())
@@ -123,8 +137,13 @@ def evaluate(make: Callable[[], Player], config: EvaluateConfig, exporter: Decis
             exporter.add_games(finished, np.arange(n)[None, :] == seats[:, None])
     seconds = time.perf_counter() - start
     outcomes.sort(key=lambda o: (o.deal, o.seat))
-    return _summarise(outcomes, list(config.opponents) if opponents is None else [p.source for p in others],
-                      decisions, int(getattr(player, "illegal", 0)), seconds)
+    return _summarise(
+        outcomes,
+        list(config.opponents) if opponents is None else [p.source for p in others],
+        decisions,
+        int(getattr(player, "illegal", 0)),
+        seconds,
+    )
 
 
 def _outcomes(finished: core.Finished, seats: np.ndarray, per_seat: int, n: int) -> list[Outcome]:
@@ -137,13 +156,22 @@ def _outcomes(finished: core.Finished, seats: np.ndarray, per_seat: int, n: int)
             k = int((finished.placement[g] == 0).sum())
             placement, score = (k + 1) / 2, sum((n - p) / (n - 1) for p in range(1, k + 1)) / k
         won = bool(finished.winner[g] == seat and not finished.truncated[g])
-        out.append(Outcome(deal=int(finished.game[g]) % per_seat, seat=seat, won=won, score=round(score, 6),
-                           placement=placement, truncated=bool(finished.truncated[g])))
+        out.append(
+            Outcome(
+                deal=int(finished.game[g]) % per_seat,
+                seat=seat,
+                won=won,
+                score=round(score, 6),
+                placement=placement,
+                truncated=bool(finished.truncated[g]),
+            )
+        )
     return out
 
 
-def _summarise(outcomes: list[Outcome], opponents: list[str], decisions: int, illegal: int,
-               seconds: float) -> EvaluationResult:
+def _summarise(
+    outcomes: list[Outcome], opponents: list[str], decisions: int, illegal: int, seconds: float
+) -> EvaluationResult:
     games = len(outcomes)
     wins = sum(o.won for o in outcomes)
     low, high = wilson_interval(wins, games)
@@ -154,17 +182,34 @@ def _summarise(outcomes: list[Outcome], opponents: list[str], decisions: int, il
     for s in seats:
         mine = [o for o in outcomes if o.seat == s]
         won = sum(o.won for o in mine)
-        per_seat.append(SeatResult(seat=s, games=len(mine), wins=won, win_rate=round(won / len(mine), 4),
-                                   placement_score=round(float(np.mean([o.score for o in mine])), 4)))
+        per_seat.append(
+            SeatResult(
+                seat=s,
+                games=len(mine),
+                wins=won,
+                win_rate=round(won / len(mine), 4),
+                placement_score=round(float(np.mean([o.score for o in mine])), 4),
+            )
+        )
     return EvaluationResult(
-        opponents=opponents, games=games, wins=wins, win_rate=round(wins / games, 4), win_low=round(low, 4),
-        win_high=round(high, 4), placement_score=round(float(scores.mean()), 4),
+        opponents=opponents,
+        games=games,
+        wins=wins,
+        win_rate=round(wins / games, 4),
+        win_low=round(low, 4),
+        win_high=round(high, 4),
+        placement_score=round(float(scores.mean()), 4),
         placement_low=round(max(0.0, float(scores.mean()) - half), 4),
         placement_high=round(min(1.0, float(scores.mean()) + half), 4),
         mean_placement=round(float(np.mean([o.placement for o in outcomes])), 4),
-        truncations=sum(o.truncated for o in outcomes), illegal_actions=illegal, decisions=decisions,
-        seconds=round(seconds, 3), decisions_per_second=round(decisions / max(seconds, 1e-9), 1),
-        games_per_second=round(games / max(seconds, 1e-9), 1), per_seat=per_seat, outcomes=outcomes,
+        truncations=sum(o.truncated for o in outcomes),
+        illegal_actions=illegal,
+        decisions=decisions,
+        seconds=round(seconds, 3),
+        decisions_per_second=round(decisions / max(seconds, 1e-9), 1),
+        games_per_second=round(games / max(seconds, 1e-9), 1),
+        per_seat=per_seat,
+        outcomes=outcomes,
     )
 
 
@@ -206,5 +251,14 @@ def compare(a: EvaluationResult, b: EvaluationResult) -> Comparison:
         return round(mean, 4), round(mean - half, 4), round(mean + half, 4)
 
     w, s = interval(wins), interval(scores)
-    return Comparison(a=a, b=b, deals=len(wins), win_rate_diff=w[0], win_rate_diff_low=w[1], win_rate_diff_high=w[2],
-                      score_diff=s[0], score_diff_low=s[1], score_diff_high=s[2])
+    return Comparison(
+        a=a,
+        b=b,
+        deals=len(wins),
+        win_rate_diff=w[0],
+        win_rate_diff_low=w[1],
+        win_rate_diff_high=w[2],
+        score_diff=s[0],
+        score_diff_low=s[1],
+        score_diff_high=s[2],
+    )

@@ -44,10 +44,17 @@ class ExportConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = Field(True, description="Write the learner's decisions at all (--no-export turns it off).")
-    games: int = Field(1000, ge=0, description="Games the trained policy plays against the league after training, "
-                       "its decisions written as the teacher's labels (--export-games).")
-    only_wins: bool = Field(False, description="Keep only episodes the agent won (--wins-only); by default every "
-                            "episode: a teacher's play is worth learning in the games it loses too.")
+    games: int = Field(
+        1000,
+        ge=0,
+        description="Games the trained policy plays against the league after training, "
+        "its decisions written as the teacher's labels (--export-games).",
+    )
+    only_wins: bool = Field(
+        False,
+        description="Keep only episodes the agent won (--wins-only); by default every "
+        "episode: a teacher's play is worth learning in the games it loses too.",
+    )
     min_decisions: int = Field(3, ge=1, description="Skip episodes with fewer learner decisions than this.")
     episodes_per_flush: int = Field(256, ge=1, description="Episodes buffered before rows are built and written.")
     compression: records.Compression = Field("none", description="none, gzip or zstd.")
@@ -75,15 +82,23 @@ class _Pending:
 class DecisionExporter:
     """Filters episodes of one agent and writes the kept ones as canonical decision records."""
 
-    def __init__(self, out: Path, *, batch: str, generation: int, seed: int, source: str = "ppo",
-                 config: ExportConfig | None = None) -> None:
+    def __init__(
+        self,
+        out: Path,
+        *,
+        batch: str,
+        generation: int,
+        seed: int,
+        source: str = "ppo",
+        config: ExportConfig | None = None,
+    ) -> None:
         """Args:
-            out: folder of the JSONL files.
-            batch: names this export (the run id, plus a suffix per evaluation if needed).
-            generation: the loop generation (``model_version`` ``gen-NNN``).
-            seed: the run's seed, part of every game id.
-            source: the rows' source role (``ppo``, ``ppo-eval``).
-            config: filters and writing options.
+        out: folder of the JSONL files.
+        batch: names this export (the run id, plus a suffix per evaluation if needed).
+        generation: the loop generation (``model_version`` ``gen-NNN``).
+        seed: the run's seed, part of every game id.
+        source: the rows' source role (``ppo``, ``ppo-eval``).
+        config: filters and writing options.
         """
         self.config = config or ExportConfig()
         self.counts = ExportCounts(source=source)
@@ -120,8 +135,9 @@ class DecisionExporter:
         if not games.any():
             return 0
         rows = games[row_game]
-        sub = Finished(**{k: getattr(finished, k)[games] for k in _GAME_FIELDS},
-                       log={k: v[rows] for k, v in log.items()})
+        sub = Finished(
+            **{k: getattr(finished, k)[games] for k in _GAME_FIELDS}, log={k: v[rows] for k, v in log.items()}
+        )
         keep = accepted[row_game[rows], row_seat[rows]]
         self._queue(_Pending(sub, keep, np.full(int(rows.sum()), -1, np.int64)))
         return int(accepted.sum())
@@ -151,14 +167,23 @@ class DecisionExporter:
             self._next_game += len(f.game)
             games.append(Finished(**{k: getattr(f, k) for k in _GAME_FIELDS if k != "game"}, game=numbers))
             logs.append({**f.log, "game": numbers[np.searchsorted(f.game, f.log["game"])]})
-        merged = Finished(**{k: np.concatenate([getattr(g, k) for g in games]) for k in _GAME_FIELDS},
-                          log={k: np.concatenate([log[k] for log in logs]) for k in logs[0]})
+        merged = Finished(
+            **{k: np.concatenate([getattr(g, k) for g in games]) for k in _GAME_FIELDS},
+            log={k: np.concatenate([log[k] for log in logs]) for k in logs[0]},
+        )
         keep = np.concatenate([p.keep for p in parts])
         requested = np.concatenate([p.requested for p in parts])
         n_seats = merged.placement.shape[1]
-        blocks = records.build_jsonl(merged, seed=self.seed, sources=[self.source] * n_seats,
-                                     model_version=self.model_version, generation=self.generation, keep=keep,
-                                     requested=requested, game_prefix=self.game_prefix)
+        blocks = records.build_jsonl(
+            merged,
+            seed=self.seed,
+            sources=[self.source] * n_seats,
+            model_version=self.model_version,
+            generation=self.generation,
+            keep=keep,
+            requested=requested,
+            game_prefix=self.game_prefix,
+        )
         rows = int(keep.sum())
         self.writer.write(blocks, rows)
         self.counts.exported_episodes += len(np.unique(merged.log["game"][keep] * n_seats + merged.log["seat"][keep]))
@@ -172,8 +197,17 @@ class DecisionExporter:
         return self.counts
 
 
-def play_league(player: Player, pool: OpponentPool, exporter: DecisionExporter, *, games: int, seed: int,
-                pod_size: int = 4, max_rounds: int = 30, batch_size: int = 512) -> int:
+def play_league(
+    player: Player,
+    pool: OpponentPool,
+    exporter: DecisionExporter,
+    *,
+    games: int,
+    seed: int,
+    pod_size: int = 4,
+    max_rounds: int = 30,
+    batch_size: int = 512,
+) -> int:
     """``player`` plays ``games`` games against opponents drawn from ``pool``; every seat it holds is exported.
 
     Game ``k`` seats the player at ``k % pod_size`` and draws each other seat
@@ -189,7 +223,14 @@ def play_league(player: Player, pool: OpponentPool, exporter: DecisionExporter, 
         lineups[k] = np.insert(1 + pool.draw(rng, pod_size - 1), seat, 0)
     is_player = np.array([p is player for p in players])
     kept = 0
-    for finished in core.play(players, games, seed=seed, config=rules.RulesConfig(n_seats=pod_size, max_rounds=max_rounds),
-                              batch_size=batch_size, record=True, lineups=lineups):
+    for finished in core.play(
+        players,
+        games,
+        seed=seed,
+        config=rules.RulesConfig(n_seats=pod_size, max_rounds=max_rounds),
+        batch_size=batch_size,
+        record=True,
+        lineups=lineups,
+    ):
         kept += exporter.add_games(finished, is_player[lineups[finished.game]])
     return kept

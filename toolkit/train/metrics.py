@@ -40,14 +40,18 @@ class MetricsWriter:
 
     def __init__(self, folder: Path, stem: str, trainer: str, run_id: str, *, tensorboard: bool | None = None) -> None:
         if tensorboard and not tensorboard_available():
-            raise TrainError("TensorBoard event files were asked for, but the tensorboard package is not installed",
-                             hint="pip install 'distill[tensorboard]' (CSV and JSON lines are written without it)")
+            raise TrainError(
+                "TensorBoard event files were asked for, but the tensorboard package is not installed",
+                hint="pip install 'distill[tensorboard]' (CSV and JSON lines are written without it)",
+            )
         self.folder, self.stem, self.trainer = folder, stem, trainer
         self.path = folder / f"{stem}.jsonl"
         try:
             self._jsonl: IO[str] = open(self.path, "x", encoding="utf-8")  # noqa: SIM115 - closed by close()
         except FileExistsError:
-            raise TrainError(f"{self.path} exists: run {run_id} already ran here", hint="choose another --run-id") from None
+            raise TrainError(
+                f"{self.path} exists: run {run_id} already ran here", hint="choose another --run-id"
+            ) from None
         self._csv: dict[str, tuple[IO[str], csv.DictWriter]] = {}
         self._board = None
         if tensorboard is not False and tensorboard_available():

@@ -37,7 +37,9 @@ class PolicySpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     pi: tuple[int, ...] = Field((128, 128), min_length=1, description="Hidden sizes of the actor (policy) MLP.")
-    vf: tuple[int, ...] = Field((128, 128), min_length=1, description="Hidden sizes of the critic (value) MLP (PPO only).")
+    vf: tuple[int, ...] = Field(
+        (128, 128), min_length=1, description="Hidden sizes of the critic (value) MLP (PPO only)."
+    )
     activation: Literal["tanh", "relu"] = Field("tanh", description="Activation between layers, actor and critic.")
 
     def sb3_kwargs(self) -> dict:
@@ -73,7 +75,7 @@ def actor_state_from_sb3(policy_state: Mapping[str, torch.Tensor]) -> dict[str, 
     for key, tensor in policy_state.items():
         for prefix, ours in _SB3_ACTOR.items():
             if key.startswith(prefix):
-                out[ours + key[len(prefix):]] = tensor
+                out[ours + key[len(prefix) :]] = tensor
     return out
 
 
@@ -90,8 +92,10 @@ def warm_start(sb3_policy: nn.Module, actor: ActorNet) -> None:
         sb3_policy.mlp_extractor.policy_net.load_state_dict(actor.policy_net.state_dict(), strict=True)
         sb3_policy.action_net.load_state_dict(actor.action_net.state_dict(), strict=True)
     except (RuntimeError, AttributeError) as error:
-        raise TrainError(f"the BC network does not fit the PPO policy: {error}",
-                         hint="train PPO with the BC checkpoint's network shape (--net-arch / policy.pi)") from None
+        raise TrainError(
+            f"the BC network does not fit the PPO policy: {error}",
+            hint="train PPO with the BC checkpoint's network shape (--net-arch / policy.pi)",
+        ) from None
 
 
 def greedy_policy(actor: ActorNet) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -99,7 +103,9 @@ def greedy_policy(actor: ActorNet) -> Callable[[np.ndarray, np.ndarray], np.ndar
 
     def act(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            logits = actor.masked_logits(torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask, dtype=torch.bool))
+            logits = actor.masked_logits(
+                torch.as_tensor(obs, dtype=torch.float32), torch.as_tensor(mask, dtype=torch.bool)
+            )
         return logits.argmax(1).numpy()
 
     return act
@@ -123,5 +129,7 @@ def check_spec(state: Mapping[str, torch.Tensor], spec: PolicySpec) -> None:
     try:
         ActorNet(spec).load_state_dict(dict(state), strict=True)
     except RuntimeError as error:
-        raise TrainError(f"weights do not match the network spec {spec.model_dump()}: {error}",
-                         hint="the checkpoint's card and weights disagree: re-export the checkpoint") from None
+        raise TrainError(
+            f"weights do not match the network spec {spec.model_dump()}: {error}",
+            hint="the checkpoint's card and weights disagree: re-export the checkpoint",
+        ) from None

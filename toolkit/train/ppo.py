@@ -58,10 +58,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
 from toolkit.errors import ConfigError, TrainError
-from toolkit.progress import Progress, ProgressFn
 from toolkit.game.league import OpponentPool
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
+from toolkit.progress import Progress, ProgressFn
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
@@ -81,8 +81,9 @@ class CurriculumStage(BaseModel):
 
     name: str = Field(description="Shown in the metrics (e.g. easy, medium, hard).")
     opponents: tuple[str, ...] = Field(min_length=1, description="The pool of this stage (names or checkpoints).")
-    promote_win_rate: float = Field(0.5, gt=0, le=1, description="Move on when an evaluation against this stage's "
-                                    "pool reaches this win rate...")
+    promote_win_rate: float = Field(
+        0.5, gt=0, le=1, description="Move on when an evaluation against this stage's pool reaches this win rate..."
+    )
     min_steps: int = Field(0, ge=0, description="...and at least this many steps were spent in the stage.")
 
 
@@ -91,10 +92,14 @@ class PPOConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    policy_kind: Literal["flat", "recurrent"] = Field("flat", description="MaskablePPO (flat) or RecurrentPPO with "
-                                                      "an LSTM (--policy).")
-    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
-                               description="Names this run's files; default: UTC time + random suffix (--run-id).")
+    policy_kind: Literal["flat", "recurrent"] = Field(
+        "flat", description="MaskablePPO (flat) or RecurrentPPO with an LSTM (--policy)."
+    )
+    run_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="Names this run's files; default: UTC time + random suffix (--run-id).",
+    )
     seed: int = Field(0, ge=0, description="Seeds the model, the envs and the opponent draws (--seed).")
     total_steps: int = Field(100_000, ge=1, description="Learner decisions to train on (--steps).")
     n_envs: int = Field(512, ge=1, le=4096, description="Games stepped together in the vectorised env (--envs).")
@@ -102,41 +107,60 @@ class PPOConfig(BaseModel):
     batch_size: int | None = Field(None, ge=2, description="Minibatch size; default 1024 (flat), 2048 (recurrent).")
     n_epochs: int | None = Field(None, ge=1, description="Passes over each rollout; default 4.")
     learning_rate: float = Field(3e-4, gt=0, le=1, description="Initial learning rate (--lr).")
-    lr_schedule: Literal["constant", "linear"] = Field("linear", description="constant, or linear down to "
-                                                       "lr_final_fraction x the initial rate at the end.")
+    lr_schedule: Literal["constant", "linear"] = Field(
+        "linear", description="constant, or linear down to lr_final_fraction x the initial rate at the end."
+    )
     lr_final_fraction: float = Field(0.1, ge=0, le=1, description="Final rate of the linear schedule, as a fraction.")
     gamma: float = Field(0.995, gt=0, le=1, description="Discount factor (a game is ~30-60 learner decisions).")
     gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
     clip_range: float = Field(0.2, gt=0, le=1, description="PPO ratio clip.")
-    ent_coef: float = Field(0.01, ge=0, le=1, description="Entropy bonus (keeps a sharp BC start exploring) (--ent-coef).")
+    ent_coef: float = Field(
+        0.01, ge=0, le=1, description="Entropy bonus (keeps a sharp BC start exploring) (--ent-coef)."
+    )
     vf_coef: float = Field(0.5, ge=0, description="Value loss weight.")
     max_grad_norm: float = Field(0.5, gt=0, description="Gradient clipping norm (the norm is logged before clipping).")
     target_kl: float | None = Field(None, gt=0, description="Stop an update's epochs early beyond this KL.")
     critic_warmup_updates: int = Field(0, ge=0, description="Updates with the actor frozen, training only the critic.")
-    policy: PolicySpec = Field(default_factory=PolicySpec, description="Network shape; taken from the BC "
-                               "checkpoint when warm-starting.")
+    policy: PolicySpec = Field(
+        default_factory=PolicySpec, description="Network shape; taken from the BC checkpoint when warm-starting."
+    )
     lstm_hidden: int = Field(128, ge=1, le=4096, description="LSTM hidden size (recurrent) (--lstm-hidden).")
-    warm_start: Path | None = Field(None, description="Checkpoint to start from (--warm-start): a flat PPO one "
-                                    "gives its whole policy, critic included; a BC one its actor.")
-    opponents: tuple[str, ...] = Field(("heuristic", "tuned", "self"), min_length=1,
-                                       description="The league each opponent seat is drawn from per episode: "
-                                       "heuristic, tuned, random, self, or a checkpoint path (--opponents).")
-    opponent_weights: tuple[float, ...] | None = Field(None, description="Relative weight of each opponent in the "
-                                                       "draw (default: equal).")
-    curriculum: tuple[CurriculumStage, ...] = Field((), description="Stages of opponent pools with promotion rules; "
-                                                    "replaces `opponents` when given.")
+    warm_start: Path | None = Field(
+        None,
+        description="Checkpoint to start from (--warm-start): a flat PPO one "
+        "gives its whole policy, critic included; a BC one its actor.",
+    )
+    opponents: tuple[str, ...] = Field(
+        ("heuristic", "tuned", "self"),
+        min_length=1,
+        description="The league each opponent seat is drawn from per episode: "
+        "heuristic, tuned, random, self, or a checkpoint path (--opponents).",
+    )
+    opponent_weights: tuple[float, ...] | None = Field(
+        None, description="Relative weight of each opponent in the draw (default: equal)."
+    )
+    curriculum: tuple[CurriculumStage, ...] = Field(
+        (), description="Stages of opponent pools with promotion rules; replaces `opponents` when given."
+    )
     pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
     max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game stops at the turn limit.")
-    eval_every: int = Field(20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every).")
+    eval_every: int = Field(
+        20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every)."
+    )
     eval_games: int = Field(100, ge=1, description="Games per evaluation, seats rotated (--eval-games).")
-    eval_opponents: tuple[str, ...] = Field(("heuristic",) * 3, min_length=1, description="Opponents of the "
-                                            "evaluation pods (--eval-vs).")
-    generation: int = Field(0, ge=0, le=999, description="Loop generation: model_version gen-NNN on exports and "
-                            "cards (--generation).")
+    eval_opponents: tuple[str, ...] = Field(
+        ("heuristic",) * 3, min_length=1, description="Opponents of the evaluation pods (--eval-vs)."
+    )
+    generation: int = Field(
+        0, ge=0, le=999, description="Loop generation: model_version gen-NNN on exports and cards (--generation)."
+    )
     export: ExportConfig = Field(default_factory=ExportConfig, description="The decision exporter.")
     torch_threads: int = Field(1, ge=1, le=64, description="torch threads; 1 is fastest for small nets on a busy box.")
-    tensorboard: bool | None = Field(None, description="Training curves as TensorBoard event files too: None when "
-                                     "the tensorboard package is installed, True to require it (CSV is always written).")
+    tensorboard: bool | None = Field(
+        None,
+        description="Training curves as TensorBoard event files too: None when "
+        "the tensorboard package is installed, True to require it (CSV is always written).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> PPOConfig:
@@ -145,8 +169,11 @@ class PPOConfig(BaseModel):
                 raise ValueError(f"opponent {name!r}: use {', '.join(PLAYER_TYPES)}, {SELF} or a checkpoint .json")
         if self.policy_kind == "recurrent" and SELF in self.opponents:
             raise ValueError("opponent 'self' is for the flat policy; use a checkpoint of the recurrent one")
-        if self.opponent_weights is not None and (len(self.opponent_weights) != len(self.opponents)
-                                                  or min(self.opponent_weights) < 0 or sum(self.opponent_weights) <= 0):
+        if self.opponent_weights is not None and (
+            len(self.opponent_weights) != len(self.opponents)
+            or min(self.opponent_weights) < 0
+            or sum(self.opponent_weights) <= 0
+        ):
             raise ValueError("opponent_weights: one non-negative weight per opponent, not all zero")
         for name in self.eval_opponents:
             if name not in PLAYER_TYPES:
@@ -156,7 +183,11 @@ class PPOConfig(BaseModel):
     def resolved(self, key: str) -> int:
         """n_steps / batch_size / n_epochs, defaulted by policy kind."""
         value = getattr(self, key)
-        return value if value is not None else (_RECURRENT_DEFAULTS if self.policy_kind == "recurrent" else _FLAT_DEFAULTS)[key]
+        return (
+            value
+            if value is not None
+            else (_RECURRENT_DEFAULTS if self.policy_kind == "recurrent" else _FLAT_DEFAULTS)[key]
+        )
 
     @property
     def kind(self) -> checkpoints.Kind:
@@ -199,7 +230,9 @@ class PPOResult(BaseModel):
     best_win_rate: float | None
     updates: list[UpdateStats]
     evaluations: list[EvalPoint]
-    export: ExportCounts | None = Field(description="The final policy's games against the league (the teacher's labels).")
+    export: ExportCounts | None = Field(
+        description="The final policy's games against the league (the teacher's labels)."
+    )
     eval_export: ExportCounts | None
     stages_reached: list[str]
 
@@ -217,8 +250,9 @@ class LinearSchedule:
 class _GradMeter:
     """Optimizer step pre-hook: clips the gradient itself and records the true norm; can freeze the actor."""
 
-    def __init__(self, params: list[torch.nn.Parameter], actor: list[torch.nn.Parameter], max_norm: float,
-                 freeze_updates: int) -> None:
+    def __init__(
+        self, params: list[torch.nn.Parameter], actor: list[torch.nn.Parameter], max_norm: float, freeze_updates: int
+    ) -> None:
         self.params, self.actor, self.max_norm, self.freeze_updates = params, actor, max_norm, freeze_updates
         self.norms: list[float] = []
         self.update = 0
@@ -248,14 +282,16 @@ class _League:
             if name in PLAYER_TYPES:
                 self.players[name] = make_player(name)
             elif name == SELF:
-                self.players[name] = PolicyPlayer(lambda obs, mask: sb3_greedy_policy(self.model.policy)(obs, mask),
-                                                  source="ppo")
+                self.players[name] = PolicyPlayer(
+                    lambda obs, mask: sb3_greedy_policy(self.model.policy)(obs, mask), source="ppo"
+                )
             else:
                 self.players[name] = load_agent(Path(name)).player()
         return self.players[name]
 
-    def pool(self, names: tuple[str, ...], weights: tuple[float, ...] | None = None,
-             teacher: Player | None = None) -> OpponentPool:
+    def pool(
+        self, names: tuple[str, ...], weights: tuple[float, ...] | None = None, teacher: Player | None = None
+    ) -> OpponentPool:
         """The pool of ``names`` (equal weights by default); with ``teacher``, ``self`` seats are the teacher's."""
         players = [teacher if name == SELF and teacher is not None else self.player(name) for name in names]
         return OpponentPool(players, weights=weights or [1.0] * len(names), names=list(names))
@@ -337,13 +373,31 @@ def train_ppo(config: PPOConfig, out: Path, progress: ProgressFn | None = None) 
     exports = out / "exports"
     eval_exporter = None
     if config.export.enabled and config.export.export_eval:
-        eval_exporter = DecisionExporter(exports, batch=run_id, generation=config.generation, seed=config.seed,
-                                         source="ppo-eval", config=config.export)
+        eval_exporter = DecisionExporter(
+            exports,
+            batch=run_id,
+            generation=config.generation,
+            seed=config.seed,
+            source="ppo-eval",
+            config=config.export,
+        )
     start = time.perf_counter()
     stem = checkpoints.checkpoint_stem(config.kind, run_id, "metrics")
     with MetricsWriter(out, stem, "ppo", run_id, tensorboard=config.tensorboard) as metrics:
-        run = _Run(config=config, run_id=run_id, out=out, model=model, env=env, league=league, meter=meter,
-                   metrics=metrics, eval_exporter=eval_exporter, parent=parent, dataset=dataset, progress=progress)
+        run = _Run(
+            config=config,
+            run_id=run_id,
+            out=out,
+            model=model,
+            env=env,
+            league=league,
+            meter=meter,
+            metrics=metrics,
+            eval_exporter=eval_exporter,
+            parent=parent,
+            dataset=dataset,
+            progress=progress,
+        )
         model.learn(total_timesteps=config.total_steps, callback=_RunCallback(run), log_interval=None)
         seconds = time.perf_counter() - start
         if not run.evaluations or run.evaluations[-1].steps != model.num_timesteps:
@@ -353,10 +407,20 @@ def train_ppo(config: PPOConfig, out: Path, progress: ProgressFn | None = None) 
     eval_counts = eval_exporter.close() if eval_exporter is not None else None
     steps = int(model.num_timesteps)
     return PPOResult(
-        run_id=run_id, kind=config.kind, steps=steps, seconds=round(seconds, 3),
-        steps_per_second=round(steps / max(seconds, 1e-9), 1), best=run.best, final=final, metrics=metrics_path,
-        best_win_rate=run.best_win_rate, updates=run.updates, evaluations=run.evaluations,
-        export=counts, eval_export=eval_counts, stages_reached=[s.name for s in stages[: run.stage + 1]],
+        run_id=run_id,
+        kind=config.kind,
+        steps=steps,
+        seconds=round(seconds, 3),
+        steps_per_second=round(steps / max(seconds, 1e-9), 1),
+        best=run.best,
+        final=final,
+        metrics=metrics_path,
+        best_win_rate=run.best_win_rate,
+        updates=run.updates,
+        evaluations=run.evaluations,
+        export=counts,
+        eval_export=eval_counts,
+        stages_reached=[s.name for s in stages[: run.stage + 1]],
     )
 
 
@@ -366,10 +430,18 @@ def _export_teacher_games(run: _Run, exports: Path) -> ExportCounts:
     teacher = _policy_player(run)
     names = config.curriculum[run.stage].opponents if config.curriculum else config.opponents
     weights = None if config.curriculum else config.opponent_weights
-    exporter = DecisionExporter(exports, batch=run.run_id, generation=config.generation, seed=config.seed,
-                                config=config.export)
-    play_league(teacher, run.league.pool(names, weights, teacher=teacher), exporter, games=config.export.games,
-                seed=config.seed + 3, pod_size=config.pod_size, max_rounds=config.max_rounds)
+    exporter = DecisionExporter(
+        exports, batch=run.run_id, generation=config.generation, seed=config.seed, config=config.export
+    )
+    play_league(
+        teacher,
+        run.league.pool(names, weights, teacher=teacher),
+        exporter,
+        games=config.export.games,
+        seed=config.seed + 3,
+        pod_size=config.pod_size,
+        max_rounds=config.max_rounds,
+    )
     return exporter.close()
 
 
@@ -385,10 +457,22 @@ def _make_model(config: PPOConfig, env: Any) -> Any:
     lr: Any = config.learning_rate
     if config.lr_schedule == "linear":
         lr = LinearSchedule(config.learning_rate, config.lr_final_fraction)
-    common = dict(learning_rate=lr, n_steps=config.resolved("n_steps"), batch_size=config.resolved("batch_size"),
-                  n_epochs=config.resolved("n_epochs"), gamma=config.gamma, gae_lambda=config.gae_lambda,
-                  clip_range=config.clip_range, ent_coef=config.ent_coef, vf_coef=config.vf_coef,
-                  max_grad_norm=math.inf, target_kl=config.target_kl, seed=config.seed, device="cpu", verbose=0)
+    common = dict(
+        learning_rate=lr,
+        n_steps=config.resolved("n_steps"),
+        batch_size=config.resolved("batch_size"),
+        n_epochs=config.resolved("n_epochs"),
+        gamma=config.gamma,
+        gae_lambda=config.gae_lambda,
+        clip_range=config.clip_range,
+        ent_coef=config.ent_coef,
+        vf_coef=config.vf_coef,
+        max_grad_norm=math.inf,
+        target_kl=config.target_kl,
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
     if config.policy_kind == "recurrent":
         from sb3_contrib import RecurrentPPO
 
@@ -407,13 +491,17 @@ def _warm_start(config: PPOConfig, model: Any) -> tuple[str, checkpoints.Dataset
     """
     agent = load_agent(config.warm_start)  # type: ignore[arg-type]
     if agent.actor is None:
-        raise TrainError(f"{config.warm_start} is a recurrent checkpoint", hint="warm-start from a bc or ppo checkpoint")
+        raise TrainError(
+            f"{config.warm_start} is a recurrent checkpoint", hint="warm-start from a bc or ppo checkpoint"
+        )
     if config.policy_kind == "recurrent":
         transfer_compatible(model.policy, agent.actor)
         return agent.name, agent.card.dataset
     if agent.actor.spec.pi != config.policy.pi or agent.actor.spec.activation != config.policy.activation:
-        raise TrainError(f"the warm-start network {agent.card.arch} differs from policy {config.policy.model_dump()}",
-                         hint="set policy.pi / policy.activation to the BC checkpoint's (see its card)")
+        raise TrainError(
+            f"the warm-start network {agent.card.arch} differs from policy {config.policy.model_dump()}",
+            hint="set policy.pi / policy.activation to the BC checkpoint's (see its card)",
+        )
     if agent.card.kind == "ppo" and tuple(agent.card.arch.get("vf", ())) == config.policy.vf:
         _, tensors = checkpoints.load_tensors(config.warm_start)  # type: ignore[arg-type]
         model.policy.load_state_dict(tensors, strict=True)  # in place: the optimizer keeps these tensors
@@ -439,8 +527,11 @@ def transfer_compatible(sb3_policy: torch.nn.Module, actor: ActorNet) -> list[st
 
 def _install_meter(model: Any, config: PPOConfig) -> _GradMeter:
     policy = model.policy
-    actor = [p for name, p in policy.named_parameters() if name.startswith(("mlp_extractor.policy_net.", "action_net.",
-                                                                            "lstm_actor."))]
+    actor = [
+        p
+        for name, p in policy.named_parameters()
+        if name.startswith(("mlp_extractor.policy_net.", "action_net.", "lstm_actor."))
+    ]
     meter = _GradMeter(list(policy.parameters()), actor, config.max_grad_norm, config.critic_warmup_updates)
     policy.optimizer.register_step_pre_hook(meter)
     return meter
@@ -453,11 +544,17 @@ def _log_update(run: _Run) -> None:
         return
     mean, high = run.meter.take()
     stats = UpdateStats(
-        update=len(run.updates) + 1, steps=int(run.model.num_timesteps),
-        policy_loss=float(values["train/policy_gradient_loss"]), value_loss=float(values["train/value_loss"]),
-        entropy=-float(values["train/entropy_loss"]), approx_kl=float(values["train/approx_kl"]),
-        clip_fraction=float(values["train/clip_fraction"]), learning_rate=float(values["train/learning_rate"]),
-        grad_norm=mean, grad_norm_max=high, explained_variance=float(values["train/explained_variance"]),
+        update=len(run.updates) + 1,
+        steps=int(run.model.num_timesteps),
+        policy_loss=float(values["train/policy_gradient_loss"]),
+        value_loss=float(values["train/value_loss"]),
+        entropy=-float(values["train/entropy_loss"]),
+        approx_kl=float(values["train/approx_kl"]),
+        clip_fraction=float(values["train/clip_fraction"]),
+        learning_rate=float(values["train/learning_rate"]),
+        grad_norm=mean,
+        grad_norm_max=high,
+        explained_variance=float(values["train/explained_variance"]),
     )
     values.clear()
     run.updates.append(stats)
@@ -471,8 +568,9 @@ def _evaluate(run: _Run, final: bool = False) -> EvaluationResult:
     def make() -> Player:
         return _policy_player(run)
 
-    eval_config = EvaluateConfig(opponents=config.eval_opponents, games=config.eval_games, seed=config.seed + 1,
-                                 max_rounds=config.max_rounds)
+    eval_config = EvaluateConfig(
+        opponents=config.eval_opponents, games=config.eval_games, seed=config.seed + 1, max_rounds=config.max_rounds
+    )
     result = evaluate(make, eval_config, exporter=run.eval_exporter if not final else None)
     steps = int(model.num_timesteps)
     stage = config.curriculum[run.stage].name if config.curriculum else None
@@ -494,15 +592,25 @@ def _maybe_promote(run: _Run, make: Callable[[], Player], steps: int) -> None:
     stage = stages[run.stage]
     pool_players = [run.league.player(n) for n in stage.opponents]
     others = [pool_players[i % len(pool_players)] for i in range(run.config.pod_size - 1)]
-    check = evaluate(make, EvaluateConfig(games=run.config.eval_games, seed=run.config.seed + 2,
-                                          max_rounds=run.config.max_rounds, opponents=stage.opponents[:1]),
-                     opponents=others)
+    check = evaluate(
+        make,
+        EvaluateConfig(
+            games=run.config.eval_games,
+            seed=run.config.seed + 2,
+            max_rounds=run.config.max_rounds,
+            opponents=stage.opponents[:1],
+        ),
+        opponents=others,
+    )
     if check.win_rate >= stage.promote_win_rate:
         run.stage += 1
         run.stage_start = steps
         run.env.set_pool(run.league.pool(stages[run.stage].opponents))
-        run.metrics.write("promotion", steps, {"steps": steps, "from": stage.name, "to": stages[run.stage].name,
-                                               "win_rate": check.win_rate})
+        run.metrics.write(
+            "promotion",
+            steps,
+            {"steps": steps, "from": stage.name, "to": stages[run.stage].name, "win_rate": check.win_rate},
+        )
 
 
 def _save(run: _Run, tag: str, metrics: dict[str, Any], replace: bool = False) -> Path:
@@ -511,8 +619,16 @@ def _save(run: _Run, tag: str, metrics: dict[str, Any], replace: bool = False) -
     if config.policy_kind == "recurrent":
         arch["lstm_hidden"] = config.lstm_hidden
     return checkpoints.save_checkpoint(
-        run.out, run.model.policy.state_dict(), kind=config.kind, run_id=run.run_id, tag=tag, arch=arch,
-        replace=replace, generation=config.generation, parent=run.parent, dataset=run.dataset,
+        run.out,
+        run.model.policy.state_dict(),
+        kind=config.kind,
+        run_id=run.run_id,
+        tag=tag,
+        arch=arch,
+        replace=replace,
+        generation=config.generation,
+        parent=run.parent,
+        dataset=run.dataset,
         config=config.model_dump(mode="json"),
         metrics=metrics,
     )
@@ -526,5 +642,13 @@ def actor_of(card_path: Path) -> ActorNet:
     return agent.actor
 
 
-__all__ = ["PPOConfig", "PPOResult", "CurriculumStage", "train_ppo", "transfer_compatible", "actor_of",
-           "actor_state_from_sb3", "ExportCounts"]
+__all__ = [
+    "PPOConfig",
+    "PPOResult",
+    "CurriculumStage",
+    "train_ppo",
+    "transfer_compatible",
+    "actor_of",
+    "actor_state_from_sb3",
+    "ExportCounts",
+]

@@ -1,4 +1,5 @@
-"""The generation's dataset: the bootstrap data (generation 0), then the latest teachers' decisions, with the FIXED holdout."""
+"""The generation's dataset: the bootstrap data (generation 0), then the latest teachers' decisions, with the
+FIXED holdout."""
 
 from __future__ import annotations
 
@@ -43,24 +44,37 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
         if data.other_runs == "include":
             foreign = set()
         skip = foreign | set(step.leave_out)
-        usable = [(b.batch_id, b.sources) for b in catalog.batches() if b.status != "rejected" and b.batch_id not in skip]
+        usable = [
+            (b.batch_id, b.sources) for b in catalog.batches() if b.status != "rejected" and b.batch_id not in skip
+        ]
     present = {s for _, sources in usable for s in sources}
     if ctx.generation == 0:  # the first student learns the bootstrap data, all of it
         weights, mode = {s: 1.0 for s in present}, "ratio"
     else:
         weights, mode = {s: w for s, w in data.weights.items() if s in present}, data.weight_mode
     config = BuildConfig(
-        name=ctx.config.dataset, weight_mode=mode, weights=weights, min_reward=data.min_reward,
-        wins_only=[s for s in data.wins_only if s in present], holdout=data.holdout, seed=ctx.seed,
+        name=ctx.config.dataset,
+        weight_mode=mode,
+        weights=weights,
+        min_reward=data.min_reward,
+        wins_only=[s for s in data.wins_only if s in present],
+        holdout=data.holdout,
+        seed=ctx.seed,
         batches=[batch for batch, _ in usable] if skip else None,
     )
     info = build_dataset(ctx.layout, config)
     m = info.manifest
     return BuildStepResult(
-        name=m.name, fingerprint=m.fingerprint, path=str(info.dataset.root), reused=info.reused,
-        train_rows=m.splits["train"].rows, holdout_rows=m.splits["holdout"].rows,
-        rows_by_source=m.splits["train"].rows_by_source, games_by_source=m.splits["train"].games_by_source,
-        shares=m.shares, duplicates=m.duplicates,
+        name=m.name,
+        fingerprint=m.fingerprint,
+        path=str(info.dataset.root),
+        reused=info.reused,
+        train_rows=m.splits["train"].rows,
+        holdout_rows=m.splits["holdout"].rows,
+        rows_by_source=m.splits["train"].rows_by_source,
+        games_by_source=m.splits["train"].games_by_source,
+        shares=m.shares,
+        duplicates=m.duplicates,
         holdout_content=m.holdout.content,
         batches=[i.batch_id for i in m.inputs],
     )
@@ -73,5 +87,8 @@ def other_runs_batches(layout: Layout, catalog: Catalog, name: str) -> set[str]:
     transaction as the batch.
     """
     runs = str(layout.runs.resolve()) + os.sep
-    return {f.batch_id for f in catalog.files()
-            if f.path.startswith(runs) and f.path[len(runs):].split(os.sep, 1)[0] != name}
+    return {
+        f.batch_id
+        for f in catalog.files()
+        if f.path.startswith(runs) and f.path[len(runs) :].split(os.sep, 1)[0] != name
+    }

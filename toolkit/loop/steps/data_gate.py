@@ -21,13 +21,19 @@ class DataGateResult(BaseModel):
 def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
     config = ctx.config
     if not config.data_gate or not step.batches:
-        return DataGateResult(passed=True, reason="no new batch" if not step.batches else "data gate disabled", reports=[])
+        return DataGateResult(
+            passed=True, reason="no new batch" if not step.batches else "data gate disabled", reports=[]
+        )
     from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 
     check = CheckConfig(suite=config.data_gate_suite, entropy_floor=config.data_gate_entropy_floor)
     reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in step.batches]
-    failures = [f"{r.scope.get('batch')}: {', '.join(x.id for x in r.blocking_failures)}" for r in reports if not r.passed]
+    failures = [
+        f"{r.scope.get('batch')}: {', '.join(x.id for x in r.blocking_failures)}" for r in reports if not r.passed
+    ]
     return DataGateResult(
-        passed=not failures, reason="; ".join(failures) or f"{len(reports)} batch(es) passed the lake suite",
-        reports=[str(r.paths.get("json")) for r in reports], warnings=sum(len(r.warnings) for r in reports),
+        passed=not failures,
+        reason="; ".join(failures) or f"{len(reports)} batch(es) passed the lake suite",
+        reports=[str(r.paths.get("json")) for r in reports],
+        warnings=sum(len(r.warnings) for r in reports),
     )

@@ -63,15 +63,26 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
         agent = load_agent(card)
         scores[model] = {}
         for table, opponents in evaluation.tables.items():
-            result = evaluate(agent.player, EvaluateConfig(opponents=opponents, games=evaluation.games, seed=step.seed,
-                                                          max_rounds=ctx.config.max_rounds))
+            result = evaluate(
+                agent.player,
+                EvaluateConfig(
+                    opponents=opponents, games=evaluation.games, seed=step.seed, max_rounds=ctx.config.max_rounds
+                ),
+            )
             write_text_atomic(ctx.folder / f"{model}-{table}.json", result.model_dump_json())
-            scores[model][table] = Score(games=result.games, wins=result.wins, win_rate=result.win_rate,
-                                         win_low=result.win_low, win_high=result.win_high,
-                                         placement_score=result.placement_score, truncations=result.truncations)
+            scores[model][table] = Score(
+                games=result.games,
+                wins=result.wins,
+                win_rate=result.win_rate,
+                win_low=result.win_low,
+                win_high=result.win_high,
+                placement_score=result.placement_score,
+                truncations=result.truncations,
+            )
             reference = step.reference / f"{model}-{table}.json" if step.reference else None
             if model == STUDENT and reference is not None and reference.exists():
                 diff = compare(result, EvaluationResult.model_validate_json(reference.read_text(encoding="utf-8")))
-                gains[table] = Gain(deals=diff.deals, diff=diff.win_rate_diff, low=diff.win_rate_diff_low,
-                                    high=diff.win_rate_diff_high)
+                gains[table] = Gain(
+                    deals=diff.deals, diff=diff.win_rate_diff, low=diff.win_rate_diff_low, high=diff.win_rate_diff_high
+                )
     return EvaluationStepResult(scores=scores, student_gain=gains or None, folder=str(ctx.folder))

@@ -26,5 +26,8 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
     if not step.files:
         return IngestStepResult(batches=[], rows=0, rejected=0)
     result = ingest_paths(step.files, ctx.layout, IngestConfig())
-    return IngestStepResult(batches=sorted({f.batch_id for f in result.files if f.batch_id}), rows=result.rows_valid,
-                            rejected=result.rows_rejected)
+    return IngestStepResult(
+        batches=sorted({f.batch_id for f in result.files if f.batch_id}),
+        rows=result.rows_valid,
+        rejected=result.rows_rejected,
+    )

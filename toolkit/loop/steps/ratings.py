@@ -35,9 +35,19 @@ def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
         entrants[name] = lambda a=agent: a.player()
     pool = RatingPool(step.pool)
     if not pool.has(step.tournament):
-        games = play_tournament(entrants, list(step.focus), TournamentConfig(
-            deals_per_lineup=ctx.config.tournament.deals_per_lineup, max_rounds=ctx.config.max_rounds, seed=ctx.seed))
+        games = play_tournament(
+            entrants,
+            list(step.focus),
+            TournamentConfig(
+                deals_per_lineup=ctx.config.tournament.deals_per_lineup, max_rounds=ctx.config.max_rounds, seed=ctx.seed
+            ),
+        )
         pool.rate(step.tournament, games)
         pool.save()
-    return RatingsResult(tournament=step.tournament, entrants=sorted(entrants), focus=sorted(step.focus),
-                         games=len(pool.data.games), standings=standings(pool))
+    return RatingsResult(
+        tournament=step.tournament,
+        entrants=sorted(entrants),
+        focus=sorted(step.focus),
+        games=len(pool.data.games),
+        standings=standings(pool),
+    )

@@ -49,19 +49,38 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
     p = ctx.config.ppo
     hidden = ctx.config.student.hidden
     config = PPOConfig(
-        run_id=step.run_id, seed=ctx.seed, total_steps=p.total_steps, n_envs=p.n_envs, n_steps=p.n_steps,
-        batch_size=p.batch_size, n_epochs=p.n_epochs, learning_rate=step.learning_rate, lr_schedule=p.lr_schedule,
+        run_id=step.run_id,
+        seed=ctx.seed,
+        total_steps=p.total_steps,
+        n_envs=p.n_envs,
+        n_steps=p.n_steps,
+        batch_size=p.batch_size,
+        n_epochs=p.n_epochs,
+        learning_rate=step.learning_rate,
+        lr_schedule=p.lr_schedule,
         ent_coef=step.ent_coef,
-        warm_start=step.warm_start, critic_warmup_updates=step.critic_warmup_updates,
-        opponents=tuple(e.player for e in step.league), opponent_weights=tuple(e.weight for e in step.league),
-        max_rounds=ctx.config.max_rounds, eval_every=0, eval_games=40, generation=ctx.generation,
+        warm_start=step.warm_start,
+        critic_warmup_updates=step.critic_warmup_updates,
+        opponents=tuple(e.player for e in step.league),
+        opponent_weights=tuple(e.weight for e in step.league),
+        max_rounds=ctx.config.max_rounds,
+        eval_every=0,
+        eval_games=40,
+        generation=ctx.generation,
         export=ExportConfig(games=p.export_games, export_eval=False),
         policy=PolicySpec(pi=hidden, vf=hidden),
     )
     result = train_ppo(config, ctx.folder)
     assert result.export is not None  # export.games >= 1
     return SelfPlayResult(
-        final=str(result.final), steps=result.steps, seconds=result.seconds, steps_per_second=result.steps_per_second,
-        export=result.export, last_update=result.updates[-1] if result.updates else None, league=step.league,
-        learning_rate=step.learning_rate, ent_coef=step.ent_coef, warm_start=str(step.warm_start),
+        final=str(result.final),
+        steps=result.steps,
+        seconds=result.seconds,
+        steps_per_second=result.steps_per_second,
+        export=result.export,
+        last_update=result.updates[-1] if result.updates else None,
+        league=step.league,
+        learning_rate=step.learning_rate,
+        ent_coef=step.ent_coef,
+        warm_start=str(step.warm_start),
     )

@@ -27,6 +27,13 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateResult:
 
     if step.logs:
         return SimulateResult(files=step.logs, simulated=False)
-    result = simulate(SimulateConfig(games=step.games, players=tuple(step.players), seed=ctx.seed, out=ctx.folder,
-                                     max_rounds=ctx.config.max_rounds))
+    result = simulate(
+        SimulateConfig(
+            games=step.games,
+            players=tuple(step.players),
+            seed=ctx.seed,
+            out=ctx.folder,
+            max_rounds=ctx.config.max_rounds,
+        )
+    )
     return SimulateResult(files=result.files, simulated=True, games=result.games, decisions=result.decisions)

@@ -32,8 +32,9 @@ def _player(card: Path):  # noqa: ANN202 - a player factory
 def student_gate(ctx: StepContext, step: StrengthInput) -> StrengthVerdict:
     """The student against the previous promoted student on paired deals."""
     config = ctx.config.student_gate or ctx.config.strength_gate
-    return strength_gate(_player(step.candidate), _player(step.baseline), config, seed=ctx.seed,
-                         max_rounds=ctx.config.max_rounds)
+    return strength_gate(
+        _player(step.candidate), _player(step.baseline), config, seed=ctx.seed, max_rounds=ctx.config.max_rounds
+    )
 
 
 def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
@@ -41,6 +42,11 @@ def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
     floor = floor_gate(_player(step.candidate), ctx.config.floor, seed=ctx.seed, max_rounds=ctx.config.max_rounds)
     if not floor.passed:
         return PPOGateResult(passed=False, reason=f"floor: {floor.reason}", floor=floor)
-    strength = strength_gate(_player(step.candidate), _player(step.baseline), ctx.config.strength_gate,
-                             seed=ctx.seed, max_rounds=ctx.config.max_rounds)
+    strength = strength_gate(
+        _player(step.candidate),
+        _player(step.baseline),
+        ctx.config.strength_gate,
+        seed=ctx.seed,
+        max_rounds=ctx.config.max_rounds,
+    )
     return PPOGateResult(passed=strength.passed, reason=f"strength: {strength.reason}", floor=floor, strength=strength)
