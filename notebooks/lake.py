@@ -15,7 +15,7 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
-    from toolkit.analysis.notebook import arguments, or_stop
+    from toolkit.analysis.notebook import arguments, or_stop, show
     from toolkit.analysis.report import report_path, write_report
     from toolkit.analysis.sections import lake_sections
     from toolkit.layout import Layout
@@ -23,7 +23,7 @@ def _():
     args = arguments({})
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     home
-    return Layout, args, home, lake_sections, mo, or_stop, report_path, write_report
+    return Layout, args, home, lake_sections, mo, or_stop, report_path, show, write_report
 
 
 @app.cell
@@ -34,20 +34,8 @@ def _(Layout, home, lake_sections, or_stop):
 
 
 @app.cell
-def _(mo, sections):
-    mo.vstack(
-        [
-            mo.vstack(
-                [
-                    mo.md(f"## {s.title}"),
-                    mo.md(s.note) if s.note else mo.md(""),
-                    s.chart if s.chart is not None else mo.md(""),
-                    s.table if s.table is not None else mo.md(""),
-                ]
-            )
-            for s in sections
-        ]
-    )
+def _(sections, show):
+    show(sections)
     return
 
 

@@ -16,7 +16,7 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
-    from toolkit.analysis.notebook import arguments, or_stop
+    from toolkit.analysis.notebook import arguments, or_stop, show
     from toolkit.analysis.report import report_path, write_report
     from toolkit.analysis.sections import loop_sections
     from toolkit.layout import Layout
@@ -25,7 +25,7 @@ def _():
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     name = mo.ui.text(value=args["name"], label="loop run")
     mo.hstack([home, name])
-    return Layout, args, loop_sections, home, mo, name, or_stop, report_path, write_report
+    return Layout, args, home, loop_sections, mo, name, or_stop, report_path, show, write_report
 
 
 @app.cell
@@ -36,20 +36,8 @@ def _(Layout, loop_sections, home, name, or_stop):
 
 
 @app.cell
-def _(mo, sections):
-    mo.vstack(
-        [
-            mo.vstack(
-                [
-                    mo.md(f"## {s.title}"),
-                    mo.md(s.note) if s.note else mo.md(""),
-                    s.chart if s.chart is not None else mo.md(""),
-                    s.table if s.table is not None else mo.md(""),
-                ]
-            )
-            for s in sections
-        ]
-    )
+def _(sections, show):
+    show(sections)
     return
 
 

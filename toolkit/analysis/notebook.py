@@ -1,4 +1,4 @@
-"""What the marimo notebooks share: their arguments, and a clear stop when there is nothing to show."""
+"""What the marimo notebooks share: their arguments, a clear stop when there is nothing to show, how sections show."""
 
 from __future__ import annotations
 
@@ -33,3 +33,24 @@ def or_stop(load: Callable[..., T], *args: Any) -> T:
         if mo.running_in_notebook():
             mo.stop(True, mo.md(f"**Nothing to show.** {error.message}  \n_{error.hint or ''}_"))
         raise SystemExit(message) from None
+
+
+def show(sections: list[Any]) -> Any:
+    """The notebook's view of its sections (``toolkit.analysis.sections.Section``): per section its title, note,
+    chart and table, one under the other."""
+    import marimo as mo
+
+    blank = mo.md("")
+    return mo.vstack(
+        [
+            mo.vstack(
+                [
+                    mo.md(f"## {s.title}"),
+                    mo.md(s.note) if s.note else blank,
+                    s.chart if s.chart is not None else blank,
+                    s.table if s.table is not None else blank,
+                ]
+            )
+            for s in sections
+        ]
+    )
