@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
 from toolkit.errors import ConfigError
+
+if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
+    from toolkit.datasets.dataset import Manifest
 
 datasets_app = typer.Typer(help="List built datasets and show their manifests.", no_args_is_help=True)
 app.add_typer(datasets_app, name="datasets")
@@ -140,7 +143,7 @@ def show_dataset(
     _show(dataset.manifest)
 
 
-def _summary(manifest: Any) -> dict[str, Any]:
+def _summary(manifest: Manifest) -> dict[str, Any]:
     return {
         "name": manifest.name,
         "fingerprint": manifest.fingerprint,
@@ -151,7 +154,7 @@ def _summary(manifest: Any) -> dict[str, Any]:
     }
 
 
-def _show(manifest: Any) -> None:
+def _show(manifest: Manifest) -> None:
     table = Table(title="rows (games) per source after each step")
     steps = list(dict.fromkeys(step.step for trail in manifest.filters.values() for step in trail))
     table.add_column("source")

@@ -7,7 +7,7 @@ run (bad suite, nothing in scope).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -15,6 +15,10 @@ from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 from toolkit.config import validation_message
+
+if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
+    from toolkit.checks.gate import CheckConfig
+    from toolkit.checks.report import GateReport
 
 check_app = typer.Typer(
     help="Quality gates: expectation suites and data-quality metrics, with reports.", no_args_is_help=True
@@ -35,7 +39,7 @@ SampleOpt = Annotated[int, typer.Option("--sample-rows", help="Offending rows ke
 
 def _config(
     suite: Path | None, floor: float | None, baseline: Path | None, no_write: bool, chunk_rows: int, sample_rows: int
-) -> Any:
+) -> CheckConfig:
     from pydantic import ValidationError
 
     from toolkit.checks.gate import CheckConfig
@@ -100,7 +104,7 @@ def check_dataset(
     _finish(report, as_json)
 
 
-def _finish(report: Any, as_json: bool) -> None:
+def _finish(report: GateReport, as_json: bool) -> None:
     if as_json:
         print_json(report.model_dump(mode="json"))
     else:
@@ -108,7 +112,7 @@ def _finish(report: Any, as_json: bool) -> None:
     raise typer.Exit(0 if report.passed else 1)
 
 
-def _render(report: Any) -> None:
+def _render(report: GateReport) -> None:
     from toolkit.checks.report import short
 
     failed = [r for r in report.results if not r.success]

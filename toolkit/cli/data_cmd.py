@@ -6,7 +6,7 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -14,6 +14,9 @@ from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json, progress_bar
 from toolkit.errors import UsageError
+
+if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
+    from toolkit.ingest.config import ReadOptions
 
 PathsArg = Annotated[
     list[Path], typer.Argument(help="Files or folders (.jsonl, .jsonl.gz, .jsonl.zst).", show_default=False)
@@ -26,7 +29,7 @@ SourceOpt = Annotated[
 ]
 
 
-def _read_options(dialect: str | None, source: str | None) -> Any:
+def _read_options(dialect: str | None, source: str | None) -> ReadOptions:
     from toolkit.ingest.config import ReadOptions
 
     return ReadOptions(dialect=dialect, source=source)

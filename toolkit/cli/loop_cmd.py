@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 from toolkit.progress import Progress
+
+if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
+    from toolkit.loop.record import GenerationRecord
 
 loop_app = typer.Typer(
     help="The closed loop: gated generations of self-play, data and BC, with ratings.", no_args_is_help=True
@@ -168,12 +171,12 @@ def show_history(records: list[dict[str, Any]]) -> None:
             console.print(f"gen {r.generation}: {r.outcome} - {r.reason}")
 
 
-def _score(r: Any, model: str, table: str) -> str:
+def _score(r: GenerationRecord, model: str, table: str) -> str:
     score = ((r.evaluation or {}).get(model) or {}).get(table)
     return "-" if score is None else f"{score.win_rate:.1%} [{score.win_low * 100:.1f},{score.win_high * 100:.1f}]"
 
 
-def _gain(r: Any) -> str:
+def _gain(r: GenerationRecord) -> str:
     gain = (r.student_gain or {}).get("heuristic")
     return "-" if gain is None else f"{gain.diff:+.1%} [{gain.low * 100:+.1f},{gain.high * 100:+.1f}]"
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
+
+if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
+    from toolkit.train.evaluate import EvaluationResult
 
 train_app = typer.Typer(help="Train policies: behaviour cloning and PPO self-play.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
@@ -199,7 +202,7 @@ def evaluate_command(
         )
 
 
-def _print_evaluation(path: Path | None, r: Any) -> None:
+def _print_evaluation(path: Path | None, r: EvaluationResult) -> None:
     table = Table(title=f"{path} vs {', '.join(r.opponents)}: {r.games} games, {r.games_per_second:,.0f} games/s")
     for name in ("seat", "games", "wins", "win rate", "placement score"):
         table.add_column(name, justify="right")
