@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toolkit.ingest.rowpath import Problem
 from toolkit.schema import columns as col
 
 _KEY = f"{col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX}"
@@ -90,6 +91,9 @@ class Duplicate:
         if self.first_batch:
             where += f" (batch {self.first_batch})"
         return f"duplicate decision (game_id, seat, decision_index) first seen at {where}"
+
+    def problem(self) -> Problem:
+        return Problem(col.GAME_ID, "duplicate", self.message())
 
 
 def find_duplicates(

@@ -14,6 +14,7 @@ from toolkit.ingest.config import ReadOptions
 from toolkit.ingest.dedup import KeyLog, find_duplicates
 from toolkit.ingest.parts import FileReport
 from toolkit.ingest.reader import expand_paths
+from toolkit.ingest.rowpath import Problem
 from toolkit.ingest.validate import validate_file
 from toolkit.progress import Progress, ProgressFn
 
@@ -28,6 +29,10 @@ class LineProblem(BaseModel):
     field: str
     code: str
     reason: str
+
+    @classmethod
+    def of(cls, file: str, line: int, problem: Problem) -> LineProblem:
+        return cls(file=file, line=line, field=problem.field, code=problem.code, reason=problem.message)
 
     def render(self) -> str:
         return f"{self.file}:{self.line}:{self.field or '-'}: {self.reason}"
@@ -100,10 +105,7 @@ def _validate_file(
 ) -> None:
     for part in validate_file(path, options, report):
         for reject in part.rejects:
-            result.problems.extend(
-                LineProblem(file=reject.file, line=reject.line, field=p.field, code=p.code, reason=p.message)
-                for p in reject.problems
-            )
+            result.problems.extend(LineProblem.of(reject.file, reject.line, p) for p in reject.problems)
         keys.add(part.table, part.lines, str(path), ordinal)
         if progress is not None:
             progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
@@ -114,12 +116,6 @@ def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None
         duplicates = find_duplicates(con, keys.files)
     by_file = {r.path: r for r in result.reports}
     for duplicate in duplicates:
-        report = by_file[duplicate.file]
-        report.valid -= 1
-        report.invalid += 1
-        report.reasons["duplicate"] += 1
-        result.problems.append(
-            LineProblem(
-                file=duplicate.file, line=duplicate.line, field="game_id", code="duplicate", reason=duplicate.message()
-            )
-        )
+        problem = duplicate.problem()
+        by_file[duplicate.file].demote(problem)
+        result.problems.append(LineProblem.of(duplicate.file, duplicate.line, problem))

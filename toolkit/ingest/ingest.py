@@ -27,7 +27,6 @@ from toolkit.ingest.config import IngestConfig
 from toolkit.ingest.dedup import find_duplicates
 from toolkit.ingest.parts import FileReport, PackedPart, Part, Reject
 from toolkit.ingest.reader import expand_paths, read_chunks
-from toolkit.ingest.rowpath import Problem
 from toolkit.ingest.staging import Lineage, StagedBatch
 from toolkit.ingest.validate import validate_file
 from toolkit.layout import Layout
@@ -244,12 +243,9 @@ def _quarantine_duplicates(path: Path, staged: StagedBatch, catalog: Catalog, re
     staged.drop_lines(lines)
     raw = read_lines(path, lines)
     for duplicate in duplicates:
-        reject = Reject(
-            str(path), duplicate.line, raw[duplicate.line], [Problem("game_id", "duplicate", duplicate.message())]
-        )
-        staged.rejects.append(reject)
-        report.valid -= 1
-        report.add_reject(reject)
+        problem = duplicate.problem()
+        staged.rejects.append(Reject(str(path), duplicate.line, raw[duplicate.line], [problem]))
+        report.demote(problem)
     return len(duplicates)
 
 

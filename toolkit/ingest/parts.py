@@ -83,6 +83,12 @@ class FileReport(BaseModel):
         self.invalid += 1
         self.reasons.update({problem.code for problem in reject.problems})
 
+    def demote(self, problem: Problem) -> None:
+        """A row counted valid turned out bad (a duplicate, found once the file is read): count it rejected."""
+        self.valid -= 1
+        self.invalid += 1
+        self.reasons[problem.code] += 1
+
     @field_serializer("reasons", "dialects")
     def _sorted(self, counts: Counter[str]) -> dict[str, int]:
         return dict(sorted(counts.items()))
