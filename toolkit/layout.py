@@ -49,6 +49,8 @@ SUITE_FORMAT_VERSION: Final = 1  # an expectation suite (checks/*.json)
 CATALOG_FILE: Final = "catalog.duckdb"
 CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
 NO_GENERATION: Final = "none"
+LAKE_PART_FILE: Final = "part-00000.parquet"  # one file per lake partition of a batch
+QUARANTINE_FILE: Final = "rejects.parquet"  # one file per batch
 # Names that become folders under the data root (builds, loop runs): 1-64 characters, lowercase letters, digits,
 # '_', '.', '-', starting with a letter or a digit (so never '..', never a path).
 NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
@@ -144,7 +146,16 @@ class Layout:
         gen = NO_GENERATION if generation is None else f"{generation:03d}"
         return Path(f"source={source}") / f"generation={gen}" / f"batch={batch_id}"
 
+    def lake_file(self, source: str, generation: int | None, batch_id: str) -> Path:
+        """The Parquet file of one batch's rows of one (source, generation) partition."""
+        return self.lake / self.partition(source, generation, batch_id) / LAKE_PART_FILE
+
+    def quarantine_file(self, batch_id: str) -> Path:
+        """The Parquet file of one batch's rejected lines."""
+        return self.quarantine / f"batch={batch_id}" / QUARANTINE_FILE
+
     def staging_for(self, batch_id: str) -> Path:
+        """A batch being written: a data root of its own (``lake/``, ``quarantine/``), moved into this one."""
         return self.staging / batch_id
 
     def build_dir(self, name: str, fingerprint: str) -> Path:
@@ -164,3 +175,8 @@ class Layout:
     def latest_pointer(self, name: str) -> Path:
         """File holding the fingerprint of the latest build of ``name``."""
         return self.builds / name / "LATEST"
+
+
+def generation_label(generation: int) -> str:
+    """``gen-NNN``: a loop generation's folder under its run, and the model version of what it trained."""
+    return f"gen-{generation:03d}"

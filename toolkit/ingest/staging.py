@@ -114,8 +114,8 @@ class StagedBatch:
         self._wait()
         for key, tables in self.buffer.items():
             if key not in self.partitions:
-                relative = Layout.partition(key[0], key[1], self.lineage.batch_id)
-                self.partitions[key] = _PartitionWriter(self.root / "lake" / relative / "part-00000.parquet")
+                path = Layout(self.root).lake_file(key[0], key[1], self.lineage.batch_id)
+                self.partitions[key] = _PartitionWriter(path)
             # One job per partition: a file is never written by two threads at once.
             self._pending.append(self._writer.submit(self.partitions[key].write, tables))
         self.buffer, self.buffered = {}, 0
@@ -174,7 +174,7 @@ class StagedBatch:
         """Finish every staged file (rows and quarantine)."""
         self._close_writers()
         if self.rejects:
-            path = self.root / "quarantine" / f"batch={self.lineage.batch_id}" / "rejects.parquet"
+            path = Layout(self.root).quarantine_file(self.lineage.batch_id)
             path.parent.mkdir(parents=True, exist_ok=True)
             pq.write_table(self._rejects_table(), path, **PARQUET_OPTIONS)
 

@@ -38,7 +38,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from toolkit.errors import ConfigError
-from toolkit.layout import Layout
+from toolkit.layout import Layout, generation_label
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.gates import GuardVerdict, StrengthVerdict
 from toolkit.loop.record import GenerationRecord, generation_record
@@ -196,7 +196,7 @@ class _Loop:
                 gen.generation,
                 self.config.max_generations + 1,
                 "generations",
-                f"gen-{gen.generation:03d} attempt {gen.attempt}: {name}",
+                f"{generation_label(gen.generation)} attempt {gen.attempt}: {name}",
             )
         )
         folder = self.run_folder.gen_dir(gen.generation, gen.attempt) / name
@@ -234,7 +234,7 @@ class _Loop:
     def _promote(self, kind: str, checkpoint: str) -> None:
         g = self.state.generation
         self.state.promoted.append(
-            PromotedModel(generation=g, kind=kind, name=f"gen-{g:03d}-{kind}", checkpoint=checkpoint)
+            PromotedModel(generation=g, kind=kind, name=f"{generation_label(g)}-{kind}", checkpoint=checkpoint)
         )
         if kind == STUDENT:
             self.state.current_student = checkpoint
@@ -437,7 +437,7 @@ class _Loop:
             ratings.run,
             ratings.RatingsInput(
                 pool=self.run_folder.ratings_path,
-                tournament=f"gen-{g:03d}",
+                tournament=generation_label(g),
                 focus=self._candidates(g),
                 others=self._candidates(g - 1),
             ),
@@ -453,9 +453,9 @@ class _Loop:
         play = gen.steps.get(f"{gen.attempt}:{StepName.SELFPLAY}")
         trained = gen.steps.get(f"{gen.attempt}:{StepName.TRAIN_STUDENT}")
         if play is not None:
-            found[f"gen-{g:03d}-{PPO}"] = Path(play.result["final"])
+            found[f"{generation_label(g)}-{PPO}"] = Path(play.result["final"])
         if trained is not None:
-            found[f"gen-{g:03d}-{STUDENT}"] = Path(trained.result["checkpoint"])
+            found[f"{generation_label(g)}-{STUDENT}"] = Path(trained.result["checkpoint"])
         return found
 
     def _record(self, g: int) -> None:

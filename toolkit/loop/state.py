@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.layout import STATE_FORMAT_VERSION, Layout
+from toolkit.layout import STATE_FORMAT_VERSION, Layout, generation_label
 from toolkit.loop.config import NAME_PATTERN
 from toolkit.storage import LockHeldError, exclusive_lock, lock_holder, read_versioned, write_text_atomic
 
@@ -163,7 +163,7 @@ class RunFolder:
         return lock_holder(self.lock_path)
 
     def gen_dir(self, generation: int, attempt: int | None = None) -> Path:
-        folder = self.root / f"gen-{generation:03d}"
+        folder = self.root / generation_label(generation)
         return folder if attempt is None else folder / f"attempt-{attempt}"
 
     def exists(self) -> bool:

@@ -34,6 +34,7 @@ from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
 from toolkit.game.league import OpponentPool
 from toolkit.game.players import Player
+from toolkit.layout import generation_label
 
 _GAME_FIELDS = ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
 
@@ -103,7 +104,7 @@ class DecisionExporter:
         self.config = config or ExportConfig()
         self.counts = ExportCounts(source=source)
         self.generation, self.seed, self.source = generation, seed, source
-        self.model_version = f"gen-{generation:03d}"
+        self.model_version = generation_label(generation)
         self.game_prefix = f"{source}-{batch}"
         self.writer = records.DecisionWriter(out, f"ml-decisions-{source}-{batch}", self.config.compression)
         self._pending: list[_Pending] = []
