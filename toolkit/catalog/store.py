@@ -275,6 +275,13 @@ class Catalog:
         """The result of one query of the views (``decisions``, ``rejects``, ``games``, ...) as Arrow."""
         return self.con.sql(sql, params=params).to_arrow_table()
 
+    def end_flags(self, batch_ids: list[str]) -> pa.Table:
+        """``batch_id``, ``source_line``, ``is_terminal``, ``truncated`` of every decision of these batches."""
+        return self.read(
+            "SELECT batch_id, source_line, is_terminal, truncated FROM decisions WHERE list_contains(?, batch_id)",
+            [batch_ids],
+        )
+
     def batches(self, *, newest_first: bool = False, limit: int | None = None) -> list[BatchRecord]:
         """The recorded batches, by id (or newest first), every status included."""
         order = "created_at DESC, batch_id" if newest_first else "batch_id"

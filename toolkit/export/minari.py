@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
+import duckdb
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
@@ -194,21 +195,17 @@ def _rows_with_ends(layout: Layout, dataset: Dataset, split: str) -> pa.Table:
             hint="export the other split (--split), or build with more data",
         )
     with Catalog.open(layout, read_only=True) as catalog:
-        con = catalog.con
-        con.register("_export_rows", table)
-        try:
-            joined = con.sql(
-                """
-                SELECT r.*, d.is_terminal AS is_terminal, d.truncated AS truncated
-                FROM _export_rows r
-                LEFT JOIN (SELECT batch_id, source_line, is_terminal, truncated FROM decisions
-                           WHERE batch_id IN (SELECT DISTINCT batch_id FROM _export_rows)) d
-                  ON d.batch_id = r.batch_id AND d.source_line = r.source_line
-                ORDER BY r.game_id, r.seat, r.decision_index
-                """
-            ).to_arrow_table()
-        finally:
-            con.unregister("_export_rows")
+        flags = catalog.end_flags(sorted(set(table["batch_id"].to_pylist())))
+    with duckdb.connect() as con:
+        con.register("export_rows", table)
+        con.register("end_flags", flags)
+        joined = con.sql(
+            """
+            SELECT r.*, d.is_terminal AS is_terminal, d.truncated AS truncated
+            FROM export_rows r LEFT JOIN end_flags d ON d.batch_id = r.batch_id AND d.source_line = r.source_line
+            ORDER BY r.game_id, r.seat, r.decision_index
+            """
+        ).to_arrow_table()
     missing = joined.filter(pa.compute.is_null(joined["is_terminal"]))
     if missing.num_rows:
         first = missing.slice(0, 1).to_pylist()[0]
