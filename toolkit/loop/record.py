@@ -9,7 +9,7 @@ attempts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,8 @@ from toolkit.loop.steps.build import BuildStepResult
 from toolkit.loop.steps.evaluate import EvaluationStepResult, Gain, Score
 from toolkit.loop.steps.ratings import RatingsResult
 from toolkit.ratings import Standing
+
+R = TypeVar("R", bound=BaseModel)
 
 
 class AttemptRecord(BaseModel):
@@ -72,10 +74,10 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
             )
         )
     last = attempts[-1].steps
-    guard = GuardVerdict.model_validate(last[StepName.ACCURACY_GUARD]) if StepName.ACCURACY_GUARD in last else None
-    build = BuildStepResult.model_validate(last[StepName.BUILD]) if StepName.BUILD in last else None
-    ratings = RatingsResult.model_validate(last[StepName.RATINGS]) if StepName.RATINGS in last else None
-    evaluation = EvaluationStepResult.model_validate(last[StepName.EVALUATE]) if StepName.EVALUATE in last else None
+    guard = _result(last, StepName.ACCURACY_GUARD, GuardVerdict)
+    build = _result(last, StepName.BUILD, BuildStepResult)
+    ratings = _result(last, StepName.RATINGS, RatingsResult)
+    evaluation = _result(last, StepName.EVALUATE, EvaluationStepResult)
     scores = evaluation.scores if evaluation else {}
     student = next(iter(scores.get("student", {}).values()), None)
     ppo = next(iter(scores.get("ppo", {}).values()), None)
@@ -105,3 +107,8 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
         seconds=round(sum(r.seconds for r in gen.steps.values()), 3),
         recorded_at=now(),
     )
+
+
+def _result(steps: dict[str, dict[str, Any]], name: StepName, model: type[R]) -> R | None:
+    """The saved result of step ``name`` as its type, if the step ran in this attempt."""
+    return model.model_validate(steps[name]) if name in steps else None
