@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from toolkit.errors import ConfigError
-from toolkit.game.players import make_player
 from toolkit.ratings import NOBODY, GameResult, RatingPool, TournamentConfig, lineups, play_tournament
 
 
@@ -80,9 +79,9 @@ def test_lineups_always_include_a_new_player() -> None:
 def test_a_tournament_plays_every_lineup_in_every_seat_rotation_and_rates_random_heuristic_tuned_in_order(
     tmp_path: Path,
 ) -> None:
-    entrants = {name: (lambda n=name: make_player(n)) for name in ("heuristic", "tuned", "random")}
-    entrants["heuristic-2"] = lambda: make_player("heuristic")
-    entrants["tuned-2"] = lambda: make_player("tuned")
+    entrants = {name: name for name in ("heuristic", "tuned", "random")}  # the default loader: player types
+    entrants["heuristic-2"] = "heuristic"
+    entrants["tuned-2"] = "tuned"
     games = play_tournament(entrants, ["random", "tuned"], TournamentConfig(deals_per_lineup=40))
     assert len(games) == 5 * 4 * 40  # every lineup of 5 entrants has random or tuned
     seats = {name: {g.players.index(name) for g in games if name in g.players} for name in entrants}

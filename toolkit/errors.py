@@ -101,3 +101,7 @@ class GateFailedError(CheckError):
 
 class TrainError(DistillError):
     """Training or evaluation could not run: a missing or incompatible checkpoint, dataset or configuration."""
+
+
+class JobError(DistillError):
+    """A fan-out of game jobs could not complete: a shard failed past its retries, or a back end is unavailable."""

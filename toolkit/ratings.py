@@ -21,7 +21,9 @@ Each tournament has an id; rating one the pool already holds is a no-op, so
 a loop resumed after a crash never counts the same games twice. A
 tournament plays every lineup of 4 entrants that includes at least one of
 the ``focus`` players (the new generation), each lineup on the same deals
-in every seat rotation, all in one batched run of the core.
+in every seat rotation: one table of games, cut into shards played
+in-process, on a process pool or on Ray (``toolkit.jobs``) with the same
+games wherever they ran.
 """
 
 from __future__ import annotations
@@ -31,14 +33,17 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
 from toolkit.game import core, rules
-from toolkit.game.players import Player
+from toolkit.game.players import Player, make_player
+from toolkit.jobs.config import BackendConfig
+from toolkit.jobs.plan import Shard, shards
+from toolkit.jobs.run import run_shards
 from toolkit.layout import POOL_FORMAT_VERSION
 from toolkit.storage import read_versioned, write_text_atomic
 
@@ -249,28 +254,62 @@ def lineups(entrants: Sequence[str], focus: Sequence[str]) -> list[tuple[str, ..
 
 
 def play_tournament(
-    entrants: dict[str, Callable[[], Player]], focus: Sequence[str], config: TournamentConfig
+    entrants: dict[str, Any],
+    focus: Sequence[str],
+    config: TournamentConfig,
+    *,
+    load: Callable[[Any], Player] = make_player,
+    backend: BackendConfig | None = None,
 ) -> list[GameResult]:
-    """Play every lineup on the same deals in every seat rotation, in one batched run; return the games."""
+    """Play every lineup on the same deals in every seat rotation; return the games in table order.
+
+    Args:
+        entrants: each entrant's player as ``load`` takes it (a player type by
+            default; the loop passes checkpoints with ``train.agents.player_from_ref``).
+        focus: the entrants every lineup must include one of.
+        config: deals per lineup, seed, turn limit.
+        load: a module-level function making a fresh player of an entrant (workers import it by name).
+        backend: where the games run; the table is cut into shards of
+            ``backend.shard_games`` games, so the result is the same on every back end.
+    """
     names = list(entrants)
-    players = [entrants[name]() for name in names]
     seatings = [lineup[shift:] + lineup[:shift] for lineup in lineups(names, focus) for shift in range(POD)]
     deals = config.deals_per_lineup
     table = np.repeat(np.array([[names.index(p) for p in seated] for seated in seatings]), deals, axis=0)
     deal_ids = np.array([(k // (POD * deals)) * deals + k % deals for k in range(len(table))])
-    results: list[GameResult | None] = [None] * len(table)
+    job = _TournamentJob(names, [entrants[name] for name in names], load, table, deal_ids, config)
+    plan = shards(len(table), (backend or BackendConfig()).shard_games)
+    return [game for part in run_shards(_play_rows, plan, job, backend) for game in part]
+
+
+@dataclass(frozen=True)
+class _TournamentJob:
+    names: list[str]
+    entrants: list[Any]
+    load: Callable[[Any], Player]
+    table: np.ndarray  # [games, POD] entrant index per seat
+    deals: np.ndarray  # [games]
+    config: TournamentConfig
+
+
+def _play_rows(shard: Shard, job: _TournamentJob) -> list[GameResult]:
+    """Games ``shard.start..stop-1`` of the tournament table, in table order."""
+    players = [job.load(entrant) for entrant in job.entrants]
+    table = job.table[shard.start : shard.stop]
+    results: list[GameResult | None] = [None] * shard.size
     for finished in core.play(
         players,
-        len(table),
-        seed=config.seed,
-        config=rules.RulesConfig(n_seats=POD, max_rounds=config.max_rounds),
-        batch_size=config.batch_size,
+        shard.size,
+        seed=job.config.seed,
+        config=rules.RulesConfig(n_seats=POD, max_rounds=job.config.max_rounds),
+        batch_size=job.config.batch_size,
         lineups=table,
-        deals=deal_ids,
+        deals=job.deals[shard.start : shard.stop],
+        stream=shard.index or None,
     ):
         for g, k in enumerate(finished.game.tolist()):
             won = int(finished.winner[g]) if not finished.truncated[g] else NOBODY
-            results[k] = GameResult(tuple(names[i] for i in table[k]), won)
+            results[k] = GameResult(tuple(job.names[i] for i in table[k]), won)
     return [r for r in results if r is not None]
 
 

@@ -8,13 +8,12 @@ import numpy as np
 import orjson
 
 from toolkit.game.env import CommanderEnv, EpisodeRecord
-from toolkit.game.league import OpponentPool
 from toolkit.game.players import make_player
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.schema.models import DecisionSnapshot
 from toolkit.train.evaluate import EvaluateConfig, evaluate
-from toolkit.train.export import DecisionExporter, ExportConfig, play_league
+from toolkit.train.export import SELF, DecisionExporter, ExportConfig, export_league_games
 
 
 def _episodes(n: int, seed: int = 0, illegal_every: int = 0) -> list[EpisodeRecord]:
@@ -114,16 +113,23 @@ def test_evaluation_games_are_exported_under_their_own_source(tmp_path: Path) ->
 
 
 def test_league_games_export_every_seat_the_player_holds(tmp_path: Path) -> None:
-    teacher = make_player("heuristic")
-    pool = OpponentPool([teacher, make_player("random")], weights=[1, 1])  # the teacher also fills some seats
-    exporter = DecisionExporter(tmp_path, batch="b4", generation=3, seed=4, config=ExportConfig(min_decisions=1))
-    kept = play_league(teacher, pool, exporter, games=24, seed=4)
-    counts = exporter.close()
+    # the teacher also fills some seats (self-play)
+    counts = export_league_games(
+        "heuristic",
+        [SELF, "random"],
+        tmp_path,
+        weights=[1, 1],
+        games=24,
+        seed=4,
+        batch="b4",
+        generation=3,
+        config=ExportConfig(min_decisions=1),
+    )
     rows = _lines(counts.files)
     seats_per_game: dict[str, set[int]] = {}
     for row in rows:
         seats_per_game.setdefault(row["game_id"], set()).add(row["seat"])
-    assert kept == counts.exported_episodes == sum(len(s) for s in seats_per_game.values())
+    assert counts.exported_episodes == sum(len(s) for s in seats_per_game.values())
     assert len(seats_per_game) == 24 and max(len(s) for s in seats_per_game.values()) > 1  # self-play seats too
     assert {r["source"] for r in rows} == {"ppo"} and any(not r["seat_won"] for r in rows)
     assert ingest_paths(counts.files, Layout.at(tmp_path / "home")).rows_rejected == 0

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
@@ -21,9 +21,12 @@ from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 from typer.core import TyperGroup
 
-from toolkit.errors import DistillError
+from toolkit.errors import ConfigError, DistillError
 from toolkit.layout import HOME_ENV, Layout
 from toolkit.progress import Progress, ProgressFn
+
+if TYPE_CHECKING:
+    from toolkit.jobs.config import BackendConfig
 
 err_console = Console(stderr=True, highlight=False)
 
@@ -83,6 +86,31 @@ def _root(
 
 # Options every command shares, defined once.
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON) on stdout.")]
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        "--backend",
+        help="Where the games run: auto (a process pool when the job has several shards and cores are free), "
+        "inprocess, pool, or ray (pip install 'distill[ray]'). The results are the same on each.",
+    ),
+]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Pool processes or Ray tasks at once.")]
+AddressOpt = Annotated[
+    str | None, typer.Option("--address", help="Ray: an existing cluster (host:port); none starts a local Ray.")
+]
+
+
+def backend_config(kind: str, workers: int | None, address: str | None) -> BackendConfig:
+    """The :class:`~toolkit.jobs.config.BackendConfig` of the ``--backend/--workers/--address`` options."""
+    from pydantic import ValidationError
+
+    from toolkit.config import validation_message
+    from toolkit.jobs.config import BackendConfig
+
+    try:
+        return BackendConfig(kind=kind, workers=workers, address=address)  # type: ignore[arg-type]
+    except ValidationError as error:
+        raise ConfigError(f"invalid back end: {validation_message(error)}", hint="see --help") from None
 
 
 def layout() -> Layout:

@@ -9,7 +9,17 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, print_json, progress_bar
+from toolkit.cli.app import (
+    AddressOpt,
+    BackendOpt,
+    JsonOpt,
+    WorkersOpt,
+    app,
+    backend_config,
+    console,
+    print_json,
+    progress_bar,
+)
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 
@@ -25,6 +35,9 @@ def simulate_command(
     compress: Annotated[str, typer.Option("--compress", help="none, gzip or zstd.")] = "none",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Games stepped at once.")] = 1024,
     max_rounds: Annotated[int, typer.Option("--max-rounds", help="Rounds before a game is truncated.")] = 30,
+    backend: BackendOpt = "auto",
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics)."""
@@ -44,11 +57,12 @@ def simulate_command(
         raise ConfigError(
             f"invalid simulate options: {validation_message(error)}", hint="see distill simulate --help"
         ) from None
+    where = backend_config(backend, workers, address)
     if as_json:
-        print_json(simulate(config).model_dump(mode="json"))
+        print_json(simulate(config, backend=where).model_dump(mode="json"))
         return
     with progress_bar("simulate") as progress:
-        result = simulate(config, progress=progress)
+        result = simulate(config, progress=progress, backend=where)
     table = Table(title=f"{result.games} games, {result.decisions} decisions, {result.decisions_per_second:,.0f}/s")
     table.add_column("seat")
     table.add_column("player")

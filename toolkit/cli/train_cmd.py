@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
+from toolkit.cli.app import (
+    AddressOpt,
+    BackendOpt,
+    JsonOpt,
+    WorkersOpt,
+    app,
+    backend_config,
+    console,
+    layout,
+    print_json,
+    progress_bar,
+)
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.train.evaluate import EvaluationResult
@@ -111,6 +122,9 @@ def train_ppo_command(
     run_id: RunOpt = None,
     generation: GenOpt = None,
     out: OutOpt = None,
+    backend: BackendOpt = "auto",
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """PPO self-play on the Distill game: evaluation in pods, best checkpoint, decision export."""
@@ -142,11 +156,12 @@ def train_ppo_command(
         },
     )
     folder = out or layout().runs / "train"
+    where = backend_config(backend, workers, address)
     if as_json:
-        print_json(train_ppo(cfg, folder).model_dump(mode="json"))
+        print_json(train_ppo(cfg, folder, backend=where).model_dump(mode="json"))
         return
     with progress_bar(f"train {cfg.kind}") as progress:
-        result = train_ppo(cfg, folder, progress=progress)
+        result = train_ppo(cfg, folder, progress=progress, backend=where)
     table = Table(
         title=f"{result.kind} {result.run_id}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s"
     )
@@ -174,16 +189,20 @@ def evaluate_command(
     games: Annotated[int, typer.Option("--games", help="Games (rounded up to a multiple of the pod size).")] = 200,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the deals.")] = 0,
     compare: Annotated[Path | None, typer.Option("--compare", help="A second checkpoint, on the same deals.")] = None,
+    backend: BackendOpt = "auto",
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%), placement score, per seat."""
     from toolkit.config import load_config
-    from toolkit.train.agents import load_agent
+    from toolkit.train.agents import policy_blob
     from toolkit.train.evaluate import EvaluateConfig, evaluate
     from toolkit.train.evaluate import compare as compare_results
 
     cfg = load_config(EvaluateConfig, None, {"opponents": _names(vs), "games": games, "seed": seed})
-    results = [evaluate(load_agent(p).player, cfg) for p in [policy] + ([compare] if compare else [])]
+    where = backend_config(backend, workers, address)
+    results = [evaluate(policy_blob(p), cfg, backend=where) for p in [policy] + ([compare] if compare else [])]
     if compare is not None and len(results) == 2:
         diff = compare_results(*results)
         if as_json:

@@ -154,6 +154,7 @@ def play(
     flush_every: int = 256,
     lineups: np.ndarray | None = None,
     deals: np.ndarray | None = None,
+    stream: int | None = None,
 ) -> Iterator[Finished]:
     """Play ``n_games`` games; yield finished games as they come.
 
@@ -170,6 +171,8 @@ def play(
             seat (tournaments and seat rotations in one run). Default: ``players`` in seat order.
         deals: [n_games] the deal of each game (one deal replayed in several
             seatings); default: game k is deal k.
+        stream: which of the seed's streams random players draw from (a
+            job's shard ``j > 0`` uses ``j``, so shards never share draws); None: the run's own.
 
     Raises:
         ConfigError: if the seats do not match the pod size.
@@ -191,7 +194,7 @@ def play(
     dealer = _Dealer(
         state, seating, entry[lineups], np.arange(n_games) if deals is None else np.asarray(deals), seed, config
     )
-    rng = np.random.default_rng([seed, 2**31])
+    rng = np.random.default_rng([seed, 2**31] if stream is None else [seed, 2**31, stream])
     log = _Log() if record else None
     pending: list[Finished] = []
     dealer.refill(np.arange(size))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import secrets
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -439,7 +440,8 @@ class DecisionWriter:
 
     def _open(self) -> None:
         final = self.out / f"{self.prefix}-part-{len(self.files):04d}{SUFFIX[self.compression]}"
-        self._final, self._tmp = final, final.with_name(final.name + ".tmp")
+        # a private temporary name: a repeated shard (a retried job) may write the same file at the same time
+        self._final, self._tmp = final, final.with_name(f"{final.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         self._raw = open(self._tmp, "wb")
         if self.compression == "gzip":
             self._handle = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=1, mtime=0)

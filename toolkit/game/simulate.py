@@ -4,12 +4,16 @@
 every decision as a canonical JSON line (rows are built as games finish and
 written on a background thread while the next games play) and returns a
 :class:`SimulateResult` with the win rate of every seat and every player
-type. Progress goes through a callback; nothing is printed.
+type. Progress goes through a callback; nothing is printed. The games are
+played in shards on the back end a :class:`~toolkit.jobs.config.BackendConfig`
+names (in-process, a process pool, Ray): same seed, same games, same bytes,
+wherever they ran.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from toolkit.errors import ConfigError
 from toolkit.game import core, records, rules
 from toolkit.game.players import PLAYER_TYPES, make_player
-from toolkit.progress import Progress, ProgressFn
+from toolkit.jobs.config import BackendConfig
+from toolkit.jobs.plan import Shard, shards
+from toolkit.jobs.run import run_shards
+from toolkit.progress import ProgressFn
 
 
 class SimulateConfig(BaseModel):
@@ -64,48 +71,37 @@ class SimulateResult(BaseModel):
     files: list[Path]
 
 
-def simulate(config: SimulateConfig, progress: ProgressFn | None = None) -> SimulateResult:
+def simulate(
+    config: SimulateConfig, progress: ProgressFn | None = None, backend: BackendConfig | None = None
+) -> SimulateResult:
     """Play ``config.games`` games and write their decisions.
+
+    The games are cut into shards of ``backend.shard_games`` (one plan for
+    every back end), played where ``backend`` says; shard ``j`` of several
+    writes ``sim-<seed>-s<j>-part-*`` (a single shard ``sim-<seed>-part-*``),
+    each file published by an atomic rename, so a repeated shard rewrites
+    the same bytes under the same name. Game ``k`` is dealt from ``[seed, k]``
+    whatever shard it is in.
 
     Raises:
         ConfigError: if the output folder already holds decision logs of this seed.
+        JobError: a shard's worker died more often than the back end retries.
     """
-    players = [make_player(name) for name in config.players]
-    n = len(players)
-    writer = None
-    if config.out is not None:
-        prefix = f"sim-{config.seed}"
-        if any(config.out.glob(f"{prefix}-part-*")):
-            raise ConfigError(
-                f"{config.out} already holds logs of seed {config.seed}", hint="choose another --out folder or --seed"
-            )
-        writer = records.DecisionWriter(config.out, prefix, config.compression, config.rows_per_file)
-    rules_config = rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds)
-    sources = [p.source for p in players]
-    wins = np.zeros(n, np.int64)
-    games = decisions = truncations = draws = 0
+    if config.out is not None and any(config.out.glob(f"sim-{config.seed}-*part-*")):
+        raise ConfigError(
+            f"{config.out} already holds logs of seed {config.seed}", hint="choose another --out folder or --seed"
+        )
     start = time.perf_counter()
-    for finished in core.play(
-        players,
-        config.games,
-        seed=config.seed,
-        config=rules_config,
-        batch_size=config.batch_size,
-        record=writer is not None,
-    ):
-        if writer is not None:
-            writer.write(records.build_jsonl(finished, seed=config.seed, sources=sources), len(finished.log["game"]))
-        won = finished.winner[finished.winner >= 0]
-        wins += np.bincount(won, minlength=n)
-        games += len(finished.game)
-        decisions += int(finished.decisions.sum())
-        truncations += int(finished.truncated.sum())
-        draws += int(((finished.winner < 0) & ~finished.truncated).sum())
-        if progress is not None:
-            progress(Progress(games, config.games, "games"))
-    if writer is not None:
-        writer.close()
+    plan = shards(config.games, (backend or BackendConfig()).shard_games)
+    parts: list[_ShardPlayed] = run_shards(_play_shard, plan, config, backend, progress=progress)
     seconds = time.perf_counter() - start
+    if config.out is not None:
+        for stale in config.out.glob(f"sim-{config.seed}-*.tmp"):  # a killed worker's unfinished file
+            stale.unlink(missing_ok=True)
+    n = len(config.players)
+    wins = np.sum([p.wins for p in parts], axis=0).astype(np.int64) if parts else np.zeros(n, np.int64)
+    games = sum(p.games for p in parts)
+    decisions = sum(p.decisions for p in parts)
     per_type = {}
     for name in dict.fromkeys(config.players):
         seats = [i for i, p in enumerate(config.players) if p == name]
@@ -118,6 +114,59 @@ def simulate(config: SimulateConfig, progress: ProgressFn | None = None) -> Simu
         wins_per_seat=wins.tolist(),
         win_rate_per_seat=[round(float(w) / games, 4) for w in wins],
         win_rate_per_player_type=per_type,
+        draws=sum(p.draws for p in parts),
+        truncations=sum(p.truncations for p in parts),
+        files=[f for p in parts for f in p.files],
+    )
+
+
+@dataclass(frozen=True)
+class _ShardPlayed:
+    games: int
+    decisions: int
+    wins: list[int]
+    draws: int
+    truncations: int
+    files: list[Path]
+
+
+def _play_shard(shard: Shard, config: SimulateConfig) -> _ShardPlayed:
+    """Games ``shard.start..stop-1`` of the run: played, written, counted (a pure function of its inputs)."""
+    players = [make_player(name) for name in config.players]
+    n = len(players)
+    writer = None
+    if config.out is not None:
+        prefix = f"sim-{config.seed}" if shard.of == 1 else f"sim-{config.seed}-{shard.name}"
+        writer = records.DecisionWriter(config.out, prefix, config.compression, config.rows_per_file)
+    sources = [p.source for p in players]
+    wins = np.zeros(n, np.int64)
+    decisions = truncations = draws = 0
+    for finished in core.play(
+        players,
+        shard.size,
+        seed=config.seed,
+        config=rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds),
+        batch_size=config.batch_size,
+        record=writer is not None,
+        deals=np.arange(shard.start, shard.stop),
+        stream=shard.index or None,
+    ):
+        finished.game += shard.start  # the run's game numbers, which name the games
+        if writer is not None:
+            assert finished.log is not None
+            finished.log["game"] += shard.start
+            writer.write(records.build_jsonl(finished, seed=config.seed, sources=sources), len(finished.log["game"]))
+        won = finished.winner[finished.winner >= 0]
+        wins += np.bincount(won, minlength=n)
+        decisions += int(finished.decisions.sum())
+        truncations += int(finished.truncated.sum())
+        draws += int(((finished.winner < 0) & ~finished.truncated).sum())
+    if writer is not None:
+        writer.close()
+    return _ShardPlayed(
+        games=shard.size,
+        decisions=decisions,
+        wins=wins.tolist(),
         draws=draws,
         truncations=truncations,
         files=writer.files if writer is not None else [],

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.datasets.config import HoldoutConfig
+from toolkit.jobs.config import BackendConfig
 from toolkit.layout import NAME_PATTERN
 
 TEACHER_SOURCE = "ppo"  # the role PPO's exported decisions carry in the lake
@@ -269,6 +270,11 @@ class LoopConfig(_Config):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     convergence: ConvergenceConfig = Field(default_factory=ConvergenceConfig)
     tournament: TournamentStepConfig = Field(default_factory=TournamentStepConfig)
+    backend: BackendConfig = Field(
+        default_factory=BackendConfig,
+        description="Where the game jobs run (bootstrap games, export games, gates, evaluation, tournament): "
+        "in-process, a local process pool or Ray; the results are the same on each.",
+    )
 
     @property
     def dataset(self) -> str:

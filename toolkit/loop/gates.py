@@ -29,8 +29,10 @@ from pydantic import BaseModel, Field
 
 from toolkit.datasets.dataset import HOLDOUT, Dataset
 from toolkit.game.players import Player
+from toolkit.jobs.config import BackendConfig
 from toolkit.loop.config import AccuracyGuardConfig, FloorConfig, StrengthGateConfig
 from toolkit.stats import Z95, MeanSPRT
+from toolkit.train.agents import PlayerRef
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
 
 
@@ -62,12 +64,13 @@ def deal_wins(result: EvaluationResult) -> np.ndarray:
 
 
 def strength_gate(
-    candidate: Callable[[], Player],
-    baseline: Callable[[], Player],
+    candidate: Callable[[], Player] | PlayerRef,
+    baseline: Callable[[], Player] | PlayerRef,
     config: StrengthGateConfig,
     *,
     seed: int,
     max_rounds: int,
+    backend: BackendConfig | None = None,
 ) -> StrengthVerdict:
     """Play both on the same deals, round by round, until the GSPRT decides or ``max_deals`` are played."""
     sprt = MeanSPRT(config.delta0, config.delta1, config.alpha, config.beta, low=-1.0, high=1.0)
@@ -88,6 +91,7 @@ def strength_gate(
                         seed=seed * 10_007 + rounds,
                         max_rounds=max_rounds,
                     ),
+                    backend=backend,
                 )
             )
             for make in (candidate, baseline)
@@ -149,10 +153,19 @@ class FloorVerdict(BaseModel):
     threshold: float | None
 
 
-def floor_gate(make: Callable[[], Player], config: FloorConfig, *, seed: int, max_rounds: int) -> FloorVerdict:
+def floor_gate(
+    make: Callable[[], Player] | PlayerRef,
+    config: FloorConfig,
+    *,
+    seed: int,
+    max_rounds: int,
+    backend: BackendConfig | None = None,
+) -> FloorVerdict:
     """The model must win more than ``config.win_rate`` of ``config.games`` games against the table."""
     result = evaluate(
-        make, EvaluateConfig(opponents=config.opponents, games=config.games, seed=seed, max_rounds=max_rounds)
+        make,
+        EvaluateConfig(opponents=config.opponents, games=config.games, seed=seed, max_rounds=max_rounds),
+        backend=backend,
     )
     shown = (
         f"win rate {result.win_rate:.1%} [{result.win_low:.1%}, {result.win_high:.1%}] over {result.games} games "

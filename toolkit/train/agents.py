@@ -15,17 +15,20 @@ counted in ``illegal``.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import TrainError
 from toolkit.game import rules
-from toolkit.game.players import DecisionBatch, Player, PolicyPlayer, policy_targets
-from toolkit.train.checkpoints import Card, load_tensors
+from toolkit.game.players import PLAYER_TYPES, DecisionBatch, Player, PolicyPlayer, make_player, policy_targets
+from toolkit.jobs.worker import cached
+from toolkit.train.checkpoints import Card, card_path, load_tensors, read_weights, tensors_from_bytes
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, check_spec, greedy_policy
 
 FALLBACK_ACTION = rules.PASS  # what an illegal request becomes: always legal
@@ -58,6 +61,70 @@ def load_agent(path: Path) -> Agent:
         TrainError: the checkpoint is missing, corrupt, or for other features.
     """
     card, tensors = load_tensors(Path(path))
+    return _agent(card, tensors, Path(path))
+
+
+class PolicyBlob(BaseModel):
+    """A checkpoint as game jobs carry it to their workers: its card and its weights' safetensors bytes.
+
+    Plain data (no pickled model): a worker rebuilds the network from the
+    bytes once (:func:`agent_from_blob`, kept under the weights' sha256).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The checkpoint's stem, as reports name it.")
+    card: str = Field(description="The card, as JSON.")
+    weights: bytes
+    sha256: str = Field(description="sha256 of the weights, checked against the card.")
+
+
+PlayerRef = str | PolicyBlob
+"""A seat's player in a game job: a player type (``heuristic``...) or a checkpoint."""
+
+
+def policy_blob(path: Path) -> PolicyBlob:
+    """The checkpoint at ``path`` as a :class:`PolicyBlob` (card and weights checked as :func:`load_agent` does).
+
+    Raises:
+        TrainError: the checkpoint is missing, corrupt, or for other features.
+    """
+    card, data = read_weights(Path(path))
+    return PolicyBlob(
+        name=card_path(Path(path)).stem, card=card.model_dump_json(), weights=data, sha256=card.weights_sha256
+    )
+
+
+def agent_from_blob(blob: PolicyBlob) -> Agent:
+    """The agent of ``blob``, built once per process (kept under its kind and weights' sha256)."""
+
+    def build() -> Agent:
+        card = Card.model_validate_json(blob.card)
+        if hashlib.sha256(blob.weights).hexdigest() != card.weights_sha256:
+            raise TrainError(f"weights of {blob.name} do not match their card's sha256", hint="re-send the checkpoint")
+        return _agent(card, tensors_from_bytes(blob.weights, blob.name), Path(blob.name))
+
+    return cached(f"agent:{blob.sha256}:{blob.card}", build)
+
+
+def player_from_ref(ref: PlayerRef, source: str = "ppo") -> Player:
+    """A fresh player of ``ref``: a player type by name, or a checkpoint's policy (loaded once per process).
+
+    Raises:
+        ConfigError: an unknown player type.
+        TrainError: a checkpoint that does not load.
+    """
+    if isinstance(ref, str):
+        return make_player(ref)
+    return agent_from_blob(ref).player(source)
+
+
+def player_ref(name: str) -> PlayerRef:
+    """A player type stays its name; anything else names a checkpoint (card, weights or stem), read into a blob."""
+    return name if name in PLAYER_TYPES else policy_blob(Path(name))
+
+
+def _agent(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> Agent:
     spec = PolicySpec(**{k: v for k, v in card.arch.items() if k in PolicySpec.model_fields})
     if card.kind == "ppo-recurrent":
         policy = make_recurrent_policy(spec, int(card.arch.get("lstm_hidden", 128)))
@@ -68,13 +135,13 @@ def load_agent(path: Path) -> Agent:
                 f"{path}: weights do not fit a recurrent policy of {card.arch}: {error}", hint="re-train the checkpoint"
             ) from None
         policy.set_training_mode(False)
-        return Agent(card, Path(path), recurrent=policy)
+        return Agent(card, path, recurrent=policy)
     state = tensors if card.kind == "bc" else actor_state_from_sb3(tensors)
     check_spec(state, spec)
     actor = ActorNet(spec)
     actor.load_state_dict(state, strict=True)
     actor.eval()
-    return Agent(card, Path(path), actor=actor)
+    return Agent(card, path, actor=actor)
 
 
 def make_recurrent_policy(spec: PolicySpec, lstm_hidden: int) -> Any:

@@ -17,6 +17,7 @@ points at complete weights, and the card carries their sha256.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any, Final, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load, save_file
 
 from toolkit import __version__
 from toolkit.errors import TrainError
@@ -188,6 +189,16 @@ def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
         TrainError: see :func:`read_card`; or the weights are missing, outside
             the card's folder, do not match the card, or are not valid safetensors.
     """
+    card, data = read_weights(path)
+    return card, tensors_from_bytes(data, str(card_path(path).parent / card.weights))
+
+
+def read_weights(path: Path) -> tuple[Card, bytes]:
+    """The card of a checkpoint and its weights' bytes (safetensors), checked against the card's sha256.
+
+    Raises:
+        TrainError: as :func:`load_tensors`, short of parsing the weights.
+    """
     card = read_card(path)
     folder = card_path(path).parent
     weights = folder / card.weights
@@ -200,13 +211,23 @@ def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
         raise TrainError(
             f"weights {weights} of card {card_path(path)} are missing", hint="restore or re-train the checkpoint"
         )
-    if file_sha256(weights) != card.weights_sha256:
+    data = weights.read_bytes()
+    if hashlib.sha256(data).hexdigest() != card.weights_sha256:
         raise TrainError(f"weights {weights} do not match their card's sha256", hint="the file changed: re-train it")
+    return card, data
+
+
+def tensors_from_bytes(data: bytes, where: str) -> dict[str, torch.Tensor]:
+    """The tensors of safetensors ``data`` (read from ``where``, for the error).
+
+    Raises:
+        TrainError: the bytes are not valid safetensors.
+    """
     try:
-        return card, load_file(str(weights))
-    except Exception as error:  # safetensors raises its own SafetensorError (and OSError) on a bad file
+        return load(data)
+    except Exception as error:  # safetensors raises its own SafetensorError on bad bytes
         raise TrainError(
-            f"weights {weights} are not valid safetensors: {error}",
+            f"weights {where} are not valid safetensors: {error}",
             hint="the file is corrupt: restore or re-train the checkpoint",
         ) from None
 

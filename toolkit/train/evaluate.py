@@ -1,9 +1,11 @@
 """Evaluation in 4-player pods: a policy rotated through every seat against fixed opponents.
 
-``evaluate(make_player, opponents, games, seed)`` plays ``games / n`` deals
-with the policy at each seat ``0..n-1`` in turn, so the same deals are
-replayed once per seat (the 4-player analogue of colour-swapped pairs). All
-of it is one run of the batched core (``core.play`` with a lineup per game).
+``evaluate(policy, config)`` plays ``games / n`` deals with the policy at
+each seat ``0..n-1`` in turn, so the same deals are replayed once per seat
+(the 4-player analogue of colour-swapped pairs). The deals are cut into
+shards, each one run of the batched core (``core.play`` with a lineup per
+game), played in-process, on a process pool or on Ray (``toolkit.jobs``)
+with the same result.
 
 Results: win rate with a Wilson 95% interval, the placement score (1st 1,
 2nd 2/3, 3rd 1/3, 4th 0; for a pod of n, ``(n - place) / (n - 1)``), the mean
@@ -19,6 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,7 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.errors import ConfigError
 from toolkit.game import core, rules
 from toolkit.game.players import Player, make_player
+from toolkit.jobs.config import BackendConfig
+from toolkit.jobs.plan import Shard, shards
+from toolkit.jobs.run import run_shards
 from toolkit.stats import Z95, wilson_interval
+from toolkit.train.agents import PlayerRef, PolicyBlob, player_from_ref
 from toolkit.train.export import DecisionExporter
 
 
@@ -90,63 +97,106 @@ class EvaluationResult(BaseModel):
 
 
 def evaluate(
-    make: Callable[[], Player],
+    policy: Callable[[], Player] | PlayerRef,
     config: EvaluateConfig,
     exporter: DecisionExporter | None = None,
     opponents: Sequence[Player] | None = None,
+    backend: BackendConfig | None = None,
 ) -> EvaluationResult:
     """Play the policy in every seat against ``config.opponents`` and measure it.
 
-    All rotations run in one batched run of the core: game ``k`` is deal
-    ``k % per_seat`` with the policy at seat ``k // per_seat``.
+    Deal ``d`` is played once with the policy at each seat; the deals are
+    cut into shards (``backend.shard_games`` games each) played on the back
+    end ``backend`` names, and the outcomes come back in (deal, seat) order:
+    the same result wherever the shards ran.
 
     Args:
-        make: a fresh player of the policy (called once).
+        policy: a checkpoint (:class:`~toolkit.train.agents.PolicyBlob`) or a
+            player type, which any back end can play; or a function giving a
+            fresh player of a live policy, played in this process.
         config: opponents, games, seed.
-        exporter: if given, the policy's decisions are offered to it (its filters apply).
-        opponents: players to use instead of the names in ``config.opponents``.
+        exporter: if given, the policy's decisions are offered to it (its filters apply; in this process).
+        opponents: players to use instead of the names in ``config.opponents`` (in this process).
+        backend: where the shards run (default: ``auto``).
 
     Raises:
-        ConfigError: an unknown opponent name.
+        ConfigError: an unknown opponent name, or too many opponents.
+        JobError: a shard's worker died more often than the back end retries.
     """
-    others = list(opponents) if opponents is not None else [make_player(name) for name in config.opponents]
+    others: list[Player] | list[PlayerRef] = list(opponents) if opponents is not None else list(config.opponents)
     n = len(others) + 1
     if n > 6:
         raise ConfigError(f"a pod of {n} seats is too big", hint="give at most 5 opponents (--vs)")
+    for name in config.opponents if opponents is None else ():
+        make_player(name)  # an unknown name fails here, before any worker starts
+    backend = backend or BackendConfig()
+    portable = isinstance(policy, (str, PolicyBlob)) and opponents is None and exporter is None
+    if not portable:  # live players and the exporter stay here; the shard plan is the same
+        backend = backend.model_copy(update={"kind": "inprocess"})
     per_seat = math.ceil(config.games / n)
-    player = make()
-    seat_of_game = np.repeat(np.arange(n), per_seat)
-    lineups = np.array([[0 if s == seat else 1 + s - (s > seat) for s in range(n)] for seat in range(n)])[seat_of_game]
-    outcomes: list[Outcome] = []
-    decisions = 0
+    job = _EvalJob(policy, others, config, exporter)
     start = time.perf_counter()
-    for finished in core.play(
-        [player, *others],
-        n * per_seat,
-        seed=config.seed,
-        config=rules.RulesConfig(n_seats=n, max_rounds=config.max_rounds),
-        batch_size=config.batch_size,
-        record=exporter is not None,
-        lineups=lineups,
-        deals=np.tile(np.arange(per_seat), n),
-    ):
-        seats = seat_of_game[finished.game]
-        outcomes += _outcomes(finished, seats, per_seat, n)
-        decisions += int(finished.decisions.sum())
-        if exporter is not None:
-            exporter.add_games(finished, np.arange(n)[None, :] == seats[:, None])
+    parts: list[_DealsPlayed] = run_shards(
+        _play_deals, shards(per_seat, max(1, backend.shard_games // n)), job, backend
+    )
     seconds = time.perf_counter() - start
-    outcomes.sort(key=lambda o: (o.deal, o.seat))
+    outcomes = sorted((o for p in parts for o in p.outcomes), key=lambda o: (o.deal, o.seat))
     return _summarise(
         outcomes,
-        list(config.opponents) if opponents is None else [p.source for p in others],
-        decisions,
-        int(getattr(player, "illegal", 0)),
+        list(config.opponents) if opponents is None else [p.source for p in opponents],
+        sum(p.decisions for p in parts),
+        sum(p.illegal for p in parts),
         seconds,
     )
 
 
-def _outcomes(finished: core.Finished, seats: np.ndarray, per_seat: int, n: int) -> list[Outcome]:
+@dataclass(frozen=True)
+class _EvalJob:
+    policy: Callable[[], Player] | PlayerRef
+    others: Sequence[Player] | Sequence[PlayerRef]
+    config: EvaluateConfig
+    exporter: DecisionExporter | None
+
+
+@dataclass(frozen=True)
+class _DealsPlayed:
+    outcomes: list[Outcome]
+    decisions: int
+    illegal: int
+
+
+def _play_deals(shard: Shard, job: _EvalJob) -> _DealsPlayed:
+    """Deals ``shard.start..stop-1``, each with the policy at every seat in turn: game ``k`` of the shard is
+    deal ``start + k % size`` with the policy at seat ``k // size``."""
+    player = job.policy() if callable(job.policy) else player_from_ref(job.policy)
+    others = [p if not isinstance(p, (str, PolicyBlob)) else player_from_ref(p) for p in job.others]
+    n = len(others) + 1
+    size = shard.size
+    seat_of_game = np.repeat(np.arange(n), size)
+    lineups = np.array([[0 if s == seat else 1 + s - (s > seat) for s in range(n)] for seat in range(n)])[seat_of_game]
+    deals = np.tile(np.arange(shard.start, shard.stop), n)
+    outcomes: list[Outcome] = []
+    decisions = 0
+    for finished in core.play(
+        [player, *others],
+        n * size,
+        seed=job.config.seed,
+        config=rules.RulesConfig(n_seats=n, max_rounds=job.config.max_rounds),
+        batch_size=job.config.batch_size,
+        record=job.exporter is not None,
+        lineups=lineups,
+        deals=deals,
+        stream=shard.index or None,
+    ):
+        seats = seat_of_game[finished.game]
+        outcomes += _outcomes(finished, seats, deals[finished.game], n)
+        decisions += int(finished.decisions.sum())
+        if job.exporter is not None:
+            job.exporter.add_games(finished, np.arange(n)[None, :] == seats[:, None])
+    return _DealsPlayed(outcomes, decisions, int(getattr(player, "illegal", 0)))
+
+
+def _outcomes(finished: core.Finished, seats: np.ndarray, deals: np.ndarray, n: int) -> list[Outcome]:
     out = []
     for g, seat in enumerate(seats.tolist()):
         place = int(finished.placement[g, seat])
@@ -158,7 +208,7 @@ def _outcomes(finished: core.Finished, seats: np.ndarray, per_seat: int, n: int)
         won = bool(finished.winner[g] == seat and not finished.truncated[g])
         out.append(
             Outcome(
-                deal=int(finished.game[g]) % per_seat,
+                deal=int(deals[g]),
                 seat=seat,
                 won=won,
                 score=round(score, 6),

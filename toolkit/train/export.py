@@ -1,7 +1,8 @@
 """The decision exporter: a learning agent's decisions -> canonical JSONL for the lake.
 
 After training, PPO's final policy plays games against its league
-(:func:`play_league`) and hands them to a :class:`DecisionExporter`: its
+(:func:`export_league_games`, a game job: its shards run in-process, on a
+process pool or on Ray) and hands them to a :class:`DecisionExporter`: its
 greedy choices are the labels the next student learns from. Evaluation
 hands it the games it played through ``core.play``; a user of the
 single-game env can hand it each finished episode (the env's
@@ -23,18 +24,23 @@ policy's illegal request was replaced by ``pass``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.errors import ConfigError
 from toolkit.game import core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
-from toolkit.game.league import OpponentPool
-from toolkit.game.players import Player
+from toolkit.jobs.config import BackendConfig
+from toolkit.jobs.plan import Shard, shards
+from toolkit.jobs.run import run_shards
 from toolkit.layout import generation_label
+from toolkit.train.agents import PlayerRef, player_from_ref
 
 _GAME_FIELDS = ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
 
@@ -198,40 +204,130 @@ class DecisionExporter:
         return self.counts
 
 
-def play_league(
-    player: Player,
-    pool: OpponentPool,
-    exporter: DecisionExporter,
+SELF: Final = "self"
+"""A league entry that is the teacher itself (self-play: those seats are exported too)."""
+
+
+def export_league_games(
+    teacher: PlayerRef,
+    league: Sequence[PlayerRef],
+    out: Path,
     *,
     games: int,
     seed: int,
+    batch: str,
+    generation: int,
+    weights: Sequence[float] | None = None,
+    source: str = "ppo",
+    config: ExportConfig | None = None,
     pod_size: int = 4,
     max_rounds: int = 30,
     batch_size: int = 512,
-) -> int:
-    """``player`` plays ``games`` games against opponents drawn from ``pool``; every seat it holds is exported.
+    backend: BackendConfig | None = None,
+) -> ExportCounts:
+    """``teacher`` plays ``games`` games against ``league``; every seat it holds is exported to ``out``.
 
-    Game ``k`` seats the player at ``k % pod_size`` and draws each other seat
-    from the pool's weights (a fixed pool fills them in order); a pool entry
-    that is the player itself (self-play) is the player's too. Returns the
-    episodes the exporter kept.
+    Game ``k`` seats the teacher at ``k % pod_size`` and draws each other seat
+    from the league's ``weights`` (none: a fixed table, seat by seat); an entry
+    :data:`SELF` is the teacher. The games are cut into shards (``backend``),
+    each exported by its own :class:`DecisionExporter` (batch
+    ``<batch>-s<j>`` when there are several), so the files and their rows do
+    not depend on where the shards ran, and a repeated shard rewrites the same
+    files.
+
+    Raises:
+        ConfigError: weights that do not fit the league, or a fixed table of the wrong size.
+        JobError: a shard's worker died more often than the back end retries.
     """
+    lineups = draw_lineups(len(league), weights, games=games, seed=seed, pod_size=pod_size)
+    job = _LeagueJob(
+        teacher,
+        list(league),
+        lineups,
+        out,
+        batch,
+        generation,
+        seed,
+        source,
+        config or ExportConfig(),
+        max_rounds,
+        batch_size,
+    )
+    parts: list[ExportCounts] = run_shards(
+        _export_shard, shards(games, (backend or BackendConfig()).shard_games), job, backend
+    )
+    for stale in out.glob(f"ml-decisions-{source}-{batch}*.tmp"):  # a killed worker's unfinished file
+        stale.unlink(missing_ok=True)
+    return ExportCounts(
+        source=source,
+        exported_episodes=sum(p.exported_episodes for p in parts),
+        exported_decisions=sum(p.exported_decisions for p in parts),
+        skipped_loss=sum(p.skipped_loss for p in parts),
+        skipped_short=sum(p.skipped_short for p in parts),
+        files=[f for p in parts for f in p.files],
+    )
+
+
+def draw_lineups(entries: int, weights: Sequence[float] | None, *, games: int, seed: int, pod_size: int) -> np.ndarray:
+    """[games, pod_size] indices: 0 the teacher (at seat ``k % pod_size``), ``1 + i`` league entry ``i``."""
+    if weights is None and entries != pod_size - 1:
+        raise ConfigError(
+            f"{entries} opponents for {pod_size - 1} opponent seats",
+            hint="give one opponent per other seat, or league weights",
+        )
+    w = None if weights is None else np.asarray(weights, float)
+    if w is not None and (len(w) != entries or (w < 0).any() or w.sum() <= 0):
+        raise ConfigError(
+            f"league weights {list(w)} do not fit {entries} players",
+            hint="give one non-negative weight per opponent, not all zero",
+        )
     rng = np.random.default_rng([seed, 1])
-    players = [player, *pool.players]
     lineups = np.empty((games, pod_size), np.int64)
     for k in range(games):
-        seat = k % pod_size
-        lineups[k] = np.insert(1 + pool.draw(rng, pod_size - 1), seat, 0)
-    is_player = np.array([p is player for p in players])
-    kept = 0
+        drawn = np.arange(pod_size - 1) if w is None else rng.choice(entries, size=pod_size - 1, p=w / w.sum())
+        lineups[k] = np.insert(1 + drawn, k % pod_size, 0)
+    return lineups
+
+
+@dataclass(frozen=True)
+class _LeagueJob:
+    teacher: PlayerRef
+    league: list[PlayerRef]
+    lineups: np.ndarray
+    out: Path
+    batch: str
+    generation: int
+    seed: int
+    source: str
+    config: ExportConfig
+    max_rounds: int
+    batch_size: int
+
+
+def _export_shard(shard: Shard, job: _LeagueJob) -> ExportCounts:
+    """Games ``shard.start..stop-1`` of the league export: played, filtered, written."""
+    teacher = player_from_ref(job.teacher, job.source)
+    players = [teacher, *[teacher if ref == SELF else player_from_ref(ref) for ref in job.league]]
+    is_teacher = np.array([p is teacher for p in players])
+    exporter = DecisionExporter(
+        job.out,
+        batch=job.batch if shard.of == 1 else f"{job.batch}-{shard.name}",
+        generation=job.generation,
+        seed=job.seed,
+        source=job.source,
+        config=job.config,
+    )
+    lineups = job.lineups[shard.start : shard.stop]
     for finished in core.play(
         players,
-        games,
-        seed=seed,
-        config=rules.RulesConfig(n_seats=pod_size, max_rounds=max_rounds),
-        batch_size=batch_size,
+        shard.size,
+        seed=job.seed,
+        config=rules.RulesConfig(n_seats=lineups.shape[1], max_rounds=job.max_rounds),
+        batch_size=job.batch_size,
         record=True,
         lineups=lineups,
+        deals=np.arange(shard.start, shard.stop),
+        stream=shard.index or None,
     ):
-        kept += exporter.add_games(finished, is_player[lineups[finished.game]])
-    return kept
+        exporter.add_games(finished, is_teacher[lineups[finished.game]])
+    return exporter.close()

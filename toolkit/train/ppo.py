@@ -61,15 +61,15 @@ from toolkit.errors import ConfigError, TrainError
 from toolkit.game.league import OpponentPool
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
+from toolkit.jobs.config import BackendConfig
 from toolkit.progress import Progress, ProgressFn
 from toolkit.train import checkpoints
-from toolkit.train.agents import RecurrentPlayer, load_agent
+from toolkit.train.agents import RecurrentPlayer, load_agent, player_ref, policy_blob
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
-from toolkit.train.export import DecisionExporter, ExportConfig, ExportCounts, play_league
+from toolkit.train.export import SELF, DecisionExporter, ExportConfig, ExportCounts, export_league_games
 from toolkit.train.metrics import MetricsWriter
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, sb3_greedy_policy, warm_start
 
-SELF = "self"
 _RECURRENT_DEFAULTS = {"n_steps": 16, "batch_size": 2048, "n_epochs": 4}
 _FLAT_DEFAULTS = {"n_steps": 16, "batch_size": 1024, "n_epochs": 4}
 
@@ -349,8 +349,12 @@ class _RunCallback(BaseCallback):
         _log_update(self.run)
 
 
-def train_ppo(config: PPOConfig, out: Path, progress: ProgressFn | None = None) -> PPOResult:
+def train_ppo(
+    config: PPOConfig, out: Path, progress: ProgressFn | None = None, backend: BackendConfig | None = None
+) -> PPOResult:
     """Train PPO per ``config``; checkpoints, metrics and exports go to ``out``.
+
+    The teacher's export games are a game job, run where ``backend`` says (default: ``auto``).
 
     Raises:
         TrainError: the warm-start checkpoint is missing or does not fit.
@@ -403,7 +407,9 @@ def train_ppo(config: PPOConfig, out: Path, progress: ProgressFn | None = None) 
         if not run.evaluations or run.evaluations[-1].steps != model.num_timesteps:
             _evaluate(run, final=True)
     final = _save(run, "final", {"steps": model.num_timesteps})
-    counts = _export_teacher_games(run, exports) if config.export.enabled and config.export.games else None
+    counts = (
+        _export_teacher_games(run, exports, final, backend) if config.export.enabled and config.export.games else None
+    )
     eval_counts = eval_exporter.close() if eval_exporter is not None else None
     steps = int(model.num_timesteps)
     return PPOResult(
@@ -424,25 +430,25 @@ def train_ppo(config: PPOConfig, out: Path, progress: ProgressFn | None = None) 
     )
 
 
-def _export_teacher_games(run: _Run, exports: Path) -> ExportCounts:
-    """The final policy plays ``export.games`` games against the league; its decisions are exported."""
+def _export_teacher_games(run: _Run, exports: Path, final: Path, backend: BackendConfig | None) -> ExportCounts:
+    """The final checkpoint plays ``export.games`` games against the league (a game job); its decisions are exported."""
     config = run.config
-    teacher = _policy_player(run)
     names = config.curriculum[run.stage].opponents if config.curriculum else config.opponents
     weights = None if config.curriculum else config.opponent_weights
-    exporter = DecisionExporter(
-        exports, batch=run.run_id, generation=config.generation, seed=config.seed, config=config.export
-    )
-    play_league(
-        teacher,
-        run.league.pool(names, weights, teacher=teacher),
-        exporter,
+    return export_league_games(
+        policy_blob(final),
+        [name if name == SELF else player_ref(name) for name in names],
+        exports,
+        weights=weights or [1.0] * len(names),
         games=config.export.games,
         seed=config.seed + 3,
+        batch=run.run_id,
+        generation=config.generation,
+        config=config.export,
         pod_size=config.pod_size,
         max_rounds=config.max_rounds,
+        backend=backend,
     )
-    return exporter.close()
 
 
 def _policy_player(run: _Run) -> Player:

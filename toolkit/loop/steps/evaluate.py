@@ -53,21 +53,22 @@ class EvaluationStepResult(BaseModel):
 
 
 def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
-    from toolkit.train.agents import load_agent
+    from toolkit.train.agents import policy_blob
     from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, compare, evaluate
 
     evaluation = ctx.config.evaluation
     scores: dict[str, dict[str, Score]] = {}
     gains: dict[str, Gain] = {}
     for model, card in step.models.items():
-        agent = load_agent(card)
+        policy = policy_blob(card)
         scores[model] = {}
         for table, opponents in evaluation.tables.items():
             result = evaluate(
-                agent.player,
+                policy,
                 EvaluateConfig(
                     opponents=opponents, games=evaluation.games, seed=step.seed, max_rounds=ctx.config.max_rounds
                 ),
+                backend=ctx.config.backend,
             )
             write_text_atomic(ctx.folder / f"{model}-{table}.json", result.model_dump_json())
             scores[model][table] = Score(

@@ -26,13 +26,11 @@ class RatingsResult(BaseModel):
 
 
 def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
-    from toolkit.game.players import make_player
-    from toolkit.train.agents import load_agent
+    from toolkit.train.agents import PlayerRef, player_from_ref, policy_blob
 
-    entrants = {name: (lambda n=name: make_player(n)) for name in ctx.config.tournament.baselines}
+    entrants: dict[str, PlayerRef] = {name: name for name in ctx.config.tournament.baselines}
     for name, card in {**step.others, **step.focus}.items():
-        agent = load_agent(card)
-        entrants[name] = lambda a=agent: a.player()
+        entrants[name] = policy_blob(card)
     pool = RatingPool(step.pool)
     if not pool.has(step.tournament):
         games = play_tournament(
@@ -41,6 +39,8 @@ def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
             TournamentConfig(
                 deals_per_lineup=ctx.config.tournament.deals_per_lineup, max_rounds=ctx.config.max_rounds, seed=ctx.seed
             ),
+            load=player_from_ref,
+            backend=ctx.config.backend,
         )
         pool.rate(step.tournament, games)
         pool.save()

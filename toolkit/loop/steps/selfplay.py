@@ -70,7 +70,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         export=ExportConfig(games=p.export_games, export_eval=False),
         policy=PolicySpec(pi=hidden, vf=hidden),
     )
-    result = train_ppo(config, ctx.folder)
+    result = train_ppo(config, ctx.folder, backend=ctx.config.backend)
     assert result.export is not None  # export.games >= 1
     return SelfPlayResult(
         final=str(result.final),

@@ -34,6 +34,7 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateResult:
             seed=ctx.seed,
             out=ctx.folder,
             max_rounds=ctx.config.max_rounds,
-        )
+        ),
+        backend=ctx.config.backend,
     )
     return SimulateResult(files=result.files, simulated=True, games=result.games, decisions=result.decisions)

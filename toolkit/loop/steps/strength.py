@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from toolkit.loop.gates import FloorVerdict, StrengthVerdict, floor_gate, strength_gate
 from toolkit.loop.steps.base import StepContext
+
+if TYPE_CHECKING:
+    from toolkit.train.agents import PolicyBlob
 
 
 class StrengthInput(BaseModel):
@@ -22,24 +26,34 @@ class PPOGateResult(BaseModel):
     strength: StrengthVerdict | None = None
 
 
-def _player(card: Path):  # noqa: ANN202 - a player factory
-    from toolkit.train.agents import load_agent
+def _player(card: Path) -> PolicyBlob:
+    from toolkit.train.agents import policy_blob
 
-    agent = load_agent(card)
-    return agent.player
+    return policy_blob(card)
 
 
 def student_gate(ctx: StepContext, step: StrengthInput) -> StrengthVerdict:
     """The student against the previous promoted student on paired deals."""
     config = ctx.config.student_gate or ctx.config.strength_gate
     return strength_gate(
-        _player(step.candidate), _player(step.baseline), config, seed=ctx.seed, max_rounds=ctx.config.max_rounds
+        _player(step.candidate),
+        _player(step.baseline),
+        config,
+        seed=ctx.seed,
+        max_rounds=ctx.config.max_rounds,
+        backend=ctx.config.backend,
     )
 
 
 def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
     """The export floor first (the seed's > 30% against three heuristics), then strength against the baseline."""
-    floor = floor_gate(_player(step.candidate), ctx.config.floor, seed=ctx.seed, max_rounds=ctx.config.max_rounds)
+    floor = floor_gate(
+        _player(step.candidate),
+        ctx.config.floor,
+        seed=ctx.seed,
+        max_rounds=ctx.config.max_rounds,
+        backend=ctx.config.backend,
+    )
     if not floor.passed:
         return PPOGateResult(passed=False, reason=f"floor: {floor.reason}", floor=floor)
     strength = strength_gate(
@@ -48,5 +62,6 @@ def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
         ctx.config.strength_gate,
         seed=ctx.seed,
         max_rounds=ctx.config.max_rounds,
+        backend=ctx.config.backend,
     )
     return PPOGateResult(passed=strength.passed, reason=f"strength: {strength.reason}", floor=floor, strength=strength)

@@ -1,0 +1,213 @@
+"""The back ends: run ``fn(shard, shared)`` for every shard, hand each result back as it completes.
+
+- :class:`InProcess`: in the calling process, in shard order (the inputs are not copied).
+- :class:`Pool`: a local process pool (``spawn``: no forked torch or catalog
+  state), kept for the life of the process; a worker that dies (OOM, kill -9)
+  breaks the pool, which is rebuilt and the unfinished shards re-run.
+- :class:`Ray`: Ray tasks (``distill[ray]``), each shard retried by Ray when
+  its worker or node dies; the job's inputs go to the object store once.
+
+The remote back ends pickle the shared inputs once in the driver (plain
+data: names, safetensors bytes; never a model) and the workers unpickle them
+once each (:func:`toolkit.jobs.worker.shared`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Protocol
+
+from toolkit.errors import DistillError, JobError
+from toolkit.jobs import worker
+from toolkit.jobs.plan import Shard
+
+ShardFn = Callable[[Shard, Any], Any]
+
+
+class Backend(Protocol):
+    name: str
+    workers: int
+
+    def run(
+        self, fn: ShardFn, shards: Sequence[Shard], shared: Any, payload: tuple[str, bytes] | None
+    ) -> Iterator[tuple[int, Any]]:
+        """Yield ``(position in shards, result)`` as shards complete; ``payload`` is ``shared`` pickled (key, bytes)."""
+        ...
+
+
+def free_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+class InProcess:
+    name = "inprocess"
+    workers = 1
+
+    def run(
+        self, fn: ShardFn, shards: Sequence[Shard], shared: Any, payload: tuple[str, bytes] | None
+    ) -> Iterator[tuple[int, Any]]:
+        for position, shard in enumerate(shards):
+            yield position, fn(shard, shared)
+
+
+def _pool_task(fn: ShardFn, shard: Shard, key: str, payload: bytes) -> Any:
+    return fn(shard, worker.shared(key, payload))
+
+
+_pools: dict[int, ProcessPoolExecutor] = {}
+
+
+class Pool:
+    """A local process pool of ``workers`` processes, rebuilt when a worker dies."""
+
+    name = "pool"
+
+    def __init__(self, workers: int, retries: int) -> None:
+        self.workers, self.retries = workers, retries
+
+    def _executor(self) -> ProcessPoolExecutor:
+        pool = _pools.get(self.workers)
+        if pool is None:
+            pool = _pools[self.workers] = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=worker.one_thread
+            )
+        return pool
+
+    def _discard(self) -> None:
+        pool = _pools.pop(self.workers, None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def run(
+        self, fn: ShardFn, shards: Sequence[Shard], shared: Any, payload: tuple[str, bytes] | None
+    ) -> Iterator[tuple[int, Any]]:
+        assert payload is not None
+        key, data = payload
+        left = set(range(len(shards)))
+        attempts = dict.fromkeys(left, 0)
+        while left:
+            try:
+                pool = self._executor()
+                futures: dict[Future[Any], int] = {
+                    pool.submit(_pool_task, fn, shards[i], key, data): i for i in sorted(left)
+                }
+            except BrokenProcessPool:
+                self._discard()
+                continue
+            broken = False
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for future in done:
+                    i = futures.pop(future)
+                    try:
+                        result = future.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        continue
+                    except BaseException:
+                        for other in futures:
+                            other.cancel()
+                        raise
+                    left.discard(i)
+                    yield i, result
+            if broken:
+                self._discard()
+                for i in left:
+                    attempts[i] += 1
+                    if attempts[i] > self.retries:
+                        raise JobError(
+                            f"shard {shards[i].name} lost its worker {attempts[i]} times",
+                            hint="a worker process died (out of memory?); give fewer --workers or a smaller shard",
+                        )
+
+
+def _ray_task(fn: ShardFn, shard: Shard, key: str, payload: bytes) -> Any:
+    worker.one_thread()
+    return fn(shard, worker.shared(key, payload))
+
+
+class Ray:
+    """Ray tasks on a local Ray (started on first use) or on the cluster at ``address``."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None, workers: int | None, retries: int, object_store_mb: int) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise JobError(
+                "the Ray back end needs Ray", hint="pip install 'distill[ray]' (or choose --backend pool)"
+            ) from None
+        self.ray = ray
+        self.retries = retries
+        if not ray.is_initialized():
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # offline: no usage reporting
+            common: dict[str, Any] = dict(log_to_driver=False, logging_level="WARNING")
+            try:
+                if address:
+                    ray.init(address=address, **common)
+                else:
+                    ray.init(
+                        num_cpus=workers or free_cores(),
+                        include_dashboard=False,
+                        object_store_memory=object_store_mb * 2**20,
+                        **common,
+                    )
+            except (ConnectionError, RuntimeError, ValueError) as error:
+                raise JobError(
+                    f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}",
+                    hint="check the address (ray status), and that RAY_AUTH_MODE matches the cluster's",
+                ) from None
+        self.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def run(
+        self, fn: ShardFn, shards: Sequence[Shard], shared: Any, payload: tuple[str, bytes] | None
+    ) -> Iterator[tuple[int, Any]]:
+        assert payload is not None
+        ray = self.ray
+        key, data = payload
+        task = ray.remote(num_cpus=1, max_retries=self.retries, retry_exceptions=False)(_ray_task)
+        blob = ray.put(data)
+        refs = {task.remote(fn, shard, key, blob): i for i, shard in enumerate(shards)}
+        pending = list(refs)
+        try:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                for ref in done:
+                    try:
+                        result = ray.get(ref)
+                    except DistillError:
+                        raise
+                    except ray.exceptions.RayTaskError as error:
+                        cause = error.cause if isinstance(error.cause, BaseException) else error
+                        raise cause from None
+                    except ray.exceptions.RayError as error:
+                        raise JobError(
+                            f"shard {shards[refs[ref]].name} failed on Ray after {self.retries} retries: "
+                            f"{type(error).__name__}",
+                            hint="see `ray status`; a node or worker died more often than --retries allows",
+                        ) from None
+                    yield refs[ref], result
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+
+def make_backend(
+    kind: str, *, shards: int, workers: int | None, address: str | None, retries: int, object_store_mb: int
+) -> Backend:
+    """The back end ``kind`` names (``auto``: in-process for one shard or one free core, else the pool)."""
+    if kind == "auto":
+        cores = workers or free_cores()
+        kind = "pool" if shards > 1 and cores > 1 else "inprocess"
+    if kind == "inprocess":
+        return InProcess()
+    if kind == "pool":
+        return Pool(workers or free_cores(), retries)
+    if kind == "ray":
+        return Ray(address, workers, retries, object_store_mb)
+    raise JobError(f"unknown back end {kind!r}", hint="choose auto, inprocess, pool or ray")
