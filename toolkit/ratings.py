@@ -116,13 +116,13 @@ class TournamentConfig(BaseModel):
 
 
 class RatingPool:
-    """The persistent pool of rated games; :meth:`save` writes it atomically."""
+    """The persistent pool of rated games (``path`` None: in memory only); :meth:`save` writes it atomically."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
         self.data = (
             PoolFile()
-            if not path.exists()
+            if path is None or not path.exists()
             else read_versioned(
                 path,
                 PoolFile,
@@ -148,6 +148,8 @@ class RatingPool:
         return fit_ratings(self.data.games)
 
     def save(self) -> None:
+        if self.path is None:
+            raise ConfigError("an in-memory rating pool has no file to save to", hint="give the pool a path")
         write_text_atomic(self.path, self.data.model_dump_json())
 
 

@@ -91,24 +91,25 @@ BackendOpt = Annotated[
     typer.Option(
         "--backend",
         help="Where the games run: auto (a process pool when the job has several shards and cores are free), "
-        "inprocess, pool, or ray (pip install 'distill[ray]'). The results are the same on each.",
+        "inprocess, pool, or ray (needs Distill's ray extra). The results are the same on each.",
     ),
 ]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Pool processes or Ray tasks at once.")]
 AddressOpt = Annotated[
     str | None, typer.Option("--address", help="Ray: an existing cluster (host:port); none starts a local Ray.")
 ]
+ShardOpt = Annotated[int, typer.Option("--shard-games", help="Games per shard (the unit a worker plays and retries).")]
 
 
-def backend_config(kind: str, workers: int | None, address: str | None) -> BackendConfig:
-    """The :class:`~toolkit.jobs.config.BackendConfig` of the ``--backend/--workers/--address`` options."""
+def backend_config(kind: str, workers: int | None, address: str | None, shard_games: int = 1024) -> BackendConfig:
+    """The :class:`~toolkit.jobs.config.BackendConfig` of ``--backend/--workers/--address/--shard-games``."""
     from pydantic import ValidationError
 
     from toolkit.config import validation_message
     from toolkit.jobs.config import BackendConfig
 
     try:
-        return BackendConfig(kind=kind, workers=workers, address=address)  # type: ignore[arg-type]
+        return BackendConfig(kind=kind, workers=workers, address=address, shard_games=shard_games)  # type: ignore[arg-type]
     except ValidationError as error:
         raise ConfigError(f"invalid back end: {validation_message(error)}", hint="see --help") from None
 

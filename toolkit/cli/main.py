@@ -12,6 +12,7 @@ from toolkit.cli import (  # noqa: E402,F401
     schemas_cmd,
     serve_cmd,  # noqa: E402,F401
     simulate_cmd,  # noqa: E402,F401
+    tournament_cmd,
     train_cmd,  # noqa: E402,F401
 )
 from toolkit.cli.app import app

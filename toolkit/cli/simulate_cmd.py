@@ -13,6 +13,7 @@ from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
     JsonOpt,
+    ShardOpt,
     WorkersOpt,
     app,
     backend_config,
@@ -38,6 +39,7 @@ def simulate_command(
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,
     address: AddressOpt = None,
+    shard_games: ShardOpt = 1024,
     as_json: JsonOpt = False,
 ) -> None:
     """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics)."""
@@ -57,7 +59,7 @@ def simulate_command(
         raise ConfigError(
             f"invalid simulate options: {validation_message(error)}", hint="see distill simulate --help"
         ) from None
-    where = backend_config(backend, workers, address)
+    where = backend_config(backend, workers, address, shard_games)
     if as_json:
         print_json(simulate(config, backend=where).model_dump(mode="json"))
         return

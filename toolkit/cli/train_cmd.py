@@ -12,6 +12,7 @@ from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
     JsonOpt,
+    ShardOpt,
     WorkersOpt,
     app,
     backend_config,
@@ -125,6 +126,7 @@ def train_ppo_command(
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,
     address: AddressOpt = None,
+    shard_games: ShardOpt = 1024,
     as_json: JsonOpt = False,
 ) -> None:
     """PPO self-play on the Distill game: evaluation in pods, best checkpoint, decision export."""
@@ -156,7 +158,7 @@ def train_ppo_command(
         },
     )
     folder = out or layout().runs / "train"
-    where = backend_config(backend, workers, address)
+    where = backend_config(backend, workers, address, shard_games)
     if as_json:
         print_json(train_ppo(cfg, folder, backend=where).model_dump(mode="json"))
         return
@@ -192,6 +194,7 @@ def evaluate_command(
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,
     address: AddressOpt = None,
+    shard_games: ShardOpt = 1024,
     as_json: JsonOpt = False,
 ) -> None:
     """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%), placement score, per seat."""
@@ -201,7 +204,7 @@ def evaluate_command(
     from toolkit.train.evaluate import compare as compare_results
 
     cfg = load_config(EvaluateConfig, None, {"opponents": _names(vs), "games": games, "seed": seed})
-    where = backend_config(backend, workers, address)
+    where = backend_config(backend, workers, address, shard_games)
     results = [evaluate(policy_blob(p), cfg, backend=where) for p in [policy] + ([compare] if compare else [])]
     if compare is not None and len(results) == 2:
         diff = compare_results(*results)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -149,6 +150,7 @@ class Ray:
             common: dict[str, Any] = dict(log_to_driver=False, logging_level="WARNING")
             try:
                 if address:
+                    _check_reachable(address)
                     ray.init(address=address, **common)
                 else:
                     ray.init(
@@ -162,6 +164,7 @@ class Ray:
                     f"cannot start or reach Ray{f' at {address}' if address else ''}: {error}",
                     hint="check the address (ray status), and that RAY_AUTH_MODE matches the cluster's",
                 ) from None
+            _ray_notices_to_stderr()
         self.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
 
     def run(
@@ -195,6 +198,36 @@ class Ray:
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once on a cluster address nothing answers at (Ray itself retries for minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and other forms Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as error:
+        raise JobError(
+            f"no Ray cluster answers at {address}: {error.strerror or error}",
+            hint="start one (ray start --head) or give its address (ray status shows it)",
+        ) from None
+
+
+def _ray_notices_to_stderr() -> None:
+    """Ray prints the cluster's notices (a worker died, a task is retried) on the driver's stdout, where
+    ``--json`` writes its document: send them to stderr with every other diagnostic."""
+    import ray._private.worker as ray_worker
+
+    printer = getattr(ray_worker, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "distill_stderr", False):
+        return
+
+    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+        printer({**data, "is_err": True}, ignore_prefix)
+
+    to_stderr.distill_stderr = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = to_stderr
 
 
 def make_backend(

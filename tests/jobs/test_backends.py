@@ -1,0 +1,163 @@
+"""Game jobs give the same results in-process and on the process pool; a dead worker's shards are re-run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+
+from toolkit.errors import ConfigError, JobError
+from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.jobs.config import BackendConfig
+from toolkit.jobs.plan import Shard, shards
+from toolkit.jobs.run import run_shards
+from toolkit.ratings import TournamentConfig, play_tournament
+from toolkit.train.agents import agent_from_blob, player_from_ref, policy_blob
+from toolkit.train.evaluate import EvaluateConfig, evaluate
+from toolkit.train.export import SELF, ExportConfig, export_league_games
+from toolkit.train.policy import ActorNet
+
+from ..train.conftest import SMALL, save_actor
+
+INPROCESS = BackendConfig(kind="inprocess", shard_games=100)
+POOL = BackendConfig(kind="pool", workers=2, shard_games=100)
+TIMINGS = {"seconds", "decisions_per_second", "games_per_second"}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(5)
+    actor = ActorNet(SMALL)
+    with torch.no_grad():
+        actor.action_net.weight.mul_(50)
+    return save_actor(tmp_path_factory.mktemp("bc"), actor)
+
+
+def _bytes(files: list[Path]) -> list[tuple[str, bytes]]:
+    return [(f.name, f.read_bytes()) for f in files]
+
+
+def test_the_shard_plan_depends_only_on_the_job_size() -> None:
+    plan = shards(250, 100)
+    assert [(s.start, s.stop, s.of, s.name) for s in plan] == [
+        (0, 100, 3, "s00000"),
+        (100, 200, 3, "s00001"),
+        (200, 250, 3, "s00002"),
+    ]
+    assert shards(0, 100) == [] and sum(s.size for s in shards(1001, 7)) == 1001
+
+
+def test_simulate_writes_the_same_files_in_process_and_on_the_pool(tmp_path: Path) -> None:
+    players = ("heuristic", "random", "tuned", "heuristic")  # random players draw from their shard's own stream
+    runs = {}
+    for backend in (INPROCESS, POOL):
+        out = tmp_path / backend.kind
+        result = simulate(SimulateConfig(games=250, players=players, seed=7, out=out), backend=backend)
+        runs[backend.kind] = result
+        assert [f.name for f in result.files] == [f"sim-7-s0000{j}-part-0000.jsonl" for j in range(3)]
+        assert not list(out.glob("*.tmp"))
+    a, b = runs["inprocess"], runs["pool"]
+    assert _bytes(a.files) == _bytes(b.files)
+    assert a.model_dump(exclude=TIMINGS | {"files"}) == b.model_dump(exclude=TIMINGS | {"files"})
+    assert a.games == 250 and sum(a.wins_per_seat) + a.draws + a.truncations == 250
+
+
+def test_a_one_shard_simulation_is_what_an_unsharded_one_always_wrote(tmp_path: Path) -> None:
+    result = simulate(SimulateConfig(games=30, seed=2, out=tmp_path), backend=INPROCESS)
+    assert [f.name for f in result.files] == ["sim-2-part-0000.jsonl"]
+
+
+def test_evaluate_tournament_and_export_are_the_same_in_process_and_on_the_pool(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    blob = policy_blob(checkpoint)
+    config = EvaluateConfig(opponents=("heuristic", "random", "tuned"), games=300, seed=3)
+    a, b = (evaluate(blob, config, backend=backend) for backend in (INPROCESS, POOL))
+    assert a.games == 300 and len({o.deal for o in a.outcomes}) == 75
+    assert a.model_dump(exclude=TIMINGS) == b.model_dump(exclude=TIMINGS)
+
+    entrants = {"student": blob, "heuristic": "heuristic", "tuned": "tuned", "random": "random", "h2": "heuristic"}
+    tournament = TournamentConfig(deals_per_lineup=10, seed=4)
+    games = [
+        play_tournament(entrants, ["student"], tournament, load=player_from_ref, backend=backend)
+        for backend in (INPROCESS, POOL)
+    ]
+    assert len(games[0]) == 4 * 4 * 10 and games[0] == games[1]
+
+    exports = [
+        export_league_games(
+            blob,
+            [SELF, "heuristic", "random"],
+            tmp_path / backend.kind,
+            weights=[1, 1, 1],
+            games=220,
+            seed=5,
+            batch="gen-001",
+            generation=1,
+            config=ExportConfig(min_decisions=1),
+            backend=backend,
+        )
+        for backend in (INPROCESS, POOL)
+    ]
+    assert [f.name for f in exports[0].files][-1] == "ml-decisions-ppo-gen-001-s00002-part-0000.jsonl"
+    assert _bytes(exports[0].files) == _bytes(exports[1].files)
+    assert exports[0].model_dump(exclude={"files"}) == exports[1].model_dump(exclude={"files"})
+
+
+def test_a_checkpoint_is_loaded_once_per_process_whatever_the_number_of_games(checkpoint: Path) -> None:
+    blob = policy_blob(checkpoint)
+    assert agent_from_blob(blob) is agent_from_blob(policy_blob(checkpoint))  # kept under its sha256
+    assert player_from_ref(blob) is not player_from_ref(blob)  # but each table gets a fresh player
+
+
+def _die_once(shard: Shard, marker: Path) -> int:
+    """Kill this worker (kill -9) the first time shard 1 runs; the re-run finds the marker and completes."""
+    flag = marker / f"{shard.name}.died"
+    if shard.index == 1 and not flag.exists():
+        flag.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return shard.start * 1000 + shard.stop
+
+
+def _always_die(shard: Shard, _: object) -> int:
+    os.kill(os.getpid(), signal.SIGKILL)
+    return 0
+
+
+def _refuse(shard: Shard, _: object) -> int:
+    raise ConfigError(f"shard {shard.name} refuses", hint="none")
+
+
+def test_a_pool_worker_killed_mid_job_is_replaced_and_its_shard_re_run(tmp_path: Path) -> None:
+    plan = shards(40, 10)
+    results = run_shards(_die_once, plan, tmp_path, POOL.model_copy(update={"retries": 2}))
+    assert (tmp_path / "s00001.died").exists()  # the worker did die
+    assert results == [s.start * 1000 + s.stop for s in plan]  # every shard once, in order
+    with pytest.raises(JobError, match="lost its worker"):
+        run_shards(_always_die, shards(2, 1), None, POOL.model_copy(update={"retries": 1}))
+
+
+def test_an_error_in_a_shard_comes_back_as_itself(tmp_path: Path) -> None:
+    for backend in (INPROCESS, POOL):
+        with pytest.raises(ConfigError, match="refuses"):
+            run_shards(_refuse, shards(3, 1), None, backend)
+
+
+def test_a_live_policy_is_played_in_process_on_the_same_shard_plan(checkpoint: Path) -> None:
+    config = EvaluateConfig(opponents=("heuristic",) * 3, games=240, seed=1)
+    live = evaluate(lambda: player_from_ref(policy_blob(checkpoint)), config, backend=POOL)
+    shipped = evaluate(policy_blob(checkpoint), config, backend=POOL)
+    assert live.model_dump(exclude=TIMINGS) == shipped.model_dump(exclude=TIMINGS)
+
+
+def test_a_ray_address_nothing_answers_at_fails_at_once_with_a_clear_error() -> None:
+    pytest.importorskip("ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again below: nothing listens there
+    with pytest.raises(JobError, match=f"no Ray cluster answers at 127.0.0.1:{port}"):
+        run_shards(_refuse, shards(2, 1), None, BackendConfig(kind="ray", address=f"127.0.0.1:{port}"))

@@ -1,0 +1,100 @@
+"""``distill tournament``: rate players (types or checkpoints) in seat-rotated 4-player pods."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from toolkit.cli.app import (
+    AddressOpt,
+    BackendOpt,
+    JsonOpt,
+    ShardOpt,
+    WorkersOpt,
+    app,
+    backend_config,
+    console,
+    print_json,
+)
+from toolkit.errors import ConfigError
+
+
+@app.command("tournament")
+def tournament_command(
+    entrants: Annotated[
+        list[str],
+        typer.Argument(
+            help="Players: a type (heuristic, tuned, random), a checkpoint (.json), or NAME=either; at least 4."
+        ),
+    ],
+    focus: Annotated[
+        str | None,
+        typer.Option("--focus", help="Comma-separated entrants every lineup includes (default: all of them)."),
+    ] = None,
+    deals: Annotated[int, typer.Option("--deals", help="Deals per lineup, each played in every seat rotation.")] = 16,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the deals.")] = 0,
+    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Rounds before a game stops.")] = 30,
+    pool: Annotated[
+        Path | None,
+        typer.Option("--pool", help="A rating pool (JSON) to add the games to; its ratings are refitted from all."),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option("--id", help="The tournament's id in the pool; rating an id again is a no-op.")
+    ] = None,
+    backend: BackendOpt = "auto",
+    workers: WorkersOpt = None,
+    address: AddressOpt = None,
+    shard_games: ShardOpt = 1024,
+    as_json: JsonOpt = False,
+) -> None:
+    """Play every lineup of 4 entrants (with a focus player) on the same deals in every seat rotation; rate them.
+
+    The games, and so the ratings, are the same on every back end for the same seed.
+    """
+    from toolkit.ratings import RatingPool, TournamentConfig, play_tournament, standings
+    from toolkit.train.agents import PlayerRef, player_from_ref, player_ref
+
+    players: dict[str, PlayerRef] = {}
+    for entrant in entrants:
+        label, _, what = entrant.rpartition("=")
+        label = label or Path(what).name.removesuffix(".json").removesuffix(".safetensors")
+        if label in players:
+            raise ConfigError(f"two entrants are named {label!r}", hint="name them: NAME=checkpoint")
+        players[label] = player_ref(what)
+    focused = [f.strip() for f in focus.split(",")] if focus else list(players)
+    unknown = [f for f in focused if f not in players]
+    if unknown:
+        raise ConfigError(f"--focus names no entrant: {', '.join(unknown)}", hint=f"entrants: {', '.join(players)}")
+    config = TournamentConfig(deals_per_lineup=deals, seed=seed, max_rounds=max_rounds)
+    games = play_tournament(
+        players, focused, config, load=player_from_ref, backend=backend_config(backend, workers, address, shard_games)
+    )
+    digest = hashlib.sha256("\n".join(f"{','.join(g.players)}:{g.winner}" for g in games).encode()).hexdigest()
+    tournament = name or f"t-{seed}-{digest[:12]}"
+    rated = RatingPool(pool)
+    rated.rate(tournament, games)
+    if pool is not None:
+        rated.save()
+    table = standings(rated)
+    if as_json:
+        print_json(
+            {
+                "tournament": tournament,
+                "games": len(games),
+                "games_sha256": digest,
+                "standings": [s.model_dump(mode="json") for s in table],
+            }
+        )
+        return
+    shown = Table(title=f"tournament {tournament}: {len(games)} games")
+    for column in ("player", "elo", "± se", "ordinal", "games", "wins"):
+        shown.add_column(column, justify="left" if column == "player" else "right")
+    for s in table:
+        shown.add_row(s.name, f"{s.elo:.0f}", f"{s.elo_se:.0f}", f"{s.ordinal:.2f}", str(s.games), str(s.wins))
+    console.print(shown)
+    if pool is not None:
+        console.print(f"pool {pool}: {len(rated.data.games)} games from {len(rated.data.tournaments)} tournaments")
