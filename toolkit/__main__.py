@@ -2,4 +2,5 @@
 
 from toolkit.cli.main import main
 
-main()
+if __name__ == "__main__":  # not when a spawned worker process imports its parent's main module
+    main()
