@@ -140,7 +140,9 @@ def test_a_failing_teacher_gate_rejects_the_batch_keeps_it_and_builds_without_it
 
 def test_a_student_no_better_than_the_last_is_not_promoted_but_the_teacher_is(tmp_path: Path) -> None:
     layout = Layout.at(tmp_path / "home")
-    impossible = {**TINY["strength_gate"], "delta0": 0.9, "delta1": 1.0}
+    # +90% wins a game over the last student is out of reach where the heuristics win most games (against random
+    # players a tiny student may win every deal of a short gate)
+    impossible = {**TINY["strength_gate"], "delta0": 0.9, "delta1": 1.0, "opponents": ["heuristic"] * 3}
     state = run_loop(layout, tiny(name="kept", student_gate=impossible))
     first, record = RunFolder(layout, "kept").records()
     assert state.status == "finished" and record["outcome"] == "passed"
@@ -296,7 +298,7 @@ def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_pat
     # Same seed: every log it writes has the content of one of "first"'s, so each
     # batch is "first"'s by path and this run's too: it keeps them all.
     assert run_loop(home, tiny(name="fourth")).status == "finished"
-    [bootstrap] = RunFolder(home, "fourth").records()[0]["attempts"][0]["steps"]["ingest"]["batches"]
-    assert bootstrap in first
+    bootstrap = set(RunFolder(home, "fourth").records()[0]["attempts"][0]["steps"]["ingest"]["batches"])
+    assert bootstrap and bootstrap <= first  # one batch per shard of the bootstrap's games
     for record in RunFolder(home, "fourth").records():
-        assert bootstrap in record["attempts"][0]["steps"]["build"]["batches"]
+        assert bootstrap <= set(record["attempts"][0]["steps"]["build"]["batches"])

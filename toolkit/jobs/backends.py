@@ -22,7 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Protocol
 
-from toolkit.errors import DistillError, JobError
+from toolkit.errors import JobError
 from toolkit.jobs import worker
 from toolkit.jobs.plan import Shard
 
@@ -183,11 +183,10 @@ class Ray:
                 for ref in done:
                     try:
                         result = ray.get(ref)
-                    except DistillError:
-                        raise
-                    except ray.exceptions.RayTaskError as error:
-                        cause = error.cause if isinstance(error.cause, BaseException) else error
-                        raise cause from None
+                    except ray.exceptions.RayTaskError as error:  # what the shard raised, as it raised it
+                        if isinstance(error.cause, BaseException):
+                            raise error.cause from None
+                        raise JobError(f"shard {shards[refs[ref]].name} failed on Ray: {error}") from None
                     except ray.exceptions.RayError as error:
                         raise JobError(
                             f"shard {shards[refs[ref]].name} failed on Ray after {self.retries} retries: "
