@@ -119,8 +119,8 @@ TINY: dict[str, Any] = {
     "retry": {"max_retries": 0},
     "data": {"weights": {"forge": 0.5, "ppo": 0.5}},
     "tournament": {"deals_per_lineup": 1},
-    # small shards: every game job of the loop (bootstrap, export, gates, evaluation, tournament) runs as several
-    "backend": {"kind": "inprocess", "shard_games": 8},
+    # small shards: the bootstrap, the gates' evaluations and the tournament run as several shards each
+    "backend": {"kind": "inprocess", "shard_games": 16},
 }
 
 

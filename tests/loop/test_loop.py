@@ -217,7 +217,7 @@ def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, refe
 
 def test_the_loop_on_the_process_pool_records_what_it_records_in_process(tmp_path: Path, reference) -> None:
     layout = Layout.at(tmp_path / "home")
-    state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": 8}))
+    state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": 16}))
     assert state.status == "finished", state.message
     assert normalised(RunFolder(layout, "tiny").records(), layout.home) == normalised(reference[1], reference[0].home)
 
