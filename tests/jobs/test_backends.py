@@ -8,7 +8,6 @@ import socket
 from pathlib import Path
 
 import pytest
-import torch
 
 from toolkit.errors import ConfigError, JobError
 from toolkit.game.simulate import SimulateConfig, simulate
@@ -19,22 +18,10 @@ from toolkit.ratings import TournamentConfig, play_tournament
 from toolkit.train.agents import agent_from_blob, player_from_ref, policy_blob
 from toolkit.train.evaluate import EvaluateConfig, evaluate
 from toolkit.train.export import SELF, ExportConfig, export_league_games
-from toolkit.train.policy import ActorNet
-
-from ..train.conftest import SMALL, save_actor
 
 INPROCESS = BackendConfig(kind="inprocess", shard_games=100)
 POOL = BackendConfig(kind="pool", workers=2, shard_games=100)
 TIMINGS = {"seconds", "decisions_per_second", "games_per_second"}
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(5)
-    actor = ActorNet(SMALL)
-    with torch.no_grad():
-        actor.action_net.weight.mul_(50)
-    return save_actor(tmp_path_factory.mktemp("bc"), actor)
 
 
 def _bytes(files: list[Path]) -> list[tuple[str, bytes]]:

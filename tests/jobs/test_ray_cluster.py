@@ -21,11 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
-
-from toolkit.train.policy import ActorNet
-
-from ..train.conftest import SMALL, save_actor
 
 pytestmark = pytest.mark.slow
 RAY = Path(sys.executable).with_name("ray")
@@ -78,15 +73,6 @@ def _distill(cluster: Cluster, *args: str, home: Path) -> dict:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(11)
-    actor = ActorNet(SMALL)
-    with torch.no_grad():
-        actor.action_net.weight.mul_(50)
-    return save_actor(tmp_path_factory.mktemp("bc"), actor)
 
 
 def test_the_cluster_has_two_nodes(cluster: Cluster, tmp_path: Path) -> None:
