@@ -91,6 +91,8 @@ def simulate(
         raise ConfigError(
             f"{config.out} already holds logs of seed {config.seed}", hint="choose another --out folder or --seed"
         )
+    if config.out is not None:  # workers elsewhere (Ray) resolve a relative path against their own folder
+        config = config.model_copy(update={"out": config.out.resolve()})
     start = time.perf_counter()
     plan = shards(config.games, (backend or BackendConfig()).shard_games)
     parts: list[_ShardPlayed] = run_shards(_play_shard, plan, config, backend, progress=progress)

@@ -122,7 +122,8 @@ class Pool:
                     if attempts[i] > self.retries:
                         raise JobError(
                             f"shard {shards[i].name} lost its worker {attempts[i]} times",
-                            hint="a worker process died (out of memory?); give fewer --workers or a smaller shard",
+                            hint="a worker process died: out of memory (give fewer --workers or smaller shards), "
+                            "or a script that starts game jobs without `if __name__ == '__main__':`",
                         )
 
 

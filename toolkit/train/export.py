@@ -240,6 +240,7 @@ def export_league_games(
         JobError: a shard's worker died more often than the back end retries.
     """
     lineups = draw_lineups(len(league), weights, games=games, seed=seed, pod_size=pod_size)
+    out = out.resolve()  # workers elsewhere (Ray) resolve a relative path against their own folder
     job = _LeagueJob(
         teacher,
         list(league),
