@@ -36,7 +36,7 @@ from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.run import run_loop
 from toolkit.loop.state import RunFolder
-from toolkit.train.agents import load_agent
+from toolkit.train.agents import policy_blob
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, compare, evaluate
 
 TABLES = {"heuristic": ("heuristic",) * 3, "tuned": ("tuned",) * 3}
@@ -70,9 +70,9 @@ def evaluate_models(records: list[dict], games: int) -> list[dict]:
         for kind, card in models.items():
             if card is None:
                 continue
-            agent = load_agent(Path(card))
+            policy = policy_blob(Path(card))  # a checkpoint: its games run on the pool when cores are free
             for table, opponents in TABLES.items():
-                result = evaluate(agent.player, EvaluateConfig(opponents=opponents, games=games, seed=EVAL_SEED))
+                result = evaluate(policy, EvaluateConfig(opponents=opponents, games=games, seed=EVAL_SEED))
                 row[f"{kind}_vs_{table}"] = _score(result)
         rows.append(row)
     return rows
@@ -143,9 +143,9 @@ def main() -> None:
     finals = {}
     for name, card in (("final student", final_student), ("gen-0 student", first_student), ("final ppo", final_ppo)):
         if card is not None:
-            agent = load_agent(card)
+            policy = policy_blob(card)
             finals[name] = {
-                t: evaluate(agent.player, EvaluateConfig(opponents=o, games=args.games, seed=EVAL_SEED))
+                t: evaluate(policy, EvaluateConfig(opponents=o, games=args.games, seed=EVAL_SEED))
                 for t, o in TABLES.items()
             }
     gains = {t: compare(finals["final student"][t], finals["gen-0 student"][t]) for t in TABLES}
