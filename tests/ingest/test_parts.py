@@ -63,6 +63,20 @@ def test_long_runs_and_line_order_are_kept_as_they_are() -> None:
     assert back.tolist() == lines.tolist() and reordered.equals(table)
 
 
+def test_dropping_rows_while_grouping_is_the_same_as_filtering_first() -> None:
+    rng = np.random.default_rng(3)
+    sources = ["forge", "sim"]
+    for size, share in [(300, 0.02), (300, 0.5), (1200, 0.01), (2, 0.5), (600, 0.0)]:
+        records = [dict(good(i), source=sources[(i // 7) % 2]) if i % 300 < 200 else good(i) for i in range(size)]
+        table, lines = _table(records), np.arange(5, 5 + size, dtype=np.int64)
+        keep = rng.random(size) >= share
+        keep[:1] = False  # the first row dropped, at least
+        expected, expected_lines = group_by_partition(table.filter(pa.array(keep)), lines[keep])
+        grouped, grouped_lines = group_by_partition(table, lines, keep=keep)
+        assert grouped.equals(expected) and grouped_lines.tolist() == expected_lines.tolist()
+        assert [c.num_chunks for c in grouped.columns] == [c.num_chunks for c in expected.columns]
+
+
 def test_rows_validated_while_the_file_is_hashed_land_in_order(write_log, layout: Layout, monkeypatch) -> None:
     """A slow hash: several parts are validated (and held packed) before the
     batch id is known; every row still lands once, in line order, with lineage."""

@@ -4,14 +4,15 @@ Lines are parsed in bulk by ``pyarrow.json`` against an explicit schema
 derived from the models (it rejects every type mismatch and unknown field),
 then filtered by :func:`toolkit.ingest.rules.find_bad_rows`. Lines known
 not to parse (blank, padded, or showing a fault the file has shown before:
-see :mod:`toolkit.ingest.suspects`) are blanked to ``{}`` in a copy of the
-block and their rows dropped (:data:`PLACEHOLDER_ID`), so the block still
-parses in one go. A block that fails to parse is split around the lines that
-broke it, so bad lines cost a few re-parses of their neighbourhood rather
-than the whole chunk falling to the slow path: Arrow names the row of most
-parse errors, an unknown field is found by its name, and anything else is
-found by splitting the block in parts. Lines that fail here are handed back
-for per-row validation.
+see :mod:`toolkit.ingest.suspects`) are blanked to spaces in the block
+(:data:`PLACEHOLDER_ID`): Arrow skips a line of whitespace, so the block
+still parses in one go, without them and without a copy. A block that fails
+to parse is split around the lines that broke it, so bad lines cost a few
+re-parses of their neighbourhood rather than the whole chunk falling to the
+slow path: Arrow names the row of most parse errors, an unknown field is
+found by its name, and anything else is found by splitting the block in
+parts. Lines that fail here are handed back for per-row validation; the rows
+that fail the checks are dropped as the rows are grouped by lake partition.
 
 Finding a bad line is only ever a guess that picks lines to set aside: rows
 are accepted only from a block that parsed whole with the strict options.
@@ -20,7 +21,7 @@ are accepted only from a block that parsed whole with the strict options.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
@@ -30,6 +31,7 @@ import pyarrow.json as pj
 
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.nesting import too_deep
+from toolkit.ingest.parts import group_by_partition
 from toolkit.ingest.rules import find_bad_rows
 from toolkit.schema.arrow import snapshot_schema
 
@@ -49,7 +51,7 @@ _NAME_UNKNOWN_MAX = 512
 # Arrow ends some parse errors with the (0-based) row of the block that failed.
 _ERROR_ROW = re.compile(r" in row (\d+)$")
 _UNKNOWN_FIELD = "unexpected field"
-# The id of a line blanked to ``{}`` in a block (see ``validate._blanked``): its row is dropped after the parse.
+# The id of a line blanked to spaces in a block (see ``validate.blank_lines``): it gives no row.
 PLACEHOLDER_ID = -1
 
 
@@ -199,21 +201,33 @@ def _parts(lines: list[bytes], ids: np.ndarray) -> list[Block]:
 
 @dataclass
 class FastResult:
-    """Rows that passed every check, and the ids of the lines that did not."""
+    """Rows that passed every check (in line order, or grouped by lake partition as
+    :func:`~toolkit.ingest.parts.group_by_partition` does), and the ids of the lines that did not;
+    ``refused``: those of the latter that parsed and failed the column checks only."""
 
     table: pa.Table
     ids: np.ndarray
     fallback: np.ndarray
+    refused: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
-def validate_block(block: bytes | bytearray, ids: np.ndarray) -> FastResult:
+def validate_block(block: bytes | bytearray | memoryview, ids: np.ndarray) -> FastResult:
     """Like :func:`validate_lines` for lines already joined by ``\\n`` (a clean
-    chunk): parsed as one block, split into lines only if that fails."""
-    parsed = _parse_block(block, len(ids))
+    chunk): parsed as one block, split into lines only if that fails. ``ids``:
+    one per line of the block, :data:`PLACEHOLDER_ID` for a line blanked to
+    spaces (it gives no row: Arrow skips a line of whitespace)."""
+    real = ids != PLACEHOLDER_ID
+    row_ids = ids[real]
+    if not len(row_ids):
+        return _check([], [], [])
+    parsed = _parse_block(block, len(row_ids))
     if not isinstance(parsed, str):
-        return _check([parsed], [ids], [])
+        return _check([parsed], [row_ids], [])
+    lines = bytes(block).split(b"\n")
+    if len(row_ids) < len(ids):
+        lines = [line for line, kept in zip(lines, real.tolist(), strict=True) if kept]
     pieces = _Pieces()
-    pieces.parse(bytes(block).split(b"\n"), ids, parsed)
+    pieces.parse(lines, row_ids, parsed)
     return _check(pieces.tables, pieces.kept, pieces.failed)
 
 
@@ -235,16 +249,14 @@ def _check(tables: list[pa.Table], kept: list[np.ndarray], failed: list[np.ndarr
         # block leaves many small ones.
         table = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
         table_ids = np.concatenate(kept)
-        placeholders = table_ids == PLACEHOLDER_ID
-        bad = find_bad_rows(table)  # the placeholders' empty rows fail too: one filter drops both
-        drop = bad | placeholders
-        if drop.any():
-            failed.append(table_ids[bad & ~placeholders])
-            table = table.filter(pa.array(~drop))
-            table_ids = table_ids[~drop]
+        bad = find_bad_rows(table)
+        refused = table_ids[bad]
+        if len(refused):
+            failed.append(refused)
+        # The bad rows are dropped as the rows are grouped: one copy of the table, not two.
+        table, table_ids = group_by_partition(table, table_ids, keep=~bad if len(refused) else None)
     else:
         table = read_schema().empty_table()
-        table_ids = np.empty(0, dtype=np.int64)
+        table_ids = refused = np.empty(0, dtype=np.int64)
     fallback = np.sort(np.concatenate(failed)) if failed else np.empty(0, dtype=np.int64)
-    fallback = fallback[fallback != PLACEHOLDER_ID]
-    return FastResult(table, table_ids, fallback)
+    return FastResult(table, table_ids, fallback, np.sort(refused))

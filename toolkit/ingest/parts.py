@@ -110,9 +110,12 @@ def partition_runs(table: pa.Table) -> list[tuple[PartitionKey, int, int]]:
     """The runs of consecutive rows of one lake partition: ((source, generation), start, stop)."""
     if table.num_rows == 0:
         return []
-    codes, generations, names = _partition_codes(table)
+    return _runs(*_partition_codes(table))
+
+
+def _runs(codes: np.ndarray, generations: np.ndarray, names: list[str]) -> list[tuple[PartitionKey, int, int]]:
     change = np.flatnonzero((codes[1:] != codes[:-1]) | (generations[1:] != generations[:-1])) + 1
-    bounds = [0, *change.tolist(), table.num_rows]
+    bounds = [0, *change.tolist(), len(codes)]
     runs = []
     for start, stop in zip(bounds[:-1], bounds[1:]):
         generation = int(generations[start])
@@ -129,9 +132,22 @@ def partition_runs(table: pa.Table) -> list[tuple[PartitionKey, int, int]]:
 _MIN_MEAN_RUN = 512
 
 
-def group_by_partition(table: pa.Table, lines: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+def group_by_partition(
+    table: pa.Table, lines: np.ndarray, keep: np.ndarray | None = None
+) -> tuple[pa.Table, np.ndarray]:
     """``table`` (rows labelled by ``lines``) in line order, with the rows of
-    each partition made one run when partitions interleave finely."""
+    each partition made one run when partitions interleave finely.
+
+    ``keep``: the rows to keep (the others are dropped first); the same as
+    filtering ``table`` and ``lines`` beforehand, with one copy of the rows instead of two."""
+    if keep is not None and not keep.all():
+        kept = np.flatnonzero(keep)
+        if kept.size < 2 or not bool((np.diff(lines[kept]) > 0).all()):
+            return group_by_partition(table.filter(pa.array(keep)), lines[kept])
+        runs = _runs(*_partition_codes(table.select([col.SOURCE, col.GENERATION]).take(pa.array(kept))))
+        if len(runs) * _MIN_MEAN_RUN <= kept.size:
+            return table.filter(pa.array(keep)), lines[kept]
+        return _grouped(table, lines, runs, kept)
     if table.num_rows < 2:
         return table, lines
     if not bool((np.diff(lines) > 0).all()):  # slow-path rows joined the part: back to line order
@@ -140,10 +156,23 @@ def group_by_partition(table: pa.Table, lines: np.ndarray) -> tuple[pa.Table, np
     runs = partition_runs(table)
     if len(runs) * _MIN_MEAN_RUN <= table.num_rows:
         return table, lines
+    return _grouped(table, lines, runs, np.arange(table.num_rows))
+
+
+def _grouped(
+    table: pa.Table, lines: np.ndarray, runs: list[tuple[PartitionKey, int, int]], rows: np.ndarray
+) -> tuple[pa.Table, np.ndarray]:
+    """The ``rows`` of ``table`` (ascending), each partition's runs (over ``rows``) made one, partitions in
+    order of first appearance: one concatenation of zero-copy slices of ``table``."""
     by_key: dict[PartitionKey, list[tuple[int, int]]] = {}
     for key, start, stop in runs:
         by_key.setdefault(key, []).append((start, stop))
-    spans = [span for key in by_key for span in by_key[key]]  # partitions in order of first appearance
-    grouped = pa.concat_tables([table.slice(start, stop - start) for start, stop in spans])
-    positions = np.concatenate([np.arange(start, stop) for start, stop in spans])
+    spans = [span for key in by_key for span in by_key[key]]
+    positions = rows[np.concatenate([np.arange(start, stop) for start, stop in spans])]
+    # The slices: stretches of consecutive rows of ``table`` (a dropped row or a change of partition ends one).
+    cuts = np.flatnonzero(np.diff(positions) != 1) + 1
+    starts, stops = positions[np.r_[0, cuts]], positions[np.r_[cuts - 1, len(positions) - 1]] + 1
+    grouped = pa.concat_tables(
+        [table.slice(start, stop - start) for start, stop in zip(starts.tolist(), stops.tolist(), strict=True)]
+    )
     return grouped.combine_chunks(memory_pool=memory_pool()), lines[positions]

@@ -66,7 +66,8 @@ def _check(array: pa.Array, rule: FieldRule, rows: np.ndarray, present: np.ndarr
     """Check ``array`` (one element per entry of ``rows``) against ``rule``.
 
     ``present`` marks elements whose parent exists: a child of a null struct is
-    not "missing".
+    not "missing". A child that passes on its summaries (:func:`_passes`) is not
+    looked at row by row: one bad value checks its own column, not its siblings.
     """
     is_null = _np(array.is_null(), True)
     if not rule.nullable:
@@ -78,12 +79,15 @@ def _check(array: pa.Array, rule: FieldRule, rows: np.ndarray, present: np.ndarr
             _flag(bad, rows, valid & (lengths < rule.list_min))
         if rule.list_max is not None:
             _flag(bad, rows, valid & (lengths > rule.list_max))
-        child_rows = np.repeat(rows, np.where(valid, lengths, 0))
         values = array.flatten()
-        _check(values, rule.children[0], child_rows, np.ones(len(values), dtype=bool), bad)
+        if not _passes(values, rule.children[0]):
+            child_rows = np.repeat(rows, np.where(valid, lengths, 0))
+            _check(values, rule.children[0], child_rows, np.ones(len(values), dtype=bool), bad)
     elif rule.kind is dict:
         for index, child in enumerate(rule.children):
-            _check(array.field(index), child, rows, valid, bad)
+            field = array.field(index)
+            if not _passes(field, child):
+                _check(field, child, rows, valid, bad)
     else:
         _check_scalar(array, rule, rows, bad)
 

@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +40,7 @@ from toolkit.schema import columns as col
 _SNIFF_LINES = 50
 _OPEN, _CLOSE, _SPACE = ord("{"), ord("}"), ord(" ")
 # A chunk with at most this share of lines the fast parse must not read is
-# parsed whole, those lines blanked in a copy; with more, line by line.
+# parsed whole, those lines blanked in place; with more, line by line.
 _BLANK_SHARE = 0.1
 # Chunks in flight per parse worker: while this thread stages one part, each
 # worker parses a later chunk. A deeper queue only held more chunks (16 MB
@@ -86,58 +86,77 @@ class _Prepared:
     patterns: tuple[bytes, ...] = ()  # the file's known faults (see Suspects), looked for by the worker
     blank: np.ndarray | None = None  # lines of the block the parse must not read (blanked by the worker)
     common: list[bytes] = field(default_factory=list)  # patterns the worker found too common to be faults
+    blanked: dict[int, bytes] = field(default_factory=dict)  # the lines blanked in the block, as they were
+    kept: dict[int, bytes] | None = None  # the lines looked at again, once the chunk's bytes are let go of
 
-    def release_bytes(self) -> None:
-        """Let go of the chunk's raw bytes (16 MB) once no line of it is looked at again."""
+    def release_bytes(self, keep: Iterable[int] = ()) -> None:
+        """Let go of the chunk's raw bytes (16 MB) once no line of it but ``keep`` is looked at again."""
+        chunk = self.chunk
+        self.kept = {
+            line: self.blanked[line] if line in self.blanked else chunk.line(line - chunk.first_line) for line in keep
+        }
         self.block = None
-        self.chunk.release_bytes()
+        chunk.release_bytes()
 
     def fast_text(self, line: int) -> bytes:
+        if self.kept is not None:
+            return self.kept[line]
         if self.block is not None:
             return self.chunk.line(line - self.chunk.first_line)
         return self.fast_lines[int(np.searchsorted(self.fast_ids, line))]
 
+    def raw(self, line: int) -> bytes:
+        """The exact bytes of ``line`` as stored in the file."""
+        chunk = self.chunk
+        if self.kept is None:
+            return chunk.raw(line - chunk.first_line)
+        open_end = chunk.ends_open and line == chunk.last_line
+        return self.kept[line] if open_end else self.kept[line] + b"\n"
+
 
 def _blankable(chunk: Chunk, lines: np.ndarray) -> bool:
-    """Whether each of ``lines`` is long enough to be blanked to ``{}`` (see :func:`blank_lines`)."""
+    """Whether each of ``lines`` is at least 2 bytes long. (Blanked to spaces, a line of any length
+    would do; the rule dates from when lines were blanked to ``{}``, and is kept so that each line
+    takes the path it always took.)"""
     starts = np.concatenate(([0], chunk.breaks + 1))[lines]
     stops = np.concatenate((chunk.breaks, [len(chunk.body)]))[lines]
     return bool((stops - starts >= 2).all())
 
 
-def blank_lines(block: bytearray, breaks: np.ndarray, lines: np.ndarray) -> None:
-    """Overwrite ``lines`` of ``block`` (each at least 2 bytes long) with ``{}`` and spaces, in place."""
+def blank_lines(block: bytearray | memoryview, breaks: np.ndarray, lines: np.ndarray) -> None:
+    """Overwrite ``lines`` of ``block`` (writable) with spaces, in place: Arrow's reader skips a line
+    of whitespace, so the block parses as if they were not there (and needs no copy)."""
     octets = np.frombuffer(block, dtype=np.uint8)
     starts = np.concatenate(([0], breaks + 1))[lines]
     stops = np.concatenate((breaks, [len(octets)]))[lines]
     for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
         octets[start:stop] = _SPACE
-        octets[start], octets[start + 1] = _OPEN, _CLOSE
 
 
 def _fast_job(prepared: _Prepared) -> FastResult:
     """Worker-thread job: set aside the lines showing a known fault, validate the
-    fast-path lines, then group the passing rows by partition (the searches and
+    fast-path lines, and group the passing rows by partition (the searches and
     the copies this needs are made here, in parallel)."""
     if prepared.block is not None:
         block, ids, suspects = _without_suspects(prepared)
         result = validate_block(block, ids)
         if len(suspects):
             result.fallback = np.union1d(result.fallback, suspects)
-        if not len(result.fallback) and not prepared.slow:  # no line is looked at again: let the bytes go
-            prepared.release_bytes()
+        # Only the lines for the per-row path are looked at again: they are kept, the rest let go of.
+        prepared.release_bytes(keep=[*result.fallback.tolist(), *(line for line, _ in prepared.slow)])
     else:
         keep = [not any(p in line for p in prepared.patterns) for line in prepared.fast_lines]
         kept_ids = prepared.fast_ids[np.asarray(keep, dtype=bool)] if prepared.fast_lines else prepared.fast_ids
         result = validate_lines([line for line, k in zip(prepared.fast_lines, keep, strict=True) if k], kept_ids)
         result.fallback = np.union1d(result.fallback, np.setdiff1d(prepared.fast_ids, kept_ids))
-    result.table, result.ids = group_by_partition(result.table, result.ids)
     return result
 
 
 def _without_suspects(prepared: _Prepared) -> tuple[bytes | bytearray | memoryview, np.ndarray, np.ndarray]:
-    """The block with the lines the parse must not read blanked (one copy, made here in the worker): the
-    chunk's other lines and those showing a known fault; the ids with theirs replaced; and the latter's ids."""
+    """The block with the lines the parse must not read blanked (in place: the chunk's bytes are
+    let go of after the parse, the lines looked at again kept as they were): the chunk's other
+    lines and those showing a known fault; the ids of the block's lines, theirs replaced by
+    :data:`PLACEHOLDER_ID`; and the ids of the latter."""
     chunk, block, ids = prepared.chunk, prepared.block, prepared.fast_ids
     blank = prepared.blank if prepared.blank is not None else np.empty(0, dtype=np.int64)
     suspects = np.empty(0, dtype=np.int64)
@@ -146,12 +165,14 @@ def _without_suspects(prepared: _Prepared) -> tuple[bytes | bytearray | memoryvi
         lines = np.flatnonzero(marked & (ids != PLACEHOLDER_ID))
         if len(lines):
             suspects = ids[lines]
-            ids = ids.copy()
-            ids[lines] = PLACEHOLDER_ID
             blank = np.union1d(blank, lines)
     if len(blank):
-        block = bytearray(block)
+        prepared.blanked = {chunk.first_line + i: chunk.line(i) for i in blank.tolist()}  # as they were
+        if memoryview(block).readonly:  # not a buffer of the reader's (the last line, say): a copy
+            block = bytearray(block)
         blank_lines(block, chunk.breaks, blank)
+        ids = ids.copy()
+        ids[blank] = PLACEHOLDER_ID
     return block, ids, suspects
 
 
@@ -186,8 +207,8 @@ class _FileValidation:
         A chunk of clean lines goes to the fast path whole. A chunk with a few
         other lines (blank, padded, too long, or showing a fault the file has
         shown before: see :class:`Suspects`) goes whole too, those lines
-        blanked to ``{}`` in a copy (their rows are dropped after the parse),
-        and they are looked at one by one; a chunk with many goes line by line.
+        blanked in it (see :func:`blank_lines`), and they are looked at one
+        by one; a chunk with many goes line by line.
         """
         report = self.report
         report.lines += chunk.n_lines
@@ -243,13 +264,14 @@ class _FileValidation:
             slow.sort()
         outcomes: list[RowOutcome] = []
         for line, text in slow:
-            self.pending_raw[line] = chunk.raw(line - chunk.first_line)
+            self.pending_raw[line] = prepared.raw(line)
             outcomes.extend(self.rows.feed(line, text, at_open_end=chunk.ends_open and line == chunk.last_line))
         if fast is not None:  # what broke this chunk's parse is looked for before the next chunks are parsed
             self.suspects.forget(prepared.common)
             texts = dict(slow)
+            parsed = set(fast.refused.tolist())  # these broke no parse (NaN as a float, say): nothing to learn
             for outcome in outcomes:
-                if outcome.record is None and outcome.line in texts:
+                if outcome.record is None and outcome.line in texts and outcome.line not in parsed:
                     self.suspects.learn(texts[outcome.line], [(p.field, p.code) for p in outcome.problems])
         tables, ids = [], []
         if fast is not None:
