@@ -39,16 +39,7 @@ class OpponentPool:
         self.names = list(names) if names is not None else [p if isinstance(p, str) else p.source for p in players]
         if not self.players:
             raise ConfigError("an opponent pool needs at least one player", hint="name the opponents")
-        if weights is None:
-            self.p = None
-        else:
-            w = np.asarray(weights, float)
-            if len(w) != len(self.players) or (w < 0).any() or w.sum() <= 0:
-                raise ConfigError(
-                    f"league weights {list(weights)} do not fit {len(self.players)} players",
-                    hint="give one non-negative weight per opponent, not all zero",
-                )
-            self.p = w / w.sum()
+        self.p = league_probabilities(weights, len(self.players))
 
     @property
     def fixed(self) -> bool:
@@ -56,14 +47,40 @@ class OpponentPool:
 
     def draw(self, rng: np.random.Generator, seats: int) -> np.ndarray:
         """Pool indices of the players of ``seats`` opponent seats (in seat order after the learner's)."""
-        if self.p is None:
-            if len(self.players) != seats:
-                raise ConfigError(
-                    f"{len(self.players)} opponents for {seats} opponent seats",
-                    hint="give one opponent per other seat, or league weights",
-                )
-            return np.arange(seats)
-        return rng.choice(len(self.players), size=seats, p=self.p)
+        return draw_opponents(rng, self.p, len(self.players), seats)
+
+
+def league_probabilities(weights: Sequence[float] | None, players: int) -> np.ndarray | None:
+    """A league's draw probabilities from its relative ``weights`` (None: a fixed table, seat by seat).
+
+    Raises:
+        ConfigError: not one non-negative weight per player, or all zero.
+    """
+    if weights is None:
+        return None
+    w = np.asarray(weights, float)
+    if len(w) != players or (w < 0).any() or w.sum() <= 0:
+        raise ConfigError(
+            f"league weights {list(weights)} do not fit {players} players",
+            hint="give one non-negative weight per opponent, not all zero",
+        )
+    return w / w.sum()
+
+
+def draw_opponents(rng: np.random.Generator, p: np.ndarray | None, players: int, seats: int) -> np.ndarray:
+    """Indices of the players of ``seats`` opponent seats: drawn with probabilities ``p``, or a fixed table in order.
+
+    Raises:
+        ConfigError: a fixed table without one player per opponent seat.
+    """
+    if p is None:
+        if players != seats:
+            raise ConfigError(
+                f"{players} opponents for {seats} opponent seats",
+                hint="give one opponent per other seat, or league weights",
+            )
+        return np.arange(seats)
+    return rng.choice(players, size=seats, p=p)
 
 
 @dataclass(frozen=True)

@@ -429,6 +429,12 @@ class DecisionWriter:
         finally:
             self._thread.shutdown()
 
+    @staticmethod
+    def discard_unfinished(out: Path, prefix: str) -> None:
+        """Remove the temporary files writers of ``prefix`` left in ``out`` (a killed worker's unfinished parts)."""
+        for stale in out.glob(f"{prefix}*.tmp"):
+            stale.unlink(missing_ok=True)
+
     def _write(self, blocks: Sequence[bytes], rows: int) -> None:
         if self._handle is None:
             self._open()

@@ -98,8 +98,7 @@ def simulate(
     parts: list[_ShardPlayed] = run_shards(_play_shard, plan, config, backend, progress=progress)
     seconds = time.perf_counter() - start
     if config.out is not None:
-        for stale in config.out.glob(f"sim-{config.seed}-*.tmp"):  # a killed worker's unfinished file
-            stale.unlink(missing_ok=True)
+        records.DecisionWriter.discard_unfinished(config.out, f"sim-{config.seed}-")
     n = len(config.players)
     wins = np.sum([p.wins for p in parts], axis=0).astype(np.int64) if parts else np.zeros(n, np.int64)
     games = sum(p.games for p in parts)

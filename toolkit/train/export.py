@@ -32,10 +32,10 @@ from typing import Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.errors import ConfigError
 from toolkit.game import core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
+from toolkit.game.league import draw_opponents, league_probabilities
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
@@ -257,8 +257,7 @@ def export_league_games(
     parts: list[ExportCounts] = run_shards(
         _export_shard, shards(games, (backend or BackendConfig()).shard_games), job, backend
     )
-    for stale in out.glob(f"ml-decisions-{source}-{batch}*.tmp"):  # a killed worker's unfinished file
-        stale.unlink(missing_ok=True)
+    records.DecisionWriter.discard_unfinished(out, f"ml-decisions-{source}-{batch}")
     return ExportCounts(
         source=source,
         exported_episodes=sum(p.exported_episodes for p in parts),
@@ -271,22 +270,11 @@ def export_league_games(
 
 def draw_lineups(entries: int, weights: Sequence[float] | None, *, games: int, seed: int, pod_size: int) -> np.ndarray:
     """[games, pod_size] indices: 0 the teacher (at seat ``k % pod_size``), ``1 + i`` league entry ``i``."""
-    if weights is None and entries != pod_size - 1:
-        raise ConfigError(
-            f"{entries} opponents for {pod_size - 1} opponent seats",
-            hint="give one opponent per other seat, or league weights",
-        )
-    w = None if weights is None else np.asarray(weights, float)
-    if w is not None and (len(w) != entries or (w < 0).any() or w.sum() <= 0):
-        raise ConfigError(
-            f"league weights {list(w)} do not fit {entries} players",
-            hint="give one non-negative weight per opponent, not all zero",
-        )
+    p = league_probabilities(weights, entries)
     rng = np.random.default_rng([seed, 1])
     lineups = np.empty((games, pod_size), np.int64)
     for k in range(games):
-        drawn = np.arange(pod_size - 1) if w is None else rng.choice(entries, size=pod_size - 1, p=w / w.sum())
-        lineups[k] = np.insert(1 + drawn, k % pod_size, 0)
+        lineups[k] = np.insert(1 + draw_opponents(rng, p, entries, pod_size - 1), k % pod_size, 0)
     return lineups
 
 
