@@ -127,9 +127,9 @@ def child_copy(home: str, target: str) -> None:
     Path(target).unlink(missing_ok=True)
     with timed() as t:
         con = duckdb.connect(config={"memory_limit": "1GB"})
-        (rows,) = con.execute(f"COPY ({scan_sql(inputs)}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)").fetchall()[
-            0
-        ]
+        (rows,) = con.execute(
+            f"COPY ({scan_sql(con, inputs)}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)"
+        ).fetchall()[0]
     report_child(int(rows), t)
 
 

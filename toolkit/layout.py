@@ -4,15 +4,17 @@ The data root is ``./datasets`` under the current directory, or the folder
 named by ``--home`` or the ``DISTILL_HOME`` environment variable::
 
     <home>/
-      catalog.duckdb                 files, batches, rejects (the DuckDB catalog)
+      catalog.duckdb                 the index of the lake's versions, batches, files (the DuckDB catalog)
       catalog.read.duckdb            its read snapshot, refreshed by every writer (see toolkit.catalog.snapshot)
       catalog.read.json              the live catalog's stamp when the snapshot was taken
-      lake/                          validated decisions, Parquet
-        source=<s>/generation=<g>/batch=<id>/part-<n>.parquet
+      lake/                          validated decisions: a Delta Lake table (see toolkit.catalog.delta)
+        _delta_log/<version>.json    its transaction log: one commit per lake version
+        source=<s>/generation=<g>/batch=<id>/part-<n>.parquet      an ingested batch's rows
+        source=<s>/generation=<g>/compacted-<id>.parquet           several batches' rows (distill lake compact)
       quarantine/                    rejected lines, byte for byte, Parquet
         batch=<id>/rejects.parquet
       staging/                       work in progress; never read by queries
-        <batch-id>/...               a batch being written (removed or published)
+        <id>/...                     a batch or a lake change being written (published, or removed by recovery)
       builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
         train/part-<n>.parquet       one row per decision (see toolkit.datasets.dataset)
       builds/<name>/LATEST           the fingerprint of the name's latest build
@@ -21,8 +23,12 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       reports/                       gate reports (JSON + HTML)
       runs/<loop>/gen-NNN/           checkpoints, exports, per-step state
 
-Rows keep ``source`` and ``generation`` as columns too; the folder names only
-let a reader pick a source, a generation or a batch by path. Every artefact
+Rows keep ``source``, ``generation`` and ``batch_id`` as columns; the folder
+names only make the lake easy to browse. Which files are live at a version is
+the Delta log's to say (a retired batch's files stay on disk until a vacuum):
+read the lake through Distill or a Delta reader, never by listing files.
+Paths that Distill records inside the data root are relative to it
+(:meth:`Layout.stored`), so a root can be moved or copied. Every artefact
 format carries a version; readers refuse versions they do not know.
 """
 
@@ -39,7 +45,7 @@ HOME_ENV: Final = "DISTILL_HOME"
 DEFAULT_HOME: Final = "datasets"
 # Format versions of everything Distill writes; a reader refuses a version it does not know
 # (toolkit.storage.read_versioned for the JSON files).
-LAKE_FORMAT_VERSION: Final = 1  # the catalog's tables and the lake's Parquet columns
+LAKE_FORMAT_VERSION: Final = 2  # the catalog's tables and the lake (2: a Delta table; 1: plain Parquet files)
 MANIFEST_FORMAT_VERSION: Final = 1  # builds/<name>/<fingerprint>/manifest.json
 CARD_FORMAT_VERSION: Final = 1  # a checkpoint's card.json
 STATE_FORMAT_VERSION: Final = 2  # runs/<loop>/state.json
@@ -133,12 +139,19 @@ class Layout:
     def runs(self) -> Path:
         return self.home / "runs"
 
-    def lake_glob(self) -> str:
-        """Glob of every published lake file."""
-        return str(self.lake / "source=*" / "generation=*" / "batch=*" / "*.parquet")
+    def stored(self, path: str | os.PathLike[str]) -> str:
+        """How a path is recorded in the data root's files: relative to the root (POSIX) when it lies inside it,
+        absolute otherwise (a user's file elsewhere, kept as lineage)."""
+        absolute = Path(os.path.abspath(path))
+        try:
+            return absolute.relative_to(self.home).as_posix()
+        except ValueError:
+            return str(absolute)
 
-    def quarantine_glob(self) -> str:
-        return str(self.quarantine / "batch=*" / "*.parquet")
+    def resolve(self, stored: str | os.PathLike[str]) -> Path:
+        """The absolute path of a path recorded by :meth:`stored`."""
+        path = Path(stored)
+        return path if path.is_absolute() else self.home / path
 
     @staticmethod
     def partition(source: str, generation: int | None, batch_id: str) -> Path:

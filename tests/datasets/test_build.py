@@ -151,23 +151,20 @@ def test_duplicate_decisions_across_batches_are_dropped_and_counted(layout: Layo
 
 
 def _copy_batch_as_another(layout: Layout) -> None:
-    """A lake holding the same decisions under two batches (as a lake written by another tool could)."""
+    """A lake holding the same decisions under two batches (as a lake written by another tool could): the copy
+    committed through the catalog's own write protocol, bypassing ingest's duplicate check."""
     with Catalog.open(layout) as catalog:
-        batch_id, sha = catalog.con.execute("SELECT batch_id, file_sha256 FROM batches").fetchall()[0]
-        catalog.con.execute(
-            "INSERT INTO batches SELECT * REPLACE ('bcopy' AS batch_id, 'f' || file_sha256 AS file_sha256) FROM batches"
+        [batch], [file], [lake_file] = catalog.batches(), catalog.files(), catalog.lake_files()
+        staged = catalog.stage("bcopy")
+        relative = lake_file.path.relative_to(layout.lake)
+        target = staged / "lake" / relative.parent.with_name("batch=bcopy") / relative.name
+        target.parent.mkdir(parents=True)
+        duckdb.connect().execute(  # the copy's rows say which batch they belong to
+            f"COPY (SELECT * REPLACE ('bcopy' AS batch_id) FROM read_parquet('{lake_file.path}', "
+            f"hive_partitioning = false)) TO '{target}' (FORMAT parquet)"
         )
-    for part in layout.lake.glob(f"source=*/generation=*/batch={batch_id}"):
-        copy = part.with_name("batch=bcopy")
-        shutil.copytree(part, copy)
-        for file in copy.glob("*.parquet"):  # the copy's rows say which batch they belong to
-            con = duckdb.connect()
-            con.execute(
-                f"COPY (SELECT * REPLACE ('bcopy' AS batch_id) FROM read_parquet('{file}', hive_partitioning = "
-                f"false)) TO '{file}.tmp' (FORMAT parquet)"
-            )
-            Path(f"{file}.tmp").replace(file)
-    assert sha
+        copy = {"batch_id": "bcopy", "file_sha256": "f" + batch.file_sha256}
+        catalog.publish_batch(staged, batch.model_copy(update=copy), file.model_copy(update=copy))
 
 
 def test_the_holdout_never_moves_when_data_is_added_reweighted_or_filtered(layout: Layout, lake) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -13,7 +14,8 @@ import pytest
 from tests.conftest import DIALECT_CASES, encode
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
-from toolkit.catalog import store as catalog_store
+from toolkit.catalog.delta import DeltaLake
+from toolkit.failpoints import ENV
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
@@ -41,6 +43,7 @@ def test_rows_land_in_the_lake_with_lineage(write_log, layout: Layout) -> None:
     assert [r[2] for r in rows] == list(range(1, 9))
     assert {(r[0], r[1], r[3]) for r in rows} == {(batch, str(path), result.files[0].sha256)}
     assert list(layout.lake.glob(f"source=forge/generation=none/batch={batch}/*.parquet"))
+    assert (layout.lake / "_delta_log").is_dir()
 
 
 def test_the_catalog_records_each_batch_and_file_as_typed_records(write_log, layout: Layout) -> None:
@@ -125,25 +128,50 @@ def test_every_dialect_case_file_ingests(case: str, layout: Layout) -> None:
 def test_a_crash_before_the_commit_point_leaves_nothing_visible(write_log, layout: Layout, monkeypatch) -> None:
     path = write_log("a.jsonl", [good(i) for i in range(8)])
 
-    monkeypatch.setattr(Catalog, "record_batch", power_cut)
+    monkeypatch.setattr(DeltaLake, "commit", power_cut)
     with pytest.raises(RuntimeError):
         ingest_paths([path], layout)
     monkeypatch.undo()
     assert query(layout, "SELECT count(*) FROM decisions") == [(0,)]
     assert not list(layout.lake.rglob("*.parquet")) and not any(layout.staging.iterdir())
+    assert query(layout, "SELECT max(version) FROM versions") == [(0,)]
     assert ingest_paths([path], layout).files[0].status == "ingested"
     assert query(layout, "SELECT count(*) FROM decisions") == [(8,)]
 
 
-def test_a_crash_after_the_commit_point_is_finished_on_next_open(write_log, layout: Layout, monkeypatch) -> None:
-    path = write_log("a.jsonl", [good(i) for i in range(8)])
+def ingest_killed_at(point: str, path: Path, layout: Layout) -> None:
+    """Ingest ``path`` in a subprocess that is killed (SIGKILL) at the named point of the write protocol."""
+    code = (
+        f"from toolkit.ingest.ingest import ingest_paths; from toolkit.layout import Layout; "
+        f"ingest_paths([__import__('pathlib').Path({str(path)!r})], Layout.at({str(layout.home)!r}))"
+    )
+    env = {**os.environ, ENV: point}
+    process = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env)
+    assert process.returncode == -signal.SIGKILL
 
-    monkeypatch.setattr(catalog_store, "move_tree", power_cut)
-    with pytest.raises(RuntimeError):
-        ingest_paths([path], layout)
-    monkeypatch.undo()
+
+@pytest.mark.parametrize("point", ["ingest.moved", "ingest.before_commit"])
+def test_a_kill_after_the_files_moved_but_before_the_commit_leaves_nothing(write_log, layout: Layout, point) -> None:
+    path = write_log("a.jsonl", [good(i) for i in range(8)] + [{"broken": True}])
+    ingest_killed_at(point, path, layout)
+    assert list(layout.lake.rglob("*.parquet")) and any(layout.staging.iterdir())  # moved, not committed
+    assert query(layout, "SELECT count(*) FROM decisions") == [(0,)]
+    assert query(layout, "SELECT count(*) FROM rejects") == [(0,)]
+    with Catalog.open(layout):  # the next writer deletes what the dead one moved
+        pass
+    assert not list(layout.lake.rglob("*.parquet")) and not list(layout.quarantine.rglob("*.parquet"))
+    assert ingest_paths([path], layout).files[0].status == "ingested"
+    assert query(layout, "SELECT count(*) FROM decisions UNION ALL SELECT count(*) FROM rejects") == [(8,), (1,)]
+
+
+def test_a_kill_after_the_commit_point_is_finished_on_next_open(write_log, layout: Layout) -> None:
+    path = write_log("a.jsonl", [good(i) for i in range(8)])
+    ingest_killed_at("ingest.after_commit", path, layout)  # the log has the version, the index not yet
+    assert any(layout.staging.iterdir())
     assert query(layout, "SELECT count(*) FROM decisions") == [(8,)]
-    assert not layout.staging.exists() or not any(layout.staging.iterdir())
+    assert not any(layout.staging.iterdir())
+    assert ingest_paths([path], layout).files[0].status == "already_ingested"
+    assert query(layout, "SELECT version, operation FROM versions ORDER BY 1") == [(0, "create"), (1, "ingest")]
 
 
 def test_a_kill_mid_ingest_leaves_no_half_batch_and_a_rerun_completes(tmp_path: Path, layout: Layout) -> None:

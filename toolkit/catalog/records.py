@@ -11,11 +11,12 @@ import datetime as dt
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class BatchRecord(BaseModel):
-    """One ingested batch (one file's rows): its counts, partitions, lineage and review status."""
+    """One ingested batch (one file's rows): its counts, partitions, lineage, review status and retirement, as
+    of the version the catalog was opened at."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -32,10 +33,14 @@ class BatchRecord(BaseModel):
     status: str = "ingested"  # see toolkit.catalog.store.BATCH_STATES
     status_reason: str | None = None
     distill_version: str
+    lake_version: int | None = Field(None, description="The lake version that brought the batch in.")
+    retired: bool = Field(False, description="Retired: its rows are in no view, build or gate (`distill lake retire`).")
+    retired_reason: str | None = None
 
 
 class FileRecord(BaseModel):
-    """One ingested file: where it was read, its line counts, the dialects its lines were in."""
+    """One ingested file: where it was read (relative to the data root when it lies inside it), its size and line
+    counts, the dialects its lines were in."""
 
     model_config = ConfigDict(frozen=True)
 

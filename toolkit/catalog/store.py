@@ -1,92 +1,71 @@
-"""The DuckDB catalog over the Parquet lake.
+"""The catalog: the lake (a Delta table of Parquet files) and its DuckDB index, opened at one version.
 
-The catalog is one DuckDB file under the data root. It owns three tables
-(``catalog_meta``, ``batches``, ``files``) and, per connection, the views
-users query: ``decisions`` and ``rejects`` (the lake and the quarantine,
-restricted to committed batches), ``games`` (one row per game).
+The catalog is one DuckDB file under the data root holding the index of the
+lake's log (:mod:`toolkit.catalog.index`); a connection shows the views of
+:mod:`toolkit.catalog.views` as the lake was at one version (the latest, or
+``as_of`` an earlier one).
 
-Publishing protocol (see ``toolkit.ingest.staging``): a batch is written
-under ``staging/<batch>/``, then recorded in ``batches`` in one transaction,
-then moved into ``lake/`` and ``quarantine/``. A batch is visible only once
-recorded (the views semi-join ``batches``), so a crash never shows half a
-batch; :meth:`Catalog.recover` finishes recorded batches and deletes
-unrecorded staging folders.
+Writing (one process at a time: the writer holds the DuckDB file) follows
+one protocol for every change of the lake (see :meth:`Catalog.commit`):
+new files are written under ``staging/<id>/`` with an intent naming where
+they go, moved into ``lake/`` and ``quarantine/`` (invisible: no version
+lists them), then one Delta commit makes them live, then the index records
+that version. A crash before the commit leaves nothing visible and the next
+writer deletes the moved files; a crash after it is finished by the next
+writer, which indexes what the log holds and the index does not. Readers
+never see half a change.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
+import datetime as dt
+import json
+import os
 import shutil
 import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from toolkit.catalog import snapshot
+from toolkit import __version__
+from toolkit.catalog import delta, index, snapshot, views
+from toolkit.catalog.delta import CommitInfo, DataFile, DeltaLake, Version
 from toolkit.catalog.records import BatchRecord, FileRecord
-from toolkit.errors import CatalogError
-from toolkit.layout import LAKE_FORMAT_VERSION, Layout, sql_literal
-from toolkit.schema import columns as col
+from toolkit.errors import CatalogError, UsageError
+from toolkit.failpoints import failpoint
+from toolkit.layout import LAKE_FORMAT_VERSION, Layout
 from toolkit.schema.arrow import lake_schema
+from toolkit.storage import write_text_atomic
 
-QUARANTINE_SCHEMA = pa.schema(
-    [
-        pa.field(col.BATCH_ID, pa.string(), nullable=False),
-        pa.field(col.SOURCE_FILE, pa.string(), nullable=False),
-        pa.field(col.SOURCE_LINE, pa.int64(), nullable=False),
-        pa.field(col.FILE_SHA256, pa.string(), nullable=False),
-        pa.field("raw", pa.binary(), nullable=False),
-        pa.field("reason", pa.string(), nullable=False),
-        pa.field(
-            "problems",
-            pa.list_(pa.struct([("field", pa.string()), ("code", pa.string()), ("message", pa.string())])),
-            nullable=False,
-        ),
-    ]
-)
-
-_TABLES = """
-CREATE TABLE IF NOT EXISTS catalog_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
-CREATE TABLE IF NOT EXISTS batches (
-    batch_id VARCHAR PRIMARY KEY,
-    created_at TIMESTAMP NOT NULL,
-    file_sha256 VARCHAR NOT NULL,
-    rows_valid BIGINT NOT NULL,
-    rows_rejected BIGINT NOT NULL,
-    rows_duplicate BIGINT NOT NULL,
-    sources VARCHAR[] NOT NULL,
-    generations INTEGER[] NOT NULL,
-    source_override VARCHAR,
-    dialect_override VARCHAR,
-    status VARCHAR NOT NULL DEFAULT 'ingested',
-    status_reason VARCHAR,
-    distill_version VARCHAR NOT NULL
-);
-CREATE TABLE IF NOT EXISTS files (
-    file_sha256 VARCHAR PRIMARY KEY,
-    path VARCHAR NOT NULL,
-    size_bytes BIGINT NOT NULL,
-    batch_id VARCHAR NOT NULL,
-    lines BIGINT NOT NULL,
-    blank_lines BIGINT NOT NULL,
-    rows_valid BIGINT NOT NULL,
-    rows_rejected BIGINT NOT NULL,
-    dialects VARCHAR NOT NULL,
-    ingested_at TIMESTAMP NOT NULL
-);
-"""
-
+QUARANTINE_SCHEMA = views.QUARANTINE_SCHEMA
 # How long a writer waits for a reader of the live catalog file to let go (writers never wait for writers long).
 WRITER_WAIT_S = 2.0
 # Batch review states: set by gates and the loop, never by ingest.
 BATCH_STATES = ("ingested", "accepted", "rejected")
+INTENT_FILE = "intent.json"
+MIGRATE_HINT = "migrate it once with `distill lake migrate` (metadata only: no file is rewritten)"
+
+
+@dataclass(frozen=True)
+class LakeFile:
+    """A file of the lake at some version: where it is and what its rows are."""
+
+    path: Path
+    batch_ids: tuple[str, ...]
+    source: str | None
+    generation: int | None
+    rows: int
+    size_bytes: int
 
 
 class Catalog:
-    """A connection to the catalog of one data root, with the views registered."""
+    """A connection to the catalog of one data root, with the views of the lake at :attr:`version`."""
 
     def __init__(
         self, layout: Layout, connection: duckdb.DuckDBPyConnection, read_only: bool, sandbox: bool = False
@@ -95,10 +74,20 @@ class Catalog:
         self.con = connection
         self.read_only = read_only
         self.sandbox = sandbox
+        self.version = -1
+        self._delta: DeltaLake | None = None
 
     @classmethod
-    def open(cls, layout: Layout, *, read_only: bool = False, sandbox: bool = False) -> Catalog:
-        """Open (creating it when writable) the catalog of ``layout``.
+    def open(
+        cls,
+        layout: Layout,
+        *,
+        read_only: bool = False,
+        sandbox: bool = False,
+        as_of: int | str | dt.datetime | None = None,
+    ) -> Catalog:
+        """Open (creating it when writable) the catalog of ``layout``, its views showing the lake ``as_of`` a
+        version number or a time (the latest version by default).
 
         With ``sandbox`` (implies read-only) the connection is sealed for
         untrusted SQL (``distill sql``): the views read the lake and the
@@ -110,28 +99,52 @@ class Catalog:
 
         Raises:
             CatalogError: read-only on a data root with no catalog, a catalog
-                locked by another process, or an unknown format version.
+                locked by another process, or of a format this Distill does not read.
+            UsageError: ``as_of`` a version the lake does not have (a future one, or one a vacuum removed).
         """
         read_only = read_only or sandbox
         layout.check(write=not read_only)
-        if read_only:
-            con = _connect_reader(layout)
-        else:
-            con = _connect_writer(layout)
+        con = _connect_reader(layout) if read_only else _connect_writer(layout)
         catalog = cls(layout, con, read_only, sandbox)
-        if not read_only:
-            con.execute(_TABLES)
-            con.execute(
-                "INSERT INTO catalog_meta VALUES ('format_version', ?) ON CONFLICT DO NOTHING",
-                [str(LAKE_FORMAT_VERSION)],
-            )
-            catalog.recover()
-            catalog.publish_snapshot()
-        catalog._check_version()
-        catalog._register_views()
-        if sandbox:
-            catalog._seal()
+        try:
+            if read_only:
+                _check_format(con, layout)
+            else:
+                catalog._prepare()
+            catalog.version = catalog._resolve(as_of)
+            views.register(con, layout, catalog.version, sandbox=sandbox)
+            if sandbox:
+                views.seal(con)
+        except BaseException:
+            con.close()
+            raise
         return catalog
+
+    def _prepare(self) -> None:
+        """A writer's opening: tables, the lake table, the index caught up with the log, interrupted work finished
+        or undone, the table's schema evolved to this Distill's columns, a fresh read snapshot."""
+        found = _meta(self.con, "format_version")
+        if found is None:  # a new catalog
+            self.con.execute(index.TABLES)
+            self.con.execute("INSERT INTO catalog_meta VALUES ('format_version', ?)", [str(LAKE_FORMAT_VERSION)])
+        else:
+            _refuse_other_format(found, self.layout)
+        if not delta.exists(self.layout.lake):
+            info = CommitInfo(operation="create", distill_version=__version__)
+            self._delta = DeltaLake.create(self.layout.lake, lake_schema(), info)
+        index.catch_up(self.con, self.lake_table)
+        self.recover()
+        self._evolve()
+        self.publish_snapshot()
+
+    @property
+    def lake_table(self) -> DeltaLake:
+        """The lake's Delta table (writers only)."""
+        if self.read_only:
+            raise CatalogError("a read-only catalog cannot change the lake", hint="open it writable")
+        if self._delta is None:
+            self._delta = DeltaLake(self.layout.lake)
+        return self._delta
 
     def close(self) -> None:
         try:
@@ -156,120 +169,186 @@ class Catalog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_version(self) -> None:
-        rows = self.con.execute("SELECT value FROM catalog_meta WHERE key = 'format_version'").fetchall()
-        row = rows[0] if rows else None
-        if row is None or int(row[0]) != LAKE_FORMAT_VERSION:
-            found = row[0] if row else "none"
-            raise CatalogError(
-                f"catalog format version {found} at {self.layout.catalog}; this distill reads {LAKE_FORMAT_VERSION}",
-                hint="use the distill version that wrote it, or re-ingest into a new --home",
+    # -- versions ---------------------------------------------------------------------
+
+    @property
+    def latest_version(self) -> int:
+        """The newest version of the lake the index holds."""
+        found = index.indexed_version(self.con)
+        return -1 if found is None else int(found)
+
+    @property
+    def vacuum_horizon(self) -> int:
+        """The oldest version that can still be read (a vacuum deleted files older versions need); 0 if none."""
+        return int(_meta(self.con, "vacuum_horizon") or 0)
+
+    def _resolve(self, as_of: int | str | dt.datetime | None) -> int:
+        latest = self.latest_version
+        if as_of is None:
+            return latest
+        version = _version_at(self.con, as_of, latest)
+        if version < self.vacuum_horizon:
+            raise UsageError(
+                f"the lake's version {version} can no longer be read: a vacuum deleted files it needs "
+                f"(the oldest readable version is {self.vacuum_horizon})",
+                hint=f"read version {self.vacuum_horizon} or later; `distill lake history` lists them",
             )
-
-    def _register_views(self) -> None:
-        lake = self.layout.lake_glob()
-        quarantine = self.layout.quarantine_glob()
-        self._register_parquet_view("decisions", lake, lake_schema())
-        self._register_parquet_view("rejects", quarantine, QUARANTINE_SCHEMA)
-        self.con.execute(
-            f"""
-            CREATE OR REPLACE TEMP VIEW games AS
-            SELECT {col.GAME_ID},
-                   CASE WHEN count(DISTINCT {col.SOURCE}) = 1 THEN any_value({col.SOURCE}) ELSE 'mixed' END AS source,
-                   list(DISTINCT {col.SOURCE} ORDER BY {col.SOURCE}) AS sources,
-                   max({col.POD_SIZE}) AS pod_size,
-                   any_value({col.WINNER_SEAT}) AS winner_seat,
-                   bool_or({col.IS_DRAW}) AS is_draw,
-                   bool_or({col.TIMED_OUT}) AS timed_out,
-                   max({col.TURN}) AS turns,
-                   count(*) AS decisions,
-                   count(DISTINCT {col.SEAT}) AS seats_logged,
-                   min({col.GENERATION}) AS generation,
-                   list(DISTINCT {col.BATCH_ID}) AS batches
-            FROM decisions GROUP BY {col.GAME_ID}
-            """
-        )
-        self._register_generations_view()
-
-    def _register_generations_view(self) -> None:
-        """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation."""
-        pattern = str(self.layout.runs / "*" / "generations.jsonl")
-        if glob.glob(pattern):
-            source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
-            body = (
-                f"SELECT * FROM {source} QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY "
-                f"recorded_at DESC) = 1"
-            )
-        else:
-            body = "SELECT NULL::VARCHAR AS loop, NULL::INTEGER AS generation, NULL::VARCHAR AS outcome WHERE false"
-        kind = "TABLE" if self.sandbox else "VIEW"  # a sealed connection cannot read the files later
-        self.con.execute(f"CREATE OR REPLACE TEMP {kind} generations AS {body}")
-
-    def _register_parquet_view(self, name: str, pattern: str, schema: pa.Schema) -> None:
-        files = sorted(glob.glob(pattern))
-        if files and self.sandbox:  # opened now, scanned later by DuckDB without a path it could misuse
-            import pyarrow.dataset as ds
-
-            self.con.register(f"_files_{name}", ds.dataset(files, format="parquet"))
-            source = f"_files_{name}"
-        elif files:
-            source = f"read_parquet('{sql_literal(pattern)}', hive_partitioning = false)"
-        else:  # no file yet: an empty relation with the right columns
-            # from_batches, not empty_table: building arrays makes pyarrow import pandas (0.2 s)
-            self.con.register(f"_empty_{name}", pa.Table.from_batches([], schema=schema))
-            source = f"_empty_{name}"
-        self.con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source} "
-            f"WHERE {col.BATCH_ID} IN (SELECT batch_id FROM batches)"
-        )
-
-    def _seal(self) -> None:
-        """No file access, no extension loading, and no way to turn either back on (see :meth:`open`)."""
-        for setting in (
-            "autoinstall_known_extensions",
-            "autoload_known_extensions",
-            "allow_community_extensions",
-            "enable_external_access",
-        ):
-            self.con.execute(f"SET {setting} = false")
-        self.con.execute("SET lock_configuration = true")
+        return version
 
     def refresh_views(self) -> None:
-        """Re-register the views (after files were published by this connection)."""
-        self._register_views()
+        """Show the latest version (after this connection committed one)."""
+        self.version = self.latest_version
+        views.register(self.con, self.layout, self.version, sandbox=self.sandbox)
+
+    # -- the write protocol -----------------------------------------------------------
+
+    def commit(self, info: CommitInfo, adds: Sequence[Path] = (), removes: Sequence[LakeFile] = ()) -> Version:
+        """Make one new lake version: ``adds`` (files already moved into ``lake/``) become live, ``removes`` stop
+        being live, the index records it, readers get it.
+
+        Raises:
+            CatalogError: the log or the index cannot be written.
+        """
+        lake = self.layout.lake
+        added = [delta.data_file(lake, path) for path in adds]
+        removed = [DataFile(f.path.relative_to(lake).as_posix(), f.size_bytes, f.rows) for f in removes]
+        failpoint(f"{info.operation}.before_commit")
+        version = self.lake_table.commit(info, added, removed)
+        failpoint(f"{info.operation}.after_commit")
+        self._index(version, added, removed)
+        return version
+
+    def _index(self, version: Version, adds: list[DataFile], removes: list[DataFile]) -> None:
+        try:
+            index.apply_version(self.con, self.layout.lake, version, adds, removes)
+        except (duckdb.IOException, duckdb.TransactionException) as error:
+            raise CatalogError(
+                f"cannot write the catalog {self.layout.catalog}: {str(error).splitlines()[0]}",
+                hint="the data root must be writable: check its permissions and free space; the next writer "
+                "indexes the committed version",
+            ) from error
+        self.publish_snapshot()
+        self.refresh_views()
+
+    def stage(self, name: str) -> Path:
+        """A fresh staging folder for a change of the lake (its files are written there first)."""
+        folder = self.layout.staging / name
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        return folder
+
+    def publish(self, staged: Path, info: CommitInfo, removes: Sequence[LakeFile] = ()) -> Version:
+        """Move the files staged under ``staged`` (a small data root: ``lake/``, ``quarantine/``) into place and
+        commit them as one version; the staging folder is removed once the version is indexed.
+
+        On an error the staging folder and its intent are left for :meth:`recover` to settle against the log
+        (the moved files are deleted unless the commit happened), here at once when possible.
+        """
+        token = uuid.uuid4().hex
+        moves = [(p, self.layout.home / p.relative_to(staged)) for p in sorted(staged.rglob("*.parquet"))]
+        targets = [self.layout.stored(t) for _, t in moves]
+        intent = {"token": token, "base_version": self.latest_version, "targets": targets}
+        write_text_atomic(staged / INTENT_FILE, json.dumps(intent))
+        try:
+            for source, target in moves:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(source, target)
+            failpoint(f"{info.operation}.moved")
+            info = info.model_copy(update={"detail": {**info.detail, "token": token}})
+            version = self.commit(info, [t for _, t in moves if t.is_relative_to(self.layout.lake)], removes)
+        except BaseException:
+            with contextlib.suppress(Exception):  # when even that fails, the next writer settles it
+                self.settle(staged)
+            raise
+        shutil.rmtree(staged, ignore_errors=True)
+        return version
+
+    def recover(self) -> list[str]:
+        """Finish or undo interrupted changes (the index first caught up with the log): a staged change whose
+        version was committed is cleared away; one whose commit never happened has its moved files deleted.
+        Returns the staging folders settled."""
+        staging = self.layout.staging
+        if not staging.exists():
+            return []
+        folders = sorted(p for p in staging.iterdir() if p.is_dir())
+        for folder in folders:
+            self.settle(folder)
+        return [folder.name for folder in folders]
+
+    def settle(self, folder: Path) -> None:
+        """Settle one staging folder: the index caught up with the log, then the change finished (cleared away)
+        if its version was committed, undone (its moved files deleted) if not."""
+        index.catch_up(self.con, self.lake_table)
+        intent = _read_intent(folder)
+        if intent is not None and not self._committed(intent):
+            for target in intent.get("targets", []):
+                self.layout.resolve(target).unlink(missing_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    def _committed(self, intent: dict[str, Any]) -> bool:
+        rows = self.con.execute(
+            "SELECT detail FROM versions WHERE version > ? AND detail IS NOT NULL", [intent.get("base_version", -1)]
+        ).fetchall()
+        return any(json.loads(detail).get("token") == intent.get("token") for (detail,) in rows)
+
+    def _evolve(self) -> None:
+        """Add to the lake table the columns this Distill writes and the table lacks (one version, no rewrite)."""
+        present = set(self.lake_table.schema().names)
+        missing = [f for f in lake_schema() if f.name not in present]
+        if not missing:
+            return
+        info = CommitInfo(
+            operation="evolve",
+            reason=f"contract columns added: {', '.join(f.name for f in missing)}",
+            distill_version=__version__,
+            detail={"columns": [f.name for f in missing]},
+        )
+        failpoint("evolve.before_commit")
+        version = self.lake_table.add_columns(missing, info)
+        self._index(version, [], [])
 
     # -- batches and files ---------------------------------------------------------
 
+    def publish_batch(self, staged: Path, batch: BatchRecord, file: FileRecord) -> Version:
+        """Publish an ingested batch staged at ``staged``: its version's commit holds its records."""
+        detail = {"batch": batch.model_dump(mode="json"), "file": file.model_dump(mode="json")}
+        info = CommitInfo(operation=index.INGEST, batches=[batch.batch_id], distill_version=__version__, detail=detail)
+        return self.publish(staged, info)
+
+    def set_batch_status(self, batch_ids: list[str] | str, status: str, reason: str | None = None) -> Version:
+        """Mark batches accepted or rejected (kept either way), as one version; used by gates and the loop."""
+        batch_ids = [batch_ids] if isinstance(batch_ids, str) else list(batch_ids)
+        if status not in BATCH_STATES:
+            raise CatalogError(f"unknown batch status {status!r}", hint=f"use one of {', '.join(BATCH_STATES)}")
+        self.require_batches(batch_ids)
+        info = CommitInfo(
+            operation=index.REVIEW,
+            batches=batch_ids,
+            reason=reason,
+            distill_version=__version__,
+            detail={"status": status},
+        )
+        return self.commit(info)
+
+    def require_batches(self, batch_ids: list[str]) -> list[BatchRecord]:
+        """The records of these batches at this connection's version.
+
+        Raises:
+            UsageError: naming the batches the catalog does not know.
+        """
+        known = {b.batch_id: b for b in self.batches()}
+        unknown = [b for b in batch_ids if b not in known]
+        if unknown:
+            raise UsageError(
+                f"no batch {', '.join(repr(b) for b in unknown)} in the catalog",
+                hint='list them: distill sql "SELECT batch_id, status, retired FROM batches"',
+            )
+        return [known[b] for b in batch_ids]
+
     def batch_for_file(self, sha256: str) -> tuple[str, str] | None:
         """(batch id, path) of an earlier ingest of a file with this content, if any."""
-        rows = self.con.execute("SELECT batch_id, path FROM files WHERE file_sha256 = ?", [sha256]).fetchall()
-        row = rows[0] if rows else None
-        return (row[0], row[1]) if row else None
-
-    def record_batch(self, batch: BatchRecord, file: FileRecord) -> None:
-        """Record a staged batch and its file in one transaction: the commit point."""
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            _insert(self.con, "batches", batch.model_dump())
-            _insert(self.con, "files", file.row())
-            self.con.execute("COMMIT")
-            self.publish_snapshot()
-        except Exception as error:
-            with contextlib.suppress(duckdb.Error):  # a failed write may already have ended the transaction
-                self.con.execute("ROLLBACK")
-            if isinstance(error, duckdb.IOException | duckdb.TransactionException):
-                raise CatalogError(
-                    f"cannot write the catalog {self.layout.catalog}: {str(error).splitlines()[0]}",
-                    hint="the data root must be writable: check its permissions and free space",
-                ) from error
-            raise
-
-    def publish_recorded(self, staged: Path) -> None:
-        """Move a batch staged at ``staged`` and recorded (:meth:`record_batch`) into the lake and the
-        quarantine, and show it in this connection's views. A crash mid-way is finished by :meth:`recover`."""
-        move_tree(staged, self.layout.home)
-        shutil.rmtree(staged, ignore_errors=True)
-        self.refresh_views()
+        rows = self.con.execute("SELECT batch_id, path FROM file_log WHERE file_sha256 = ?", [sha256]).fetchall()
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def read(self, sql: str, params: list[Any] | None = None) -> pa.Table:
         """The result of one query of the views (``decisions``, ``rejects``, ``games``, ...) as Arrow."""
@@ -283,7 +362,8 @@ class Catalog:
         )
 
     def batches(self, *, newest_first: bool = False, limit: int | None = None) -> list[BatchRecord]:
-        """The recorded batches, by id (or newest first), every status included."""
+        """The batches at this connection's version, by id (or newest first), every status included (retired
+        ones too: see ``retired``)."""
         order = "created_at DESC, batch_id" if newest_first else "batch_id"
         sql = f"SELECT * FROM batches ORDER BY {order}" + (" LIMIT ?" if limit is not None else "")
         rows = self.read(sql, [limit] if limit is not None else None).to_pylist()
@@ -298,57 +378,121 @@ class Catalog:
     def has_file(self, path: Path, size_bytes: int) -> bool:
         """Whether a file was ingested before from ``path`` with this size (most likely a re-run)."""
         found = self.con.execute(
-            "SELECT count(*) FROM files WHERE path = ? AND size_bytes = ?", [str(path), size_bytes]
-        ).fetchone()
-        return bool(found and found[0])
-
-    def set_batch_status(self, batch_id: str, status: str, reason: str | None = None) -> None:
-        """Mark a batch accepted or rejected (kept either way); used by gates and the loop."""
-        if status not in BATCH_STATES:
-            raise CatalogError(f"unknown batch status {status!r}", hint=f"use one of {', '.join(BATCH_STATES)}")
-        updated = self.con.execute(
-            "UPDATE batches SET status = ?, status_reason = ? WHERE batch_id = ? RETURNING batch_id",
-            [status, reason, batch_id],
+            "SELECT count(*) FROM file_log WHERE path = ? AND size_bytes = ?", [self.layout.stored(path), size_bytes]
         ).fetchall()
-        if not updated:
-            raise CatalogError(f"no batch {batch_id!r} in the catalog", hint="list them: distill sql 'FROM batches'")
-        self.publish_snapshot()
+        return bool(found and found[0][0])
+
+    def batch_vacuumed(self, batch_id: str) -> bool:
+        """Whether a retired batch's rows are gone from disk (a vacuum deleted its files): ingesting its file
+        again is then how it comes back."""
+        rows = self.con.execute("SELECT path FROM lake_files WHERE list_contains(batch_ids, ?)", [batch_id]).fetchall()
+        retired = self.con.execute("SELECT retired FROM batches WHERE batch_id = ?", [batch_id]).fetchall()
+        return bool(rows and retired and retired[0][0]) and not any((self.layout.lake / p).exists() for (p,) in rows)
 
     def committed_batches(self) -> set[str]:
         return {row[0] for row in self.con.execute("SELECT batch_id FROM batches").fetchall()}
 
-    # -- crash recovery --------------------------------------------------------------
+    def lake_files(
+        self,
+        *,
+        batches: list[str] | set[str] | None = None,
+        source: str | None = None,
+        generation: int | None = None,
+        version: int | None = None,
+    ) -> list[LakeFile]:
+        """The files live at ``version`` (this connection's by default) holding rows of these batches, this source
+        and this generation (None: any), by path."""
+        wanted = self.version if version is None else version
+        rows = self.con.execute(f"SELECT * FROM ({views.live_files_sql(wanted)}) ORDER BY path").fetchall()
+        found = []
+        for path, batch_ids, file_source, file_generation, rows_, size, *_ in rows:
+            if batches is not None and not set(batch_ids) & set(batches):
+                continue
+            if source is not None and file_source != source:
+                continue
+            if generation is not None and file_generation != generation:
+                continue
+            found.append(LakeFile(self.layout.lake / path, tuple(batch_ids), file_source, file_generation, rows_, size))
+        return found
 
-    def recover(self) -> list[str]:
-        """Publish staged batches that were recorded, delete those that were not.
 
-        Returns the batch ids that were finished.
-        """
-        staging = self.layout.staging
-        if not staging.exists():
-            return []
-        recorded = self.committed_batches()
-        finished = []
-        for folder in sorted(p for p in staging.iterdir() if p.is_dir()):
-            if folder.name in recorded:
-                move_tree(folder, self.layout.home)
-                finished.append(folder.name)
-            shutil.rmtree(folder, ignore_errors=True)
-        return finished
+def _version_at(con: duckdb.DuckDBPyConnection, as_of: int | str | dt.datetime, latest: int) -> int:
+    """The version ``as_of`` names: a number, or the latest version committed at or before a time."""
+    if isinstance(as_of, str) and as_of.strip().lstrip("-").isdigit():
+        as_of = int(as_of)
+    if isinstance(as_of, int):
+        if not 0 <= as_of <= latest:
+            raise UsageError(
+                f"the lake has no version {as_of}: its versions are 0 to {latest}",
+                hint="`distill lake history` lists them",
+            )
+        return as_of
+    when = as_of if isinstance(as_of, dt.datetime) else _parse_time(as_of)
+    if when.tzinfo is not None:
+        when = when.astimezone(dt.UTC).replace(tzinfo=None)
+    rows = con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [when]).fetchall()
+    if rows[0][0] is None:
+        first = con.execute("SELECT min(committed_at) FROM versions").fetchall()[0][0]
+        raise UsageError(
+            f"the lake had no version yet at {when.isoformat()} (UTC): its first is from {first}",
+            hint="`distill lake history` lists the versions and their times",
+        )
+    return int(rows[0][0])
 
 
-def move_tree(staged: Path, home: Path) -> None:
-    """Move every leaf folder under ``staged`` to the same relative place under
-    ``home`` with one rename each; folders already there are left alone (so a
-    second run after a crash finishes the job)."""
-    for leaf in sorted(staged.rglob("batch=*")):
-        if not leaf.is_dir():
-            continue
-        target = home / leaf.relative_to(staged)
-        if target.exists():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        leaf.rename(target)
+def _parse_time(text: str) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(
+            f"--as-of {text!r} is neither a version number nor a time",
+            hint="give a version (`distill lake history` lists them) or an ISO time such as 2026-12-01T12:00:00",
+        ) from None
+
+
+def _read_intent(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / INTENT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    if not _has_table(con, "catalog_meta"):
+        return None
+    rows = con.execute("SELECT value FROM catalog_meta WHERE key = ?", [key]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND NOT temporary AND database_name = "
+        "current_database()",
+        [name],
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+def _check_format(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
+    found = _meta(con, "format_version")
+    if found is None:
+        raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
+    _refuse_other_format(found, layout)
+
+
+def _refuse_other_format(found: str, layout: Layout) -> None:
+    if int(found) == LAKE_FORMAT_VERSION:
+        return
+    if int(found) < LAKE_FORMAT_VERSION:
+        raise CatalogError(
+            f"the lake at {layout.home} is of format version {found} (plain Parquet files); this Distill reads "
+            f"version {LAKE_FORMAT_VERSION} (a Delta table)",
+            hint=MIGRATE_HINT,
+        )
+    raise CatalogError(
+        f"catalog format version {found} at {layout.catalog}; this distill reads {LAKE_FORMAT_VERSION}",
+        hint="use the distill version that wrote it, or re-ingest into a new --home",
+    )
 
 
 def _connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
@@ -367,7 +511,7 @@ def _connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
 def _connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
     """A read-only connection that neither waits for a writer nor holds one up (see :mod:`toolkit.catalog.snapshot`).
 
-    Interrupted batches are finished first when no writer is at work; the
+    Interrupted changes are finished first when no writer is at work; the
     snapshot is read when it is current or when a writer holds the live
     catalog, the live catalog otherwise.
     """
@@ -375,7 +519,7 @@ def _connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
         raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
     if layout.staging.exists() and any(layout.staging.iterdir()):
         with contextlib.suppress(CatalogError):  # held by a writer: its staging is work in progress, not debris
-            Catalog.open(layout).close()  # finish or discard interrupted batches first
+            Catalog.open(layout).close()  # finish or undo interrupted changes first
     if snapshot.is_fresh(layout):
         with contextlib.suppress(duckdb.IOException):
             return duckdb.connect(str(layout.catalog_snapshot), read_only=True)
@@ -414,9 +558,3 @@ def _open_error(path: Path, error: duckdb.IOException) -> CatalogError:
             hint="is another distill writing to this data root? wait for it to finish",
         )
     return CatalogError(f"cannot open {path}: {text.splitlines()[0]}", hint="check the data root (--home)")
-
-
-def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, Any]) -> None:
-    names = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
-    con.execute(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(row.values()))

@@ -24,6 +24,7 @@ import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.catalog.store import Catalog
+from toolkit.catalog.views import relation
 from toolkit.checks import metrics as qm
 from toolkit.checks.gx import run_gx
 from toolkit.checks.native import NATIVE_CHECKS, ROWS, SPLIT, CheckContext
@@ -31,8 +32,9 @@ from toolkit.checks.report import ExpectationResult, GateReport, read_report, wr
 from toolkit.checks.suite import LIST_MARK, ExpectationSpec, Suite, default_suite_path, load_suite
 from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.errors import CheckError
-from toolkit.layout import NO_GENERATION, Layout, sql_literal
+from toolkit.layout import Layout, sql_literal
 from toolkit.schema import columns as col
+from toolkit.schema.arrow import lake_schema
 
 _QUALITY = "quality_rows"
 _REFERENCE = "reference_rows"
@@ -83,7 +85,8 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
     scope, config = scope or LakeScope(), config or CheckConfig()
     suite = load_suite(config.suite or default_suite_path("lake"), "lake")
     with Catalog.open(layout, read_only=True) as catalog:
-        files = _lake_files(layout, scope, catalog.committed_batches())
+        batches = None if scope.batch is None else [scope.batch]
+        files = [f.path for f in catalog.lake_files(batches=batches, source=scope.source, generation=scope.generation)]
         if not files:
             raise CheckError(
                 f"no lake rows match {scope.model_dump(exclude_none=True) or 'the whole lake'}",
@@ -94,11 +97,9 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
             )
         con = catalog.con
         con.execute(f"SET memory_limit = '{config.memory_limit}'")
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {ROWS} AS SELECT * FROM read_parquet({_file_list(files)}, "
-            f"hive_partitioning = false) "
-            "WHERE batch_id IN (SELECT batch_id FROM batches)"
-        )
+        rows = relation(con, ROWS, files, lake_schema())
+        keep = "" if scope.batch is None else f" WHERE {col.BATCH_ID} = '{sql_literal(scope.batch)}'"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {ROWS} AS SELECT * FROM {rows}{keep}")
         con.execute(
             f"CREATE OR REPLACE TEMP VIEW {_QUALITY} AS SELECT {col.SOURCE}, {col.GENERATION}, "
             f"{col.ACTION}.{col.ACTION_INDEX} AS {qm.ACTION}, {col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, "
@@ -339,14 +340,6 @@ def _dataset_reference(ctx: CheckContext, layout: Layout) -> References:
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-
-
-def _lake_files(layout: Layout, scope: LakeScope, committed: set[str]) -> list[Path]:
-    generation = "*" if scope.generation is None else f"{scope.generation:03d}"
-    pattern = Layout.partition(scope.source or "*", None, scope.batch or "*")
-    pattern = Path(str(pattern).replace(f"generation={NO_GENERATION}", f"generation={generation}"))
-    files = sorted(layout.lake.glob(str(pattern / "*.parquet")))
-    return [f for f in files if f.parent.name.removeprefix("batch=") in committed]
 
 
 def _file_list(files: list[Path]) -> str:

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Final
 
 import duckdb
-import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from toolkit import __version__
@@ -41,7 +40,7 @@ from toolkit.datasets.dataset import (
 )
 from toolkit.datasets.leakage import check_leakage
 from toolkit.datasets.plan import Plan, make_plan
-from toolkit.datasets.select import InputBatch, episode_summary, register_rows, select_inputs
+from toolkit.datasets.select import LakeInputs, episode_summary, lake_relation, register_rows, select_inputs
 from toolkit.datasets.write import write_splits
 from toolkit.errors import BuildError
 from toolkit.features import feature_spec
@@ -69,13 +68,17 @@ class BuildInfo(BaseModel):
         return self.dataset.manifest
 
 
-def build_dataset(layout: Layout, config: BuildConfig, *, progress: ProgressFn | None = None) -> BuildInfo:
+def build_dataset(
+    layout: Layout, config: BuildConfig, *, progress: ProgressFn | None = None, as_of: int | str | None = None
+) -> BuildInfo:
     """Build (or reuse) the dataset ``config`` describes and publish it under ``layout.builds``.
 
     Args:
         layout: the data root.
         config: what to build.
         progress: told the lake rows scanned so far, as the final pass goes.
+        as_of: read the lake as it was at this version (or time): the same
+            rows, so the same fingerprint and bytes, as a build made then.
 
     Raises:
         ConfigError: for a selection the lake cannot satisfy (unknown source, batch...).
@@ -84,8 +87,7 @@ def build_dataset(layout: Layout, config: BuildConfig, *, progress: ProgressFn |
     """
     started = time.perf_counter()
     with build_lock(layout, config.name):
-        inputs = select_inputs(layout, config)
-        input_rows = {b.batch_id: sum(pq.ParquetFile(p).metadata.num_rows for p in b.files) for b in inputs}
+        inputs = select_inputs(layout, config, as_of)
         key = input_key(config, inputs)
         reused = _find_build(layout, config.name, key)
         if reused is not None:
@@ -97,6 +99,7 @@ def build_dataset(layout: Layout, config: BuildConfig, *, progress: ProgressFn |
         staging.mkdir(parents=True)
         try:
             with _connect(staging) as con:
+                input_rows = count_rows(con, inputs)
                 duplicates = register_rows(con, inputs)
                 plan = make_plan(episode_summary(con, config), config)
                 splits = write_splits(con, inputs, plan, config, staging, progress)
@@ -134,16 +137,24 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
         yield
 
 
-def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
-    """The identity of a build's inputs: config, batches (with content hashes), code and format versions."""
+def input_key(config: BuildConfig, inputs: LakeInputs) -> str:
+    """The identity of a build's inputs: config, batches (with content hashes and the partitions selected), code
+    and format versions; not the lake's version or its files, so a compaction or an unrelated ingest changes
+    nothing."""
     body = {
         "format_version": MANIFEST_FORMAT_VERSION,
         "code_version": __version__,
         "features": feature_spec().version,
         "config": config.model_dump(mode="json"),
-        "inputs": [[b.batch_id, b.file_sha256, [str(p.relative_to(p.parents[3])) for p in b.files]] for b in inputs],
+        "inputs": [[b.batch_id, b.file_sha256, [list(p) for p in b.partitions]] for b in inputs.batches],
     }
     return hashlib.sha256(_dumps(body).encode()).hexdigest()
+
+
+def count_rows(con: duckdb.DuckDBPyConnection, inputs: LakeInputs) -> dict[str, int]:
+    """Selected lake rows per batch (duplicates included)."""
+    rows = con.execute(f"SELECT batch_id, count(*) FROM {lake_relation(con, inputs)} GROUP BY ALL").fetchall()
+    return {batch: int(count) for batch, count in rows}
 
 
 def _connect(staging: Path) -> duckdb.DuckDBPyConnection:
@@ -157,7 +168,7 @@ def _connect(staging: Path) -> duckdb.DuckDBPyConnection:
 def _manifest(
     config: BuildConfig,
     key: str,
-    inputs: list[InputBatch],
+    inputs: LakeInputs,
     input_rows: dict[str, int],
     plan: Plan,
     duplicates: int,
@@ -172,7 +183,7 @@ def _manifest(
         code_version=__version__,
         contract_version=SCHEMA_VERSION,
         config=config,
-        inputs=[b.describe(input_rows[b.batch_id]) for b in inputs],
+        inputs=[b.describe(input_rows.get(b.batch_id, 0)) for b in inputs.batches],
         filters=plan.filters,
         shares=plan.shares,
         duplicates=duplicates,

@@ -41,7 +41,7 @@ from toolkit.datasets.dataset import (
     SplitSummary,
 )
 from toolkit.datasets.plan import Episodes, Plan
-from toolkit.datasets.select import DROPPED, InputBatch, lake_relation
+from toolkit.datasets.select import DROPPED, LakeInputs, lake_relation
 from toolkit.features import COMMAND_ZONE, HAND, MAX_SEATS, SEAT_FIELDS, encode, state_arrays_from_arrow
 from toolkit.progress import Progress, ProgressFn
 from toolkit.schema import columns as col
@@ -55,7 +55,7 @@ _DICTIONARY: Final = [col.GAME_ID, col.SOURCE, LABEL_SOURCE, col.BATCH_ID]
 _STATISTICS: Final = [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION]
 
 
-def scan_sql(inputs: list[InputBatch]) -> str:
+def scan_sql(con: duckdb.DuckDBPyConnection, inputs: LakeInputs) -> str:
     """The one query of the final pass: lake rows in file order, only the columns a dataset needs."""
     player = ", ".join(f"{name} := p.{name}" for name in _PLAYER_FIELDS)
     return f"""
@@ -65,7 +65,7 @@ def scan_sql(inputs: list[InputBatch]) -> str:
                {col.ACTION}.{col.ACTION_INDEX}::INTEGER AS {LABEL},
                {col.ACTION}.{col.ACTION_LABEL_SOURCE} AS {LABEL_SOURCE},
                {col.REWARD}, {col.EPISODE_RETURN}, {col.SEAT_WON}, {col.BATCH_ID}, {col.SOURCE_LINE}
-        FROM {lake_relation(inputs)}
+        FROM {lake_relation(con, inputs)}
     """
 
 
@@ -188,7 +188,7 @@ class SplitWriter:
 
 def write_splits(
     con: duckdb.DuckDBPyConnection,
-    inputs: list[InputBatch],
+    inputs: LakeInputs,
     plan: Plan,
     config: BuildConfig,
     folder: Path,
@@ -201,7 +201,7 @@ def write_splits(
             split: SplitWriter(folder, split, config.rows_per_file, io, matcher.sources, matcher.n_games)
             for split in SPLITS
         }
-        reader = con.sql(scan_sql(inputs)).to_arrow_reader(SCAN_BATCH)
+        reader = con.sql(scan_sql(con, inputs)).to_arrow_reader(SCAN_BATCH)
         scanned = 0
         for batch in reader:
             for split, matched in matcher.split(batch).items():

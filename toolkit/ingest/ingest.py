@@ -147,20 +147,31 @@ def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: P
     try:
         sha, early = _hash_while_validating(path, parts, catalog)
         earlier = catalog.batch_for_file(sha)
-        if earlier is not None:
+        if earlier is not None and not catalog.batch_vacuumed(earlier[0]):
             return FileIngest(
                 path=str(path),
                 sha256=sha,
                 status="already_ingested",
                 batch_id=earlier[0],
                 report=FileReport(path=str(path)),
-                note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}",
+                note=_already(catalog, *earlier),
             )
         return _stage_and_publish(
             path, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress
         )
     finally:
         parts.close()
+
+
+def _already(catalog: Catalog, batch_id: str, stored: str) -> str:
+    """Why a file is not ingested again: its content is batch ``batch_id`` (maybe retired)."""
+    note = f"same content already ingested as batch {batch_id} from {stored}"
+    [batch] = catalog.require_batches([batch_id])
+    if batch.retired:
+        note += (
+            f"; that batch is retired ({batch.retired_reason}): bring it back with `distill lake restore {batch_id}`"
+        )
+    return note
 
 
 def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) -> tuple[str, list[PackedPart]]:
@@ -202,8 +213,9 @@ def _stage_and_publish(
     """Stage the file's parts as one batch, quarantine duplicates, record and publish it."""
     batch_id = batch_id_for(sha)
     layout = catalog.layout
-    shutil.rmtree(layout.staging_for(batch_id), ignore_errors=True)
-    staged = StagedBatch(layout, Lineage(batch_id, str(path), sha))
+    if layout.staging_for(batch_id).exists():  # left by an earlier attempt: finish or undo it first
+        catalog.settle(layout.staging_for(batch_id))
+    staged = StagedBatch(layout, Lineage(batch_id, layout.stored(path), sha))
     try:
         for part in parts:
             staged.write(part)
@@ -222,13 +234,14 @@ def _stage_and_publish(
         staged.finish_rows()
         duplicates = _quarantine_duplicates(path, staged, catalog, report)
         staged.close()
-        catalog.record_batch(
-            _batch_record(batch_id, sha, staged, report, duplicates, config), _file_record(path, sha, batch_id, report)
-        )
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
         raise
-    catalog.publish_recorded(staged.root)
+    catalog.publish_batch(
+        staged.root,
+        _batch_record(batch_id, sha, staged, report, duplicates, config),
+        _file_record(layout, path, sha, batch_id, report),
+    )
     return FileIngest(
         path=str(path), sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates
     )
@@ -277,10 +290,10 @@ def _batch_record(
     )
 
 
-def _file_record(path: Path, sha: str, batch_id: str, report: FileReport) -> FileRecord:
+def _file_record(layout: Layout, path: Path, sha: str, batch_id: str, report: FileReport) -> FileRecord:
     return FileRecord(
         file_sha256=sha,
-        path=str(path),
+        path=layout.stored(path),
         size_bytes=path.stat().st_size,
         batch_id=batch_id,
         lines=report.lines,

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from toolkit.catalog.store import QUARANTINE_SCHEMA
+from toolkit.catalog.views import QUARANTINE_SCHEMA
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.parts import Part, PartitionKey, Reject, partition_runs
 from toolkit.layout import Layout

@@ -1,4 +1,4 @@
-"""Merge or reject a generation's batches in the catalog (kept either way, with the reason)."""
+"""Merge or reject a generation's batches in the catalog (kept either way, with the reason): one lake version."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class BatchStatusResult(BaseModel):
 
 
 def run(ctx: StepContext, step: BatchStatusInput) -> BatchStatusResult:
-    with Catalog.open(ctx.layout) as catalog:
-        for batch in step.batches:
-            catalog.set_batch_status(batch, step.status, step.reason)
+    if step.batches:
+        with Catalog.open(ctx.layout) as catalog:
+            catalog.set_batch_status(step.batches, step.status, step.reason)
     return BatchStatusResult(batches=step.batches, status=step.status, reason=step.reason)

@@ -34,7 +34,7 @@ class BuildStepResult(BaseModel):
 
 
 def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
-    """Build ``loop-<name>`` from every usable batch: not rejected, not another run's, not left out."""
+    """Build ``loop-<name>`` from every usable batch: not rejected, not retired, not another run's, not left out."""
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
 
@@ -45,7 +45,9 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
             foreign = set()
         skip = foreign | set(step.leave_out)
         usable = [
-            (b.batch_id, b.sources) for b in catalog.batches() if b.status != "rejected" and b.batch_id not in skip
+            (b.batch_id, b.sources)
+            for b in catalog.batches()
+            if b.status != "rejected" and not b.retired and b.batch_id not in skip
         ]
     present = {s for _, sources in usable for s in sources}
     if ctx.generation == 0:  # the first student learns the bootstrap data, all of it
