@@ -495,7 +495,7 @@ def _child_naive(path: Path, home: Path, batch_rows: int = 16_384) -> None:
     import pyarrow.parquet as pq
     from pydantic import ValidationError
 
-    from toolkit.ingest.staging import PARQUET_OPTIONS
+    from toolkit.catalog.parquet import PARQUET_OPTIONS
     from toolkit.schema.arrow import snapshot_schema
     from toolkit.schema.models import DecisionSnapshot
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,8 +121,16 @@ class DeltaLake:
     def version(self) -> int:
         return int(self.table.version())
 
-    def commit(self, info: CommitInfo, adds: Sequence[DataFile] = (), removes: Sequence[DataFile] = ()) -> Version:
-        """Commit ``adds`` (files already in the table folder) and ``removes`` as one new version.
+    def commit(
+        self,
+        info: CommitInfo,
+        adds: Sequence[DataFile] = (),
+        removes: Sequence[DataFile] = (),
+        *,
+        data_change: bool = True,
+    ) -> Version:
+        """Commit ``adds`` (files already in the table folder) and ``removes`` as one new version
+        (``data_change`` False: the same rows in other files, as a compaction does).
 
         Raises:
             CatalogError: the log cannot be written (a full disk, a read-only data root).
@@ -132,8 +139,8 @@ class DeltaLake:
         from deltalake.transaction import RemoveAction
 
         now = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
-        actions = [_add(self.root, f) for f in adds] + [
-            RemoveAction(f.path, True, now, f.size_bytes, {}) for f in removes
+        actions = [_add(self.root, f, data_change) for f in adds] + [
+            RemoveAction(f.path, data_change, now, f.size_bytes, {}) for f in removes
         ]
         try:
             self.table.create_write_transaction(
@@ -188,12 +195,12 @@ def data_file(lake: Path, path: Path) -> DataFile:
     return DataFile(path.relative_to(lake).as_posix(), path.stat().st_size, pq.read_metadata(path).num_rows)
 
 
-def _add(lake: Path, file: DataFile) -> Any:
+def _add(lake: Path, file: DataFile, data_change: bool = True) -> Any:
     from deltalake.transaction import AddAction
 
     path = lake / file.path
     modified = int(path.stat().st_mtime * 1000)
-    return AddAction(file.path, file.size_bytes, {}, modified, True, json.dumps(file_stats(path)))
+    return AddAction(file.path, file.size_bytes, {}, modified, data_change, json.dumps(file_stats(path)))
 
 
 def file_stats(path: Path) -> dict[str, Any]:
@@ -238,12 +245,3 @@ def _version(entry: dict[str, Any]) -> Version:
     at = dt.datetime.fromtimestamp(int(entry["timestamp"]) / 1000, dt.UTC).replace(tzinfo=None)
     operation = info.operation if info is not None else str(entry.get("operation", "unknown")).lower()
     return Version(int(entry["version"]), at, operation, info)
-
-
-def fsync_folder(folder: Path) -> None:
-    """Make renames into ``folder`` durable."""
-    handle = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)

@@ -119,42 +119,49 @@ def apply_version(
 
     Runs in one transaction: a crash leaves the index at the version before.
     """
-    info = version.info
     con.execute("BEGIN TRANSACTION")
     try:
-        con.execute(
-            "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                version.version,
-                version.at,
-                version.operation,
-                info.batches if info else [],
-                info.reason if info else None,
-                info.distill_version if info else None,
-                len(adds),
-                len(removes),
-                sum(f.rows for f in adds),
-                sum(f.rows for f in removes),
-                json.dumps(info.detail) if info and info.detail else None,
-            ],
-        )
-        for file in removes:
-            con.execute(
-                "UPDATE lake_files SET removed_version = ? WHERE path = ? AND removed_version IS NULL",
-                [version.version, file.path],
-            )
-        for file in adds:
-            batches, source, generation = describe(lake / file.path)
-            con.execute(
-                "INSERT INTO lake_files VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
-                [file.path, batches, source, generation, file.rows, file.size_bytes, version.version],
-            )
-        if info is not None:
-            _apply_batches(con, version.version, info)
+        record_version(con, lake, version, adds, removes)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+def record_version(
+    con: duckdb.DuckDBPyConnection, lake: Path, version: Version, adds: list[DataFile], removes: list[DataFile]
+) -> None:
+    """:func:`apply_version` inside the caller's transaction."""
+    info = version.info
+    con.execute(
+        "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            version.version,
+            version.at,
+            version.operation,
+            info.batches if info else [],
+            info.reason if info else None,
+            info.distill_version if info else None,
+            len(adds),
+            len(removes),
+            sum(f.rows for f in adds),
+            sum(f.rows for f in removes),
+            json.dumps(info.detail) if info and info.detail else None,
+        ],
+    )
+    for file in removes:
+        con.execute(
+            "UPDATE lake_files SET removed_version = ? WHERE path = ? AND removed_version IS NULL",
+            [version.version, file.path],
+        )
+    for file in adds:
+        batches, source, generation = describe(lake / file.path)
+        con.execute(
+            "INSERT INTO lake_files VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+            [file.path, batches, source, generation, file.rows, file.size_bytes, version.version],
+        )
+    if info is not None:
+        _apply_batches(con, version.version, info)
 
 
 def _apply_batches(con: duckdb.DuckDBPyConnection, version: int, info: CommitInfo) -> None:
@@ -163,7 +170,7 @@ def _apply_batches(con: duckdb.DuckDBPyConnection, version: int, info: CommitInf
         file = FileRecord.model_validate(info.detail["file"])
         con.execute("DELETE FROM batch_log WHERE batch_id = ?", [batch.batch_id])  # ingested again after a vacuum
         con.execute("DELETE FROM file_log WHERE file_sha256 = ?", [file.file_sha256])
-        _insert(con, "batch_log", {**batch.model_dump(include=set(_BATCH_LOG_COLUMNS)), "lake_version": version})
+        _insert(con, "batch_log", {**batch.model_dump(include=set(BATCH_LOG_COLUMNS)), "lake_version": version})
         _insert(con, "file_log", file.row())
         _set_states(con, version, [batch.batch_id], status="ingested", status_reason=None, retired=False)
     elif info.operation == REVIEW:
@@ -174,7 +181,7 @@ def _apply_batches(con: duckdb.DuckDBPyConnection, version: int, info: CommitInf
         _set_states(con, version, info.batches, retired=False, retired_reason=None)
 
 
-_BATCH_LOG_COLUMNS: Final = (
+BATCH_LOG_COLUMNS: Final = (
     "batch_id",
     "created_at",
     "file_sha256",

@@ -62,3 +62,29 @@ class FileRecord(BaseModel):
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> FileRecord:
         return cls.model_validate({**row, "dialects": json.loads(row["dialects"])})
+
+
+class VersionRecord(BaseModel):
+    """One version of the lake: what changed it, when, and what it added and removed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int
+    committed_at: dt.datetime
+    operation: str = Field(description="create, ingest, review, retire, restore, compact, vacuum, migrate, evolve.")
+    batches: list[str]
+    reason: str | None = None
+    distill_version: str | None = None
+    files_added: int
+    files_removed: int
+    rows_added: int
+    rows_removed: int
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> VersionRecord:
+        """A ``versions`` row; the detail without what other views hold (the batch and file records)."""
+        detail = json.loads(row["detail"]) if row.get("detail") else {}
+        for key in ("batch", "file", "token"):
+            detail.pop(key, None)
+        return cls.model_validate({**row, "detail": detail})

@@ -104,7 +104,7 @@ class Catalog:
         """
         read_only = read_only or sandbox
         layout.check(write=not read_only)
-        con = _connect_reader(layout) if read_only else _connect_writer(layout)
+        con = _connect_reader(layout) if read_only else connect_writer(layout)
         catalog = cls(layout, con, read_only, sandbox)
         try:
             if read_only:
@@ -123,7 +123,7 @@ class Catalog:
     def _prepare(self) -> None:
         """A writer's opening: tables, the lake table, the index caught up with the log, interrupted work finished
         or undone, the table's schema evolved to this Distill's columns, a fresh read snapshot."""
-        found = _meta(self.con, "format_version")
+        found = read_meta(self.con, "format_version")
         if found is None:  # a new catalog
             self.con.execute(index.TABLES)
             self.con.execute("INSERT INTO catalog_meta VALUES ('format_version', ?)", [str(LAKE_FORMAT_VERSION)])
@@ -180,7 +180,7 @@ class Catalog:
     @property
     def vacuum_horizon(self) -> int:
         """The oldest version that can still be read (a vacuum deleted files older versions need); 0 if none."""
-        return int(_meta(self.con, "vacuum_horizon") or 0)
+        return int(read_meta(self.con, "vacuum_horizon") or 0)
 
     def _resolve(self, as_of: int | str | dt.datetime | None) -> int:
         latest = self.latest_version
@@ -195,6 +195,11 @@ class Catalog:
             )
         return version
 
+    def set_meta(self, key: str, value: str) -> None:
+        """Record a fact about the lake that is not a version of it (the vacuum horizon); readers see it at once."""
+        self.con.execute("INSERT OR REPLACE INTO catalog_meta VALUES (?, ?)", [key, value])
+        self.publish_snapshot()
+
     def refresh_views(self) -> None:
         """Show the latest version (after this connection committed one)."""
         self.version = self.latest_version
@@ -202,9 +207,16 @@ class Catalog:
 
     # -- the write protocol -----------------------------------------------------------
 
-    def commit(self, info: CommitInfo, adds: Sequence[Path] = (), removes: Sequence[LakeFile] = ()) -> Version:
+    def commit(
+        self,
+        info: CommitInfo,
+        adds: Sequence[Path] = (),
+        removes: Sequence[LakeFile] = (),
+        *,
+        data_change: bool = True,
+    ) -> Version:
         """Make one new lake version: ``adds`` (files already moved into ``lake/``) become live, ``removes`` stop
-        being live, the index records it, readers get it.
+        being live, the index records it, readers get it. ``data_change`` False: the same rows in other files.
 
         Raises:
             CatalogError: the log or the index cannot be written.
@@ -213,7 +225,7 @@ class Catalog:
         added = [delta.data_file(lake, path) for path in adds]
         removed = [DataFile(f.path.relative_to(lake).as_posix(), f.size_bytes, f.rows) for f in removes]
         failpoint(f"{info.operation}.before_commit")
-        version = self.lake_table.commit(info, added, removed)
+        version = self.lake_table.commit(info, added, removed, data_change=data_change)
         failpoint(f"{info.operation}.after_commit")
         self._index(version, added, removed)
         return version
@@ -237,9 +249,18 @@ class Catalog:
         folder.mkdir(parents=True)
         return folder
 
-    def publish(self, staged: Path, info: CommitInfo, removes: Sequence[LakeFile] = ()) -> Version:
+    def publish(
+        self,
+        staged: Path,
+        info: CommitInfo,
+        removes: Sequence[LakeFile] = (),
+        *,
+        placed: Sequence[Path] = (),
+        data_change: bool = True,
+    ) -> Version:
         """Move the files staged under ``staged`` (a small data root: ``lake/``, ``quarantine/``) into place and
-        commit them as one version; the staging folder is removed once the version is indexed.
+        commit them, with ``placed`` (files already in ``lake/``), as one version removing ``removes``; the
+        staging folder is removed once the version is indexed.
 
         On an error the staging folder and its intent are left for :meth:`recover` to settle against the log
         (the moved files are deleted unless the commit happened), here at once when possible.
@@ -255,7 +276,8 @@ class Catalog:
                 os.replace(source, target)
             failpoint(f"{info.operation}.moved")
             info = info.model_copy(update={"detail": {**info.detail, "token": token}})
-            version = self.commit(info, [t for _, t in moves if t.is_relative_to(self.layout.lake)], removes)
+            adds = [*placed, *(t for _, t in moves if t.is_relative_to(self.layout.lake))]
+            version = self.commit(info, adds, removes, data_change=data_change)
         except BaseException:
             with contextlib.suppress(Exception):  # when even that fails, the next writer settles it
                 self.settle(staged)
@@ -457,7 +479,7 @@ def _read_intent(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def _meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+def read_meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
     if not _has_table(con, "catalog_meta"):
         return None
     rows = con.execute("SELECT value FROM catalog_meta WHERE key = ?", [key]).fetchall()
@@ -474,7 +496,7 @@ def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 
 def _check_format(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
-    found = _meta(con, "format_version")
+    found = read_meta(con, "format_version")
     if found is None:
         raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
     _refuse_other_format(found, layout)
@@ -495,7 +517,7 @@ def _refuse_other_format(found: str, layout: Layout) -> None:
     )
 
 
-def _connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
+def connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
     """The catalog, writable; a reader holding the live file (rare: see :func:`_connect_reader`) is waited for
     briefly."""
     deadline = time.monotonic() + WRITER_WAIT_S

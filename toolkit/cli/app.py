@@ -98,6 +98,13 @@ WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Pool processe
 AddressOpt = Annotated[
     str | None, typer.Option("--address", help="Ray: an existing cluster (host:port); none starts a local Ray.")
 ]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        help="Read the lake as it was at this version (distill lake history) or time (ISO, UTC), not the latest.",
+    ),
+]
 ShardOpt = Annotated[int, typer.Option("--shard-games", help="Games per shard (the unit a worker plays and retries).")]
 
 

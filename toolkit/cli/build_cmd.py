@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
+from toolkit.cli.app import AsOfOpt, JsonOpt, app, console, layout, print_json, progress_bar
 from toolkit.errors import ConfigError
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
@@ -63,6 +63,7 @@ def build(
         list[int] | None, typer.Option("--pod-size", help="Keep only pods of this size (repeat).")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the game sampling.")] = None,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build a training dataset from the lake: weighted, filtered, deduplicated, with a fixed holdout."""
@@ -89,7 +90,7 @@ def build(
         ),
     )
     with progress_bar("build: scanning the lake", enabled=not as_json) as progress:
-        info = build_dataset(layout(), config, progress=progress)
+        info = build_dataset(layout(), config, progress=progress, as_of=as_of)
     if as_json:
         print_json({"reused": info.reused, "path": str(info.dataset.root), **_summary(info.manifest)})
         return

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json, progress_bar
+from toolkit.cli.app import AsOfOpt, JsonOpt, app, console, err_console, layout, print_json, progress_bar
 from toolkit.errors import UsageError
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
@@ -131,19 +131,22 @@ def ingest(
 
 @app.command()
 def sql(
-    statement: Annotated[str, typer.Argument(help="One SELECT over decisions, games, files, batches, rejects.")],
+    statement: Annotated[
+        str, typer.Argument(help="One SELECT over decisions, games, files, batches, rejects, versions, generations.")
+    ],
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
     as_json: JsonOpt = False,
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the result to a Parquet FILE.")] = None,
     max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown as a table.")] = 100,
+    as_of: AsOfOpt = None,
 ) -> None:
-    """Query the catalog with DuckDB SQL (read-only)."""
+    """Query the catalog with DuckDB SQL (read-only), as the lake is now or was --as-of a version or time."""
     from toolkit.catalog.query import run_query
     from toolkit.catalog.store import Catalog
 
     if sum([as_csv, as_json, parquet is not None]) > 1:
         raise UsageError("choose one of --csv, --json, --parquet")
-    with Catalog.open(layout(), sandbox=True) as catalog:
+    with Catalog.open(layout(), sandbox=True, as_of=as_of) as catalog:
         result = run_query(catalog, statement)
     if parquet is not None:
         import pyarrow.parquet as pq

@@ -8,6 +8,7 @@ from toolkit.cli import (  # noqa: E402,F401
     check_cmd,  # noqa: E402,F401
     data_cmd,
     export_cmd,  # noqa: E402,F401
+    lake_cmd,  # noqa: E402,F401
     loop_cmd,  # noqa: E402,F401
     schemas_cmd,
     serve_cmd,  # noqa: E402,F401

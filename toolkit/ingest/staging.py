@@ -1,7 +1,7 @@
 """Write one batch into its staging folder: lake partitions and quarantine.
 
 Nothing here is visible to queries: ``toolkit.catalog.store`` makes a staged
-batch visible by recording it, then moving it into place.
+batch visible by moving it into place and committing it as a lake version.
 """
 
 from __future__ import annotations
@@ -15,24 +15,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from toolkit.catalog.parquet import PARQUET_OPTIONS, lake_parquet_options
 from toolkit.catalog.views import QUARANTINE_SCHEMA
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.parts import Part, PartitionKey, Reject, partition_runs
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
-
-# zstd level 1: within ~3% of level 3's size here, at about half the CPU.
-PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 1, "write_statistics": True}
-
-
-def lake_parquet_options() -> dict[str, object]:
-    """Options of the lake's Parquet files: statistics only for top-level scalar
-    columns, the ones a query can prune row groups by (those of the nested
-    player columns cost ~8% of the encoding and serve no query)."""
-    prunable = [f.name for f in lake_schema() if not pa.types.is_nested(f.type)]
-    return {**PARQUET_OPTIONS, "write_statistics": prunable}
-
 
 # Rows buffered across partitions before a flush (one row group per partition).
 # The Parquet encoder pays per row group and column, so small groups cost CPU
