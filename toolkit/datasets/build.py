@@ -8,12 +8,15 @@ publish the staged folder with one rename and point ``LATEST`` at it.
 A build is a pure function of its inputs: the same lake batches and the same
 config give the same fingerprint and byte-identical files. ``input_key``
 names (config, input batches, code and format versions), so a second build
-of the same inputs finds the first and reuses it instead of redoing it.
+of the same inputs finds the first and reuses it instead of redoing it, as it was:
+its ``created_at`` and lake version are those of the first build. Neither is
+part of the fingerprint (:data:`toolkit.datasets.dataset.UNFINGERPRINTED`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import shutil
@@ -69,13 +72,21 @@ class BuildInfo(BaseModel):
         return self.dataset.manifest
 
 
-def build_dataset(layout: Layout, config: BuildConfig, *, progress: ProgressFn | None = None) -> BuildInfo:
+def build_dataset(
+    layout: Layout,
+    config: BuildConfig,
+    *,
+    progress: ProgressFn | None = None,
+    lake_version: int | None = None,
+) -> BuildInfo:
     """Build (or reuse) the dataset ``config`` describes and publish it under ``layout.builds``.
 
     Args:
         layout: the data root.
         config: what to build.
         progress: told the lake rows scanned so far, as the final pass goes.
+        lake_version: the lake version the selection read, recorded in the manifest (not in the fingerprint);
+            None: not recorded.
 
     Raises:
         ConfigError: for a selection the lake cannot satisfy (unknown source, batch...).
@@ -100,7 +111,9 @@ def build_dataset(layout: Layout, config: BuildConfig, *, progress: ProgressFn |
                 duplicates = register_rows(con, inputs)
                 plan = make_plan(episode_summary(con, config), config)
                 splits = write_splits(con, inputs, plan, config, staging, progress)
-            manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits)
+            manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits).model_copy(
+                update={"created_at": dt.datetime.now(dt.UTC), "lake_version": lake_version}
+            )
             (staging / MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
             shutil.rmtree(staging / "spill", ignore_errors=True)
             check_leakage(Dataset(staging, manifest))
@@ -186,7 +199,7 @@ def _manifest(
         features=feature_spec(),
         splits=splits,
     )
-    fingerprint = hashlib.sha256(_dumps(manifest.model_dump(mode="json")).encode()).hexdigest()[:FINGERPRINT_CHARS]
+    fingerprint = hashlib.sha256(_dumps(manifest.fingerprint_body()).encode()).hexdigest()[:FINGERPRINT_CHARS]
     return manifest.model_copy(update={"fingerprint": fingerprint})
 
 

@@ -10,11 +10,15 @@ k times by oversampling is stored once with weight k). Lineage columns point
 back at the lake row (batch and line).
 
 The manifest is versioned (:data:`toolkit.layout.MANIFEST_FORMAT_VERSION`); a reader refuses a
-version it does not know, naming the command that fixes it.
+version it does not know, naming the command that fixes it. It also records when the build was
+published (``created_at``) and the lake version it read: :data:`UNFINGERPRINTED` fields, left out of the
+fingerprint, so the same inputs and config name the same build whenever it is made. Manifests written
+before these fields were recorded read as ``None``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +26,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
@@ -36,6 +40,9 @@ MANIFEST_FILE: Final = "manifest.json"
 TRAIN: Final = "train"
 HOLDOUT: Final = "holdout"
 SPLITS: Final = (TRAIN, HOLDOUT)
+# Manifest fields that say when and from which lake state a build was made, not what it holds: the fingerprint
+# leaves them out, so it stays a function of the inputs and the config.
+UNFINGERPRINTED: Final = frozenset({"created_at", "lake_version"})
 
 # Columns of a dataset row (in file order).
 FEATURES: Final = "features"
@@ -152,7 +159,11 @@ class Manifest(BaseModel):
     name: str
     fingerprint: str = Field(description="sha256 of the manifest body and every part's content.")
     input_key: str = Field(description="sha256 of the config and the input batches: same key, same build.")
-    code_version: str
+    code_version: str = Field(description="The Distill version that wrote the build (toolkit.__version__).")
+    created_at: dt.datetime | None = Field(
+        None, description="When the build was published, UTC (absent in builds written before it was recorded)."
+    )
+    lake_version: int | None = Field(None, description="The lake version the build read (None: not recorded).")
     contract_version: int | None = Field(
         None,
         description=(
@@ -167,6 +178,24 @@ class Manifest(BaseModel):
     holdout: HoldoutRecord = Field(description="The rule, salt, fraction, reference sources, games, rows.")
     features: FeatureSpec = Field(description="The feature spec (toolkit.features.feature_spec).")
     splits: dict[str, SplitSummary]
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: dt.datetime | None) -> dt.datetime | None:
+        """A time without a zone is read as UTC, the zone every manifest is written in."""
+        if value is None:
+            return None
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+    @property
+    def distill_version(self) -> str:
+        """The Distill version that wrote the build (recorded as ``code_version``)."""
+        return self.code_version
+
+    def fingerprint_body(self) -> dict[str, Any]:
+        """What the fingerprint hashes: the manifest as JSON without its fingerprint's value and without
+        :data:`UNFINGERPRINTED` fields (so it is the same body builds written before them hashed)."""
+        return {**self.model_dump(mode="json", exclude=set(UNFINGERPRINTED)), "fingerprint": ""}
 
 
 @dataclass(frozen=True)
