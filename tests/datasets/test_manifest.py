@@ -13,6 +13,7 @@ from toolkit import __version__
 from toolkit.datasets.build import FINGERPRINT_CHARS, build_dataset
 from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.dataset import HOLDOUT, MANIFEST_FILE, TRAIN, UNFINGERPRINTED, open_dataset, read_manifest
+from toolkit.datasets.inventory import list_inventory
 from toolkit.layout import Layout
 
 
@@ -61,7 +62,7 @@ def test_a_reused_build_keeps_its_first_created_at_and_lake_version(layout: Layo
     assert (again.manifest.created_at, again.manifest.lake_version) == (first.manifest.created_at, 1)
 
 
-def test_a_manifest_written_before_these_fields_still_reads(layout: Layout, lake) -> None:
+def test_a_manifest_written_before_these_fields_still_reads_and_lists_by_its_folder_time(layout: Layout, lake) -> None:
     _fill(lake)
     dataset = build_dataset(layout, BuildConfig(name="d"), lake_version=3).dataset
     old = restamp(dataset, None, drop=["created_at", "lake_version"])
@@ -69,3 +70,6 @@ def test_a_manifest_written_before_these_fields_still_reads(layout: Layout, lake
     assert (old.manifest.created_at, old.manifest.lake_version) == (None, None)
     assert _fingerprint(old.manifest.fingerprint_body()) == dataset.fingerprint  # it hashes what it always did
     assert open_dataset(layout, "d").manifest == old.manifest
+    (entry,) = list_inventory(layout).builds
+    assert not entry.created_recorded and entry.lake_version is None
+    assert entry.created_at == dt.datetime.fromtimestamp(old.root.stat().st_mtime, dt.UTC)

@@ -19,6 +19,7 @@ before these fields were recorded read as ``None``.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
 from toolkit.features import FEATURE_SIZE, FeatureSpec
-from toolkit.layout import MANIFEST_FORMAT_VERSION, Layout
+from toolkit.layout import MANIFEST_FORMAT_VERSION, NAME_PATTERN, Layout
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import read_versioned
@@ -254,32 +255,86 @@ def open_dataset(layout: Layout, name: str, fingerprint: str | None = None) -> D
     """The build ``name`` (its latest one, or the one with ``fingerprint``).
 
     Raises:
-        BuildError: when no such build exists.
+        BuildError: when no such build exists (the hint names the builds of ``name`` that do).
     """
     if fingerprint is None:
-        pointer = layout.latest_pointer(name)
-        if not pointer.is_file():
+        fingerprint = read_latest(layout, name)
+        if fingerprint is None:
             known = ", ".join(list_names(layout)) or "none yet"
             raise BuildError(
                 f"no dataset named {name!r} under {layout.builds}",
                 hint=f"build it with `distill build --name {name}` (built: {known})",
             )
-        fingerprint = pointer.read_text(encoding="utf-8").strip()
+        if not layout.build_dir(name, fingerprint).is_dir():
+            raise BuildError(
+                f"the latest build of dataset {name!r}, {fingerprint} (named by {layout.latest_pointer(name)}), "
+                "is gone",
+                hint=other_builds_hint(layout, name),
+            )
     root = layout.build_dir(name, fingerprint)
     if not root.is_dir():
-        raise BuildError(f"no build {fingerprint} of dataset {name!r}", hint=f"see `distill datasets show {name}`")
+        raise BuildError(f"no build {fingerprint} of dataset {name!r}", hint=other_builds_hint(layout, name))
     return Dataset(root, read_manifest(root))
 
 
+def other_builds_hint(layout: Layout, name: str) -> str:
+    """What to do when a build of ``name`` is missing: the fingerprints on disk, or how to build it again."""
+    present = build_fingerprints(layout, name)
+    if not present:
+        return f"no build of {name!r} is left: build it again with `distill build --name {name}`"
+    return (
+        f"builds of {name!r} on disk: {', '.join(present)}; open one with "
+        f"`distill datasets show {name} --fingerprint FP`, or rebuild with `distill build --name {name}`"
+    )
+
+
+def read_latest(layout: Layout, name: str) -> str | None:
+    """The fingerprint ``builds/<name>/LATEST`` names (its build may be gone), or None when there is no pointer."""
+    try:
+        text = layout.latest_pointer(name).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return text or None
+
+
+def build_fingerprints(layout: Layout, name: str) -> list[str]:
+    """The fingerprints of ``name``'s build folders that hold a manifest (readable or not), sorted."""
+    folder = layout.builds / name
+    return sorted(p.parent.name for p in folder.glob(f"*/{MANIFEST_FILE}")) if folder.is_dir() else []
+
+
 def list_names(layout: Layout) -> list[str]:
-    """Names with at least one published build, sorted."""
+    """Names with a published build or a ``LATEST`` pointer, sorted (never the work folders ``.staging``,
+    ``.locks``)."""
     if not layout.builds.is_dir():
         return []
-    return sorted(p.parent.name for p in layout.builds.glob("*/LATEST"))
+    names = [d.name for d in layout.builds.iterdir() if d.is_dir() and re.fullmatch(NAME_PATTERN, d.name)]
+    return sorted(n for n in names if layout.latest_pointer(n).is_file() or build_fingerprints(layout, n))
 
 
 def list_builds(layout: Layout, name: str) -> list[Dataset]:
-    """Every published build of ``name``, oldest first."""
-    folder = layout.builds / name
-    roots = [p.parent for p in folder.glob(f"*/{MANIFEST_FILE}")] if folder.is_dir() else []
-    return [Dataset(root, read_manifest(root)) for root in sorted(roots, key=lambda r: r.stat().st_mtime_ns)]
+    """Every published build of ``name``, oldest first (by :func:`built_at`); a build removed meanwhile is left out.
+
+    Raises:
+        BuildError: a build's manifest is unreadable or of an unknown format version.
+    """
+    found = []
+    for fingerprint in build_fingerprints(layout, name):
+        root = layout.build_dir(name, fingerprint)
+        try:
+            found.append(Dataset(root, read_manifest(root)))
+        except BuildError:
+            if (root / MANIFEST_FILE).exists():
+                raise
+    return sorted(found, key=built_at)
+
+
+def built_at(dataset: Dataset) -> dt.datetime:
+    """When a build was published: its manifest's ``created_at``, or for a build written before that was
+    recorded, its folder's modification time (the epoch when the folder is gone)."""
+    if dataset.manifest.created_at is not None:
+        return dataset.manifest.created_at
+    try:
+        return dt.datetime.fromtimestamp(dataset.root.stat().st_mtime, dt.UTC)
+    except FileNotFoundError:
+        return dt.datetime.fromtimestamp(0, dt.UTC)
