@@ -127,7 +127,7 @@ def build_dataset(
 @contextlib.contextmanager
 def build_lock(layout: Layout, name: str) -> Iterator[None]:
     """Hold the build of ``name`` in this data root: builds of other names run beside it, one of the same name
-    is refused.
+    is refused (and so is a removal of its builds: :mod:`toolkit.datasets.remove` holds the same lock).
 
     The lock is an OS file lock (``flock``): a build that crashes or is
     killed releases it, and its half-written staging folder is cleared by
@@ -141,7 +141,8 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
             stack.enter_context(exclusive_lock(layout.build_locks / f"{name}.lock"))
         except LockHeldError:
             raise BuildError(
-                f"a build named {name!r} is being written by another process in {layout.home}",
+                f"a build named {name!r} is being written by another process in {layout.home} "
+                "(a build, or a removal of its builds)",
                 hint="wait for it to finish, or build under another --name",
             ) from None
         yield
