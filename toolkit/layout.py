@@ -18,8 +18,8 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
         train/part-<n>.parquet       one row per decision (see toolkit.datasets.dataset)
       builds/<name>/LATEST           the fingerprint of the name's latest build
-      builds/.staging/<name>/<id>/   a build being written (published by one rename)
-      builds/.locks/<name>.lock      held while <name> is being built
+      builds/.staging/<name>/<id>/   a build being written (published by one rename), or removed (deleted there)
+      builds/.locks/<name>.lock      held while <name> is being built, or builds of it removed
       reports/                       gate reports (JSON + HTML)
       runs/<loop>/gen-NNN/           checkpoints, exports, per-step state
 

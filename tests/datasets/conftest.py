@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.factories import make_snapshot
+from toolkit.datasets.dataset import MANIFEST_FILE, Dataset, read_manifest
 from toolkit.ingest.config import IngestConfig
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
@@ -62,3 +64,13 @@ def lake(layout: Layout, write_log: Callable[..., Path]) -> Callable[..., Path]:
         return path
 
     return add
+
+
+def restamp(dataset: Dataset, created_at: str | None, *, drop: Sequence[str] = ()) -> Dataset:
+    """Rewrite a build's manifest with another ``created_at`` (None: absent), without the fields in ``drop``
+    (as manifests written before those fields were recorded), and return it reopened."""
+    body = dataset.manifest.model_dump(mode="json") | {"created_at": created_at}
+    for field in drop:
+        body.pop(field, None)
+    (dataset.root / MANIFEST_FILE).write_text(json.dumps(body), encoding="utf-8")
+    return Dataset(dataset.root, read_manifest(dataset.root))

@@ -1,4 +1,4 @@
-"""``distill build`` and ``distill datasets list | show``: build training datasets and look at them."""
+"""``distill build``: build a training dataset (``distill datasets ...`` looks at builds: ``datasets_cmd``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from toolkit.errors import ConfigError
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.datasets.dataset import Manifest
-
-datasets_app = typer.Typer(help="List built datasets and show their manifests.", no_args_is_help=True)
-app.add_typer(datasets_app, name="datasets")
 
 
 def _pairs(values: list[str] | None, flag: str) -> dict[str, float] | None:
@@ -96,52 +93,7 @@ def build(
         return
     verb = "reused identical build" if info.reused else f"built in {info.seconds:.1f}s"
     console.print(f"[bold]{config.name}[/bold] {info.manifest.fingerprint}: {verb} -> {info.dataset.root}")
-    _show(info.manifest)
-
-
-@datasets_app.command("list")
-def list_datasets(as_json: JsonOpt = False) -> None:
-    """Every dataset name with its latest build."""
-    from toolkit.datasets.dataset import list_names, open_dataset
-
-    rows = [_summary(open_dataset(layout(), name).manifest) for name in list_names(layout())]
-    if as_json:
-        print_json(rows)
-        return
-    if not rows:
-        console.print("no datasets yet: run `distill build`")
-        return
-    table = Table(title=f"datasets under {layout().builds}")
-    for column in ("name", "fingerprint", "train rows", "train games", "holdout rows", "holdout games", "sources"):
-        table.add_column(column, justify="right" if "rows" in column or "games" in column else "left")
-    for row in rows:
-        table.add_row(
-            row["name"],
-            row["fingerprint"],
-            f"{row['train']['rows']:,}",
-            f"{row['train']['games']:,}",
-            f"{row['holdout']['rows']:,}",
-            f"{row['holdout']['games']:,}",
-            ", ".join(row["shares"]),
-        )
-    console.print(table)
-
-
-@datasets_app.command("show")
-def show_dataset(
-    name: Annotated[str, typer.Argument(help="Dataset name.")],
-    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A build other than the latest.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Summarise a dataset's manifest (``--json`` prints the whole manifest)."""
-    from toolkit.datasets.dataset import open_dataset
-
-    dataset = open_dataset(layout(), name, fingerprint)
-    if as_json:
-        print_json(dataset.manifest.model_dump(mode="json"))
-        return
-    console.print(f"[bold]{name}[/bold] {dataset.fingerprint} at {dataset.root}")
-    _show(dataset.manifest)
+    show_manifest(info.manifest)
 
 
 def _summary(manifest: Manifest) -> dict[str, Any]:
@@ -155,7 +107,8 @@ def _summary(manifest: Manifest) -> dict[str, Any]:
     }
 
 
-def _show(manifest: Manifest) -> None:
+def show_manifest(manifest: Manifest) -> None:
+    """A build's filter trail per source, its splits and labels."""
     table = Table(title="rows (games) per source after each step")
     steps = list(dict.fromkeys(step.step for trail in manifest.filters.values() for step in trail))
     table.add_column("source")

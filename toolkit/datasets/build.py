@@ -8,12 +8,15 @@ publish the staged folder with one rename and point ``LATEST`` at it.
 A build is a pure function of its inputs: the same lake batches and the same
 config give the same fingerprint and byte-identical files. ``input_key``
 names (config, input batches, code and format versions), so a second build
-of the same inputs finds the first and reuses it instead of redoing it.
+of the same inputs finds the first and reuses it instead of redoing it, as it was:
+its ``created_at`` and lake version are those of the first build. Neither is
+part of the fingerprint (:data:`toolkit.datasets.dataset.UNFINGERPRINTED`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import shutil
@@ -78,7 +81,8 @@ def build_dataset(
         config: what to build.
         progress: told the lake rows scanned so far, as the final pass goes.
         as_of: read the lake as it was at this version (or time): the same
-            rows, so the same fingerprint and bytes, as a build made then.
+            rows, so the same fingerprint and bytes, as a build made then. The
+            manifest records the version read (not in the fingerprint).
 
     Raises:
         ConfigError: for a selection the lake cannot satisfy (unknown source, batch...).
@@ -103,7 +107,9 @@ def build_dataset(
                 duplicates = register_rows(con, inputs)
                 plan = make_plan(episode_summary(con, config), config)
                 splits = write_splits(con, inputs, plan, config, staging, progress)
-            manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits)
+            manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits).model_copy(
+                update={"created_at": dt.datetime.now(dt.UTC), "lake_version": inputs.version}
+            )
             (staging / MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
             shutil.rmtree(staging / "spill", ignore_errors=True)
             check_leakage(Dataset(staging, manifest))
@@ -117,7 +123,7 @@ def build_dataset(
 @contextlib.contextmanager
 def build_lock(layout: Layout, name: str) -> Iterator[None]:
     """Hold the build of ``name`` in this data root: builds of other names run beside it, one of the same name
-    is refused.
+    is refused (and so is a removal of its builds: :mod:`toolkit.datasets.remove` holds the same lock).
 
     The lock is an OS file lock (``flock``): a build that crashes or is
     killed releases it, and its half-written staging folder is cleared by
@@ -131,7 +137,8 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
             stack.enter_context(exclusive_lock(layout.build_locks / f"{name}.lock"))
         except LockHeldError:
             raise BuildError(
-                f"a build named {name!r} is being written by another process in {layout.home}",
+                f"a build named {name!r} is being written by another process in {layout.home} "
+                "(a build, or a removal of its builds)",
                 hint="wait for it to finish, or build under another --name",
             ) from None
         yield
@@ -197,7 +204,7 @@ def _manifest(
         features=feature_spec(),
         splits=splits,
     )
-    fingerprint = hashlib.sha256(_dumps(manifest.model_dump(mode="json")).encode()).hexdigest()[:FINGERPRINT_CHARS]
+    fingerprint = hashlib.sha256(_dumps(manifest.fingerprint_body()).encode()).hexdigest()[:FINGERPRINT_CHARS]
     return manifest.model_copy(update={"fingerprint": fingerprint})
 
 

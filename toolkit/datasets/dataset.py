@@ -10,11 +10,16 @@ k times by oversampling is stored once with weight k). Lineage columns point
 back at the lake row (batch and line).
 
 The manifest is versioned (:data:`toolkit.layout.MANIFEST_FORMAT_VERSION`); a reader refuses a
-version it does not know, naming the command that fixes it.
+version it does not know, naming the command that fixes it. It also records when the build was
+published (``created_at``) and the lake version it read: :data:`UNFINGERPRINTED` fields, left out of the
+fingerprint, so the same inputs and config name the same build whenever it is made. Manifests written
+before these fields were recorded read as ``None``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +27,12 @@ from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
 from toolkit.features import FEATURE_SIZE, FeatureSpec
-from toolkit.layout import MANIFEST_FORMAT_VERSION, Layout
+from toolkit.layout import MANIFEST_FORMAT_VERSION, NAME_PATTERN, Layout
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import read_versioned
@@ -36,6 +41,9 @@ MANIFEST_FILE: Final = "manifest.json"
 TRAIN: Final = "train"
 HOLDOUT: Final = "holdout"
 SPLITS: Final = (TRAIN, HOLDOUT)
+# Manifest fields that say when and from which lake state a build was made, not what it holds: the fingerprint
+# leaves them out, so it stays a function of the inputs and the config.
+UNFINGERPRINTED: Final = frozenset({"created_at", "lake_version"})
 
 # Columns of a dataset row (in file order).
 FEATURES: Final = "features"
@@ -152,7 +160,11 @@ class Manifest(BaseModel):
     name: str
     fingerprint: str = Field(description="sha256 of the manifest body and every part's content.")
     input_key: str = Field(description="sha256 of the config and the input batches: same key, same build.")
-    code_version: str
+    code_version: str = Field(description="The Distill version that wrote the build (toolkit.__version__).")
+    created_at: dt.datetime | None = Field(
+        None, description="When the build was published, UTC (absent in builds written before it was recorded)."
+    )
+    lake_version: int | None = Field(None, description="The lake version the build read (None: not recorded).")
     contract_version: int | None = Field(
         None,
         description=(
@@ -167,6 +179,24 @@ class Manifest(BaseModel):
     holdout: HoldoutRecord = Field(description="The rule, salt, fraction, reference sources, games, rows.")
     features: FeatureSpec = Field(description="The feature spec (toolkit.features.feature_spec).")
     splits: dict[str, SplitSummary]
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: dt.datetime | None) -> dt.datetime | None:
+        """A time without a zone is read as UTC, the zone every manifest is written in."""
+        if value is None:
+            return None
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+    @property
+    def distill_version(self) -> str:
+        """The Distill version that wrote the build (recorded as ``code_version``)."""
+        return self.code_version
+
+    def fingerprint_body(self) -> dict[str, Any]:
+        """What the fingerprint hashes: the manifest as JSON without its fingerprint's value and without
+        :data:`UNFINGERPRINTED` fields (so it is the same body builds written before them hashed)."""
+        return {**self.model_dump(mode="json", exclude=set(UNFINGERPRINTED)), "fingerprint": ""}
 
 
 @dataclass(frozen=True)
@@ -225,32 +255,86 @@ def open_dataset(layout: Layout, name: str, fingerprint: str | None = None) -> D
     """The build ``name`` (its latest one, or the one with ``fingerprint``).
 
     Raises:
-        BuildError: when no such build exists.
+        BuildError: when no such build exists (the hint names the builds of ``name`` that do).
     """
     if fingerprint is None:
-        pointer = layout.latest_pointer(name)
-        if not pointer.is_file():
+        fingerprint = read_latest(layout, name)
+        if fingerprint is None:
             known = ", ".join(list_names(layout)) or "none yet"
             raise BuildError(
                 f"no dataset named {name!r} under {layout.builds}",
                 hint=f"build it with `distill build --name {name}` (built: {known})",
             )
-        fingerprint = pointer.read_text(encoding="utf-8").strip()
+        if not layout.build_dir(name, fingerprint).is_dir():
+            raise BuildError(
+                f"the latest build of dataset {name!r}, {fingerprint} (named by {layout.latest_pointer(name)}), "
+                "is gone",
+                hint=other_builds_hint(layout, name),
+            )
     root = layout.build_dir(name, fingerprint)
     if not root.is_dir():
-        raise BuildError(f"no build {fingerprint} of dataset {name!r}", hint=f"see `distill datasets show {name}`")
+        raise BuildError(f"no build {fingerprint} of dataset {name!r}", hint=other_builds_hint(layout, name))
     return Dataset(root, read_manifest(root))
 
 
+def other_builds_hint(layout: Layout, name: str) -> str:
+    """What to do when a build of ``name`` is missing: the fingerprints on disk, or how to build it again."""
+    present = build_fingerprints(layout, name)
+    if not present:
+        return f"no build of {name!r} is left: build it again with `distill build --name {name}`"
+    return (
+        f"builds of {name!r} on disk: {', '.join(present)}; open one with "
+        f"`distill datasets show {name} --fingerprint FP`, or rebuild with `distill build --name {name}`"
+    )
+
+
+def read_latest(layout: Layout, name: str) -> str | None:
+    """The fingerprint ``builds/<name>/LATEST`` names (its build may be gone), or None when there is no pointer."""
+    try:
+        text = layout.latest_pointer(name).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None
+    return text or None
+
+
+def build_fingerprints(layout: Layout, name: str) -> list[str]:
+    """The fingerprints of ``name``'s build folders that hold a manifest (readable or not), sorted."""
+    folder = layout.builds / name
+    return sorted(p.parent.name for p in folder.glob(f"*/{MANIFEST_FILE}")) if folder.is_dir() else []
+
+
 def list_names(layout: Layout) -> list[str]:
-    """Names with at least one published build, sorted."""
+    """Names with a published build or a ``LATEST`` pointer, sorted (never the work folders ``.staging``,
+    ``.locks``)."""
     if not layout.builds.is_dir():
         return []
-    return sorted(p.parent.name for p in layout.builds.glob("*/LATEST"))
+    names = [d.name for d in layout.builds.iterdir() if d.is_dir() and re.fullmatch(NAME_PATTERN, d.name)]
+    return sorted(n for n in names if layout.latest_pointer(n).is_file() or build_fingerprints(layout, n))
 
 
 def list_builds(layout: Layout, name: str) -> list[Dataset]:
-    """Every published build of ``name``, oldest first."""
-    folder = layout.builds / name
-    roots = [p.parent for p in folder.glob(f"*/{MANIFEST_FILE}")] if folder.is_dir() else []
-    return [Dataset(root, read_manifest(root)) for root in sorted(roots, key=lambda r: r.stat().st_mtime_ns)]
+    """Every published build of ``name``, oldest first (by :func:`built_at`); a build removed meanwhile is left out.
+
+    Raises:
+        BuildError: a build's manifest is unreadable or of an unknown format version.
+    """
+    found = []
+    for fingerprint in build_fingerprints(layout, name):
+        root = layout.build_dir(name, fingerprint)
+        try:
+            found.append(Dataset(root, read_manifest(root)))
+        except BuildError:
+            if (root / MANIFEST_FILE).exists():
+                raise
+    return sorted(found, key=built_at)
+
+
+def built_at(dataset: Dataset) -> dt.datetime:
+    """When a build was published: its manifest's ``created_at``, or for a build written before that was
+    recorded, its folder's modification time (the epoch when the folder is gone)."""
+    if dataset.manifest.created_at is not None:
+        return dataset.manifest.created_at
+    try:
+        return dt.datetime.fromtimestamp(dataset.root.stat().st_mtime, dt.UTC)
+    except FileNotFoundError:
+        return dt.datetime.fromtimestamp(0, dt.UTC)

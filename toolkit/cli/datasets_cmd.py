@@ -1,0 +1,266 @@
+"""``distill datasets list | show | rm | prune | diff``: look at built datasets, remove old builds, compare two.
+
+Which builds promoted models name (listed, and protected from ``rm`` and
+``prune``) is read here, above the datasets layer: every loop run's promoted
+models, through their checkpoint cards (:func:`promoted_models`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json
+from toolkit.cli.build_cmd import show_manifest
+
+if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
+    from toolkit.datasets.diff import BuildDiff
+    from toolkit.datasets.inventory import BuildEntry, ModelRef
+    from toolkit.datasets.remove import Removal
+    from toolkit.layout import Layout
+    from toolkit.train.checkpoints import Card
+
+datasets_app = typer.Typer(
+    help="List built datasets, show their manifests, remove or prune builds, compare two builds.",
+    no_args_is_help=True,
+)
+app.add_typer(datasets_app, name="datasets")
+
+NameArg = Annotated[str, typer.Argument(help="Dataset name.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Remove builds that promoted models' cards name too.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")]
+
+
+def promoted_models(home: Layout) -> tuple[list[ModelRef], list[str]]:
+    """The builds promoted models name: every loop run's promoted models, through their cards.
+
+    A card path relative to the data root is resolved under it. A run or a card
+    that cannot be read is a warning (its build is then not protected), never an error.
+    """
+    from toolkit.datasets.inventory import ModelRef
+    from toolkit.errors import DistillError
+    from toolkit.loop.state import RunFolder
+
+    refs: list[ModelRef] = []
+    warnings: list[str] = []
+    for run in sorted(p.name for p in home.runs.iterdir()) if home.runs.is_dir() else []:
+        try:
+            folder = RunFolder(home, run)
+        except DistillError:
+            continue  # not a loop run's name
+        if not folder.exists():
+            continue  # runs/train/ and other folders that are not loop runs
+        try:
+            promoted = folder.load().promoted
+        except DistillError as error:
+            warnings.append(f"loop run {run!r} skipped: {error.message}")
+            continue
+        for model in promoted:
+            path = Path(model.checkpoint)
+            try:
+                card = _read_card(path if path.is_absolute() else home.home / path)
+            except DistillError as error:
+                warnings.append(
+                    f"{run}/{model.name}: its card cannot be read, so the build it names is not protected: "
+                    f"{error.message}"
+                )
+                continue
+            if card.dataset is not None:
+                refs.append(
+                    ModelRef(dataset=card.dataset.name, fingerprint=card.dataset.fingerprint, run=run, model=model.name)
+                )
+    return refs, warnings
+
+
+def _read_card(path: Path) -> Card:
+    """A checkpoint's card as written (features of another version are fine: only its dataset is read)."""
+    from toolkit.errors import TrainError
+    from toolkit.layout import CARD_FORMAT_VERSION
+    from toolkit.storage import read_versioned
+    from toolkit.train.checkpoints import Card, card_path
+
+    return read_versioned(
+        card_path(path), Card, CARD_FORMAT_VERSION, what="checkpoint card", error=TrainError, hint="see the loop run"
+    )
+
+
+def _warn(warnings: list[str]) -> None:
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+
+
+@datasets_app.command("list")
+def list_datasets(
+    every: Annotated[bool, typer.Option("--all", help="Every build of each name, not only its latest.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every dataset name with its latest build (--all: every build), and the promoted models that name each.
+
+    A build folder that vanished or a manifest that cannot be read is a warning on stderr, never an error."""
+    from toolkit.datasets.inventory import list_inventory
+
+    home = layout()
+    models, model_warnings = promoted_models(home)
+    inventory = list_inventory(home, every=every, models=models)
+    _warn(model_warnings + inventory.warnings)
+    if as_json:
+        print_json([entry.model_dump(mode="json") for entry in inventory.builds])
+        return
+    if not inventory.builds:
+        console.print(
+            "no builds to list: see the warnings" if inventory.warnings else "no datasets yet: run `distill build`"
+        )
+        return
+    _list_table(inventory.builds, home.builds, every)
+
+
+def _list_table(entries: list[BuildEntry], where: Path, every: bool) -> None:
+    table = Table(title=f"{'builds' if every else 'datasets'} under {where}" + (" (* latest)" if every else ""))
+    for column in ("name", "fingerprint", "created (UTC)"):
+        table.add_column(column, no_wrap=True)
+    for column in ("train rows", "holdout rows", "lake"):
+        table.add_column(column, justify="right")
+    table.add_column("promoted models")
+    for entry in entries:
+        table.add_row(
+            entry.name,
+            entry.fingerprint + (" *" if every and entry.latest else ""),
+            f"{entry.created_at:%Y-%m-%d %H:%M}" + ("" if entry.created_recorded else " ~"),
+            f"{entry.train.rows:,}",
+            f"{entry.holdout.rows:,}",
+            "" if entry.lake_version is None else str(entry.lake_version),
+            ", ".join(entry.models),
+        )
+    console.print(table)
+    if any(not entry.created_recorded for entry in entries):
+        console.print("~ built before manifests recorded the time: the folder's modification time")
+
+
+@datasets_app.command("show")
+def show_dataset(
+    name: NameArg,
+    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A build other than the latest.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Summarise a dataset's manifest (``--json`` prints the whole manifest)."""
+    from toolkit.datasets.dataset import open_dataset
+
+    dataset = open_dataset(layout(), name, fingerprint)
+    if as_json:
+        print_json(dataset.manifest.model_dump(mode="json"))
+        return
+    created = dataset.manifest.created_at
+    when = f", built {created:%Y-%m-%d %H:%M:%S} UTC" if created else ""
+    console.print(f"[bold]{name}[/bold] {dataset.fingerprint} at {dataset.root}{when}")
+    show_manifest(dataset.manifest)
+
+
+@datasets_app.command("rm")
+def remove(
+    name: NameArg,
+    fingerprint: Annotated[str, typer.Argument(help="The build's fingerprint (see `distill datasets list --all`).")],
+    force: ForceOpt = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove one build. Refused (exit 1, nothing changed) when a promoted model's card names it, unless --force;
+    LATEST moves to the newest build left."""
+    from toolkit.datasets.remove import remove_build
+
+    home = layout()
+    models, warnings = promoted_models(home)
+    _warn(warnings)
+    _show_removal(remove_build(home, name, fingerprint, models=models, force=force, dry_run=dry_run), as_json)
+
+
+@datasets_app.command("prune")
+def prune(
+    name: NameArg,
+    keep: Annotated[int, typer.Option("--keep", min=0, help="How many of the newest builds to keep.")],
+    force: ForceOpt = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove every build of NAME but the --keep newest; builds a promoted model's card names stay unless --force."""
+    from toolkit.datasets.remove import prune_builds
+
+    home = layout()
+    models, warnings = promoted_models(home)
+    _warn(warnings)
+    _show_removal(prune_builds(home, name, keep=keep, models=models, force=force, dry_run=dry_run), as_json)
+
+
+def _show_removal(removal: Removal, as_json: bool) -> None:
+    _warn(removal.warnings)
+    if as_json:
+        print_json(removal.model_dump(mode="json"))
+        return
+    verb = "would remove" if removal.dry_run else "removed"
+    listed = ", ".join(removal.removed) or "nothing"
+    console.print(f"[bold]{removal.name}[/bold]: {verb} {len(removal.removed)} build(s): {listed}")
+    for fingerprint, models in removal.forced.items():
+        console.print(f"  {fingerprint} was named by promoted models (--force): {', '.join(models)}")
+    for fingerprint, models in removal.protected.items():
+        console.print(f"  kept {fingerprint}: named by promoted models {', '.join(models)} (--force removes it)")
+    console.print(f"  left: {', '.join(removal.kept) or 'none'}")
+    console.print(f"  LATEST: {removal.latest}" if removal.latest else "  no LATEST: no build of it is left")
+
+
+@datasets_app.command("diff")
+def diff(
+    name: NameArg,
+    before: Annotated[str, typer.Argument(help="Fingerprint of the first build (before).")],
+    after: Annotated[str, typer.Argument(help="Fingerprint of the second build (after).")],
+    as_json: JsonOpt = False,
+) -> None:
+    """What changed from one build of NAME to another: rows by source, generation and batch; labels per source;
+    config; versions; whether the holdout is the same."""
+    from toolkit.datasets.diff import diff_builds
+
+    result = diff_builds(layout(), name, before, after)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    _show_diff(result)
+
+
+def _show_diff(result: BuildDiff) -> None:
+    console.print(
+        f"[bold]{result.name}[/bold] {result.before} -> {result.after}: {result.rows_before:,} -> "
+        f"{result.rows_after:,} rows, +{result.added:,} -{result.removed:,}"
+    )
+    if result.rows:
+        table = Table(title="rows added and removed (decision and batch)")
+        for column in ("split", "source", "generation", "batch", "added", "removed"):
+            table.add_column(column, justify="right" if column in ("added", "removed") else "left")
+        for row in result.rows:
+            generation = "none" if row.generation is None else str(row.generation)
+            table.add_row(row.split, row.source, generation, row.batch_id, f"+{row.added:,}", f"-{row.removed:,}")
+        console.print(table)
+    labels = Table(title="training labels per source (rows, share)")
+    for column in ("source", "action", "before", "after", "change"):
+        labels.add_column(column, justify="left" if column in ("source", "action") else "right")
+    for shift in result.labels:
+        labels.add_row(
+            shift.source,
+            shift.action,
+            f"{shift.before:,} ({shift.share_before:.1%})",
+            f"{shift.after:,} ({shift.share_after:.1%})",
+            f"{shift.share_change * 100:+.1f} pt",
+        )
+    console.print(labels)
+    for title, changes in (("config", result.config), ("versions", result.versions)):
+        for change in changes:
+            console.print(f"{title}: {change.field}: {change.before!r} -> {change.after!r}")
+        if not changes:
+            console.print(f"{title}: the same")
+    holdout = result.holdout
+    same = "identical" if holdout.identical else f"differs (+{holdout.added:,} -{holdout.removed:,} rows)"
+    files = "the same files" if holdout.same_files else "other files"
+    console.print(f"holdout: {same}, {files}; {holdout.rows_before:,} -> {holdout.rows_after:,} rows")
+    for change in holdout.settings:
+        console.print(f"holdout: {change.field}: {change.before!r} -> {change.after!r}")
