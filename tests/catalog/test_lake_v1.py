@@ -1,0 +1,75 @@
+"""A lake written by the contract-v1 writer, read by today's code: no file rewritten, v1 columns unchanged."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+import pytest
+
+from toolkit.catalog import Catalog
+from toolkit.catalog.lifecycle import history
+from toolkit.layout import Layout
+from toolkit.schema.arrow import lake_schema
+
+FIXTURE = Path(__file__).parents[1] / "data" / "lake_v1"
+
+
+@pytest.fixture
+def v1_root(tmp_path: Path) -> Layout:
+    layout = Layout.at(tmp_path / "home")
+    layout.home.mkdir(parents=True)
+    for folder in ("lake", "quarantine"):
+        shutil.copytree(FIXTURE / folder, layout.home / folder)
+    return layout
+
+
+def _v1_files(layout: Layout) -> list[Path]:
+    return sorted(layout.lake.rglob("part-*.parquet"))
+
+
+def test_the_catalog_is_rebuilt_from_the_log_alone(v1_root: Layout) -> None:
+    with Catalog.open(v1_root) as catalog:
+        operations = [v.operation for v in history(catalog)]
+        batches = {b.batch_id: b for b in catalog.batches()}
+    assert operations[:6] == ["create", "ingest", "ingest", "ingest", "review", "retire"]
+    assert sorted((b.status, b.retired) for b in batches.values()) == [
+        ("accepted", False),
+        ("ingested", False),
+        ("ingested", True),
+    ]
+    assert [b.retired_reason for b in batches.values() if b.retired] == ["a broken engine build"]
+
+
+def test_v1_rows_read_with_their_v1_columns_unchanged_and_no_file_rewritten(v1_root: Layout) -> None:
+    before = {p: p.read_bytes() for p in _v1_files(v1_root)}
+    v1_columns = pq.read_schema(next(iter(before))).names
+    with Catalog.open(v1_root) as catalog:
+        live = sorted(f.path for f in catalog.lake_files())
+        read = catalog.read("SELECT * FROM decisions ORDER BY batch_id, source_line")
+    expected = (
+        pads.dataset([str(p) for p in live], format="parquet")
+        .to_table()
+        .sort_by([("batch_id", "ascending"), ("source_line", "ascending")])
+    )
+    assert read.num_rows == expected.num_rows == 20  # the retired batch's rows are not there
+    assert read.select(v1_columns).to_pylist() == expected.select(v1_columns).to_pylist()
+    assert read.column_names == lake_schema().names
+    for added in set(lake_schema().names) - set(v1_columns):
+        assert read[added].null_count == read.num_rows, added
+    assert {p: p.read_bytes() for p in _v1_files(v1_root)} == before
+
+
+def test_the_v1_lake_takes_new_batches_and_old_versions_stay_readable(v1_root: Layout, write_log) -> None:
+    from tests.factories import make_snapshot
+    from toolkit.ingest.ingest import ingest_paths
+
+    ingest_paths(
+        [write_log("new.jsonl", [make_snapshot(game_id="n0", seat=s, decision_index=s) for s in range(4)])], v1_root
+    )
+    with Catalog.open(v1_root, read_only=True) as catalog:
+        assert catalog.read("SELECT count(*) AS n FROM decisions")["n"].to_pylist() == [24]
+    with Catalog.open(v1_root, read_only=True, as_of=3) as catalog:  # before the review and the retirement
+        assert catalog.read("SELECT count(*) AS n FROM decisions")["n"].to_pylist() == [24]
