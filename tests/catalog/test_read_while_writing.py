@@ -90,7 +90,7 @@ def test_a_writer_gets_the_catalog_while_a_reader_holds_it_open(home: Layout) ->
 def test_a_snapshot_left_stale_by_a_killed_writer_is_not_read_once_the_catalog_is_free(home: Layout) -> None:
     with Catalog.open(home) as catalog:  # a commit whose snapshot refresh never happened
         catalog.con.execute(
-            "UPDATE batches SET status = 'rejected' WHERE batch_id = (SELECT min(batch_id) FROM batches)"
+            "UPDATE batch_states SET status = 'rejected' WHERE batch_id = (SELECT min(batch_id) FROM batch_states)"
         )
         catalog.con.close()
         catalog.read_only = True  # skip close's refresh: as if killed after the commit

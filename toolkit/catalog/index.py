@@ -105,6 +105,9 @@ INGEST: Final = "ingest"
 REVIEW: Final = "review"
 RETIRE: Final = "retire"
 RESTORE: Final = "restore"
+VACUUM: Final = "vacuum"
+# catalog_meta key: a vacuum deleting files has not committed its version yet (see toolkit.catalog.lifecycle).
+VACUUM_PENDING: Final = "vacuum_pending"
 
 
 def indexed_version(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -179,6 +182,8 @@ def _apply_batches(con: duckdb.DuckDBPyConnection, version: int, info: CommitInf
         _set_states(con, version, info.batches, retired=True, retired_reason=info.reason)
     elif info.operation == RESTORE:
         _set_states(con, version, info.batches, retired=False, retired_reason=None)
+    elif info.operation == VACUUM:
+        con.execute("DELETE FROM catalog_meta WHERE key = ?", [VACUUM_PENDING])
 
 
 BATCH_LOG_COLUMNS: Final = (

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,10 +39,10 @@ from pydantic import BaseModel, ConfigDict
 
 from toolkit import __version__
 from toolkit.catalog.delta import LOG_FOLDER, CommitInfo, Version
-from toolkit.catalog.index import RESTORE, RETIRE, now
+from toolkit.catalog.index import RESTORE, RETIRE, VACUUM, VACUUM_PENDING, now
 from toolkit.catalog.parquet import lake_parquet_options
 from toolkit.catalog.records import VersionRecord
-from toolkit.catalog.store import Catalog, LakeFile
+from toolkit.catalog.store import Catalog, LakeFile, read_meta
 from toolkit.errors import UsageError
 from toolkit.failpoints import failpoint
 from toolkit.layout import Layout
@@ -205,7 +206,9 @@ def compact(catalog: Catalog, target_mb: float = DEFAULT_TARGET_MB) -> VersionRe
         return None
     staged = catalog.stage(f"compact-{uuid.uuid4().hex[:12]}")
     for group in groups:
-        name = hashlib.sha256("\n".join(str(f.path) for f in group).encode()).hexdigest()[:16]
+        name = hashlib.sha256(
+            "\n".join(f.path.relative_to(catalog.layout.lake).as_posix() for f in group).encode()
+        ).hexdigest()[:16]
         folder = Layout.partition(group[0].source or "", group[0].generation, "-").parent
         _write_files([f.path for f in group], staged / "lake" / folder / f"compacted-{name}.parquet")
     removed = [f for group in groups for f in group]
@@ -263,36 +266,45 @@ def vacuum(catalog: Catalog, retain_days: float) -> VacuumResult:
         raise UsageError(f"--retain must be 0 days or more, got {retain_days}", hint="e.g. --retain 7")
     cut = now() - dt.timedelta(days=retain_days)
     found = catalog.con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [cut]).fetchall()
-    horizon = max(catalog.vacuum_horizon, int(found[0][0]) if found[0][0] is not None else 0)
-    expired = _expired_files(catalog, horizon) + _unlisted_files(catalog)
-    if not expired:
+    expired = _expired_files(catalog, int(found[0][0]) if found[0][0] is not None else -1)
+    doomed = [*expired, *_unlisted_files(catalog)]
+    pending = json.loads(read_meta(catalog.con, VACUUM_PENDING) or "null")  # a vacuum killed while deleting
+    if not doomed and pending is None:
         return VacuumResult(version=None, horizon=catalog.vacuum_horizon, files_deleted=0, bytes_deleted=0)
-    catalog.set_meta("vacuum_horizon", str(horizon))  # first: a version past it is never read while files go
-    deleted = 0
-    for i, path in enumerate(expired):
-        deleted += path.stat().st_size if path.exists() else 0
+    # The oldest version still whole once these files are gone: the last that removed one of them.
+    horizon = max([catalog.vacuum_horizon, *expired.values()])
+    size = sum(p.stat().st_size for p in doomed)
+    if pending is not None:
+        size, files = size + pending["bytes"], len(doomed) + pending["files"]
+    else:
+        files = len(doomed)
+    # Recorded first: no version before the horizon is read while its files go, and a kill is finished by a rerun.
+    catalog.set_meta(VACUUM_PENDING, json.dumps({"files": files, "bytes": size}))
+    catalog.set_meta("vacuum_horizon", str(horizon))
+    for i, path in enumerate(doomed):
         path.unlink(missing_ok=True)
         if i == 0:
             failpoint("vacuum.deleting")
     _remove_empty_folders(catalog.layout.lake)
     info = CommitInfo(
-        operation="vacuum",
+        operation=VACUUM,
         distill_version=__version__,
         reason=f"retain {retain_days:g} days",
-        detail={"horizon": horizon, "files_deleted": len(expired), "bytes_deleted": deleted},
+        detail={"horizon": horizon, "files_deleted": files, "bytes_deleted": size},
     )
-    record = _record(catalog, catalog.commit(info))
-    return VacuumResult(version=record, horizon=horizon, files_deleted=len(expired), bytes_deleted=deleted)
+    record = _record(catalog, catalog.commit(info))  # its index entry clears the pending mark
+    return VacuumResult(version=record, horizon=horizon, files_deleted=files, bytes_deleted=size)
 
 
-def _expired_files(catalog: Catalog, horizon: int) -> list[Path]:
-    """Files whose every stretch of versions ended at or before ``horizon`` (no version from it on lists them)."""
+def _expired_files(catalog: Catalog, cut: int) -> dict[Path, int]:
+    """Files on disk that no version from ``cut`` on lists (each stretch of versions they were live in ended at or
+    before it), with the version that last removed each."""
     rows = catalog.con.execute(
-        "SELECT path FROM lake_files GROUP BY path "
+        "SELECT path, max(removed_version) FROM lake_files GROUP BY path "
         "HAVING bool_and(removed_version IS NOT NULL AND removed_version <= ?) ORDER BY path",
-        [horizon],
+        [cut],
     ).fetchall()
-    return [p for (path,) in rows if (p := catalog.layout.lake / path).exists()]
+    return {p: int(removed) for path, removed in rows if (p := catalog.layout.lake / path).exists()}
 
 
 def _unlisted_files(catalog: Catalog) -> list[Path]:

@@ -3,8 +3,6 @@ FIXED holdout."""
 
 from __future__ import annotations
 
-import os
-
 from pydantic import BaseModel
 
 from toolkit.catalog.store import Catalog
@@ -88,9 +86,10 @@ def other_runs_batches(layout: Layout, catalog: Catalog, name: str) -> set[str]:
     Read from the catalog, which records each batch's file in the same
     transaction as the batch.
     """
-    runs = str(layout.runs.resolve()) + os.sep
-    return {
-        f.batch_id
-        for f in catalog.files()
-        if f.path.startswith(runs) and f.path[len(runs) :].split(os.sep, 1)[0] != name
-    }
+    runs = layout.runs.resolve()
+    found = set()
+    for file in catalog.files():
+        path = layout.resolve(file.path)  # stored relative to the data root when inside it
+        if path.is_relative_to(runs) and path.relative_to(runs).parts[0] != name:
+            found.add(file.batch_id)
+    return found
