@@ -32,6 +32,7 @@ from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.dataset import (
     HOLDOUT,
     MANIFEST_FILE,
+    SCHEMA,
     Dataset,
     HoldoutRecord,
     Manifest,
@@ -48,7 +49,7 @@ from toolkit.features import feature_spec
 from toolkit.holdout import RULE
 from toolkit.layout import MANIFEST_FORMAT_VERSION, Layout
 from toolkit.progress import ProgressFn
-from toolkit.schema.vocab import SCHEMA_VERSION
+from toolkit.schema.vocab import MACRO_ACTIONS, SCHEMA_VERSION
 from toolkit.storage import LockHeldError, exclusive_lock, write_text_atomic
 
 MEMORY_LIMIT: Final = "1GB"
@@ -140,6 +141,9 @@ def input_key(config: BuildConfig, inputs: list[InputBatch]) -> str:
         "format_version": MANIFEST_FORMAT_VERSION,
         "code_version": __version__,
         "features": feature_spec().version,
+        # what a row is: a build of other columns or another contract is a new build, not a reuse
+        "contract_version": SCHEMA_VERSION,
+        "columns": [f"{f.name}: {f.type}{'' if f.nullable else ' not null'}" for f in SCHEMA],
         "config": config.model_dump(mode="json"),
         "inputs": [[b.batch_id, b.file_sha256, [str(p.relative_to(p.parents[3])) for p in b.files]] for b in inputs],
     }
@@ -185,6 +189,7 @@ def _manifest(
         ),
         features=feature_spec(),
         splits=splits,
+        actions=list(MACRO_ACTIONS),
     )
     fingerprint = hashlib.sha256(_dumps(manifest.model_dump(mode="json")).encode()).hexdigest()[:FINGERPRINT_CHARS]
     return manifest.model_copy(update={"fingerprint": fingerprint})
