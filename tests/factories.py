@@ -88,6 +88,33 @@ def make_snapshot(
     return record
 
 
+def make_lineup(pod_size: int = 4, kinds: tuple[str, ...] = ("heuristic", "tuned", "random", "ppo")) -> list[dict]:
+    """A valid version-2 lineup: seat i played by ``kinds[i % len(kinds)]``, policies at generation 2."""
+    lineup = []
+    for seat in range(pod_size):
+        kind = kinds[seat % len(kinds)]
+        policy = kind in ("bc", "ppo", "ppo-recurrent", "policy")
+        lineup.append({"seat": seat, "kind": kind, "model_version": "gen-002" if policy else None, "name": kind})
+    return lineup
+
+
+def make_snapshot_v2(**overrides: Any) -> dict[str, Any]:
+    """A valid version-2 record: :func:`make_snapshot` with its ``outcome`` (from ``seat_won``) and a lineup
+    whose acting seat is the record's player, unless ``overrides`` give them."""
+    record = make_snapshot(**overrides)
+    record["schema_version"] = overrides.get("schema_version", 2)
+    if "lineup" not in overrides:
+        lineup = make_lineup(record["pod_size"])
+        if record["seat"] < len(lineup):
+            lineup[record["seat"]].update(kind="ppo" if record["model_version"] else "heuristic")
+            lineup[record["seat"]]["model_version"] = record["model_version"]
+        record["lineup"] = lineup
+    if "outcome" not in overrides:
+        won = record["seat_won"]
+        record["outcome"] = None if won is None else (1 if won else -1)
+    return record
+
+
 # Small enough for the test suite: PPO trains against random players, the export floor is off and the strength
 # gates pass anything not far worse, so that the whole generation (gates, merge, build, student) runs.
 TINY: dict[str, Any] = {

@@ -61,6 +61,10 @@ def _low_life(row: dict[str, Any]) -> None:
     row["players"][1]["life"] = -5000
 
 
+def _odd_kind(row: dict[str, Any]) -> None:
+    row["lineup"][1]["kind"] = "wizard"
+
+
 ANY: Callable[[dict[str, Any]], bool] = lambda row: True  # noqa: E731
 CASES: list[tuple[str, Callable[[Rows], Rows]]] = [
     ("not-null.game_id", lambda rows: first(rows, not_terminal, set_field("game_id", None))),
@@ -71,6 +75,8 @@ CASES: list[tuple[str, Callable[[Rows], Rows]]] = [
     ("range.players[].life", lambda rows: first(rows, ANY, _low_life)),
     ("set.phase", lambda rows: first(rows, ANY, set_field("phase", "upkeep"))),
     ("set.action.macro", lambda rows: first(rows, ANY, set_field("action.macro", "mulligan"))),
+    ("set.outcome", lambda rows: first(rows, ANY, set_field("outcome", 0))),
+    ("set.lineup[].kind", lambda rows: first(rows, ANY, _odd_kind)),
     ("pattern.source", lambda rows: first(rows, ANY, set_field("source", "Forge Engine"))),
     ("pod.acting-seat", lambda rows: first(rows, not_terminal, set_field("seat", 6))),
     ("pod.winner-seat", lambda rows: first(rows, ANY, set_field("winner_seat", 5))),
@@ -103,6 +109,17 @@ def test_a_file_off_the_contract_fails_the_schema_expectation(home: Layout) -> N
     assert failed_ids(report) == {"contract.parquet-schema"}
     (result,) = [r for r in report.results if r.id == "contract.parquet-schema"]
     assert "turn: expected int32, found int64" in result.sample[0]["problems"]
+
+
+def test_a_lake_file_written_before_contract_version_2_passes_its_new_columns_reading_null(home: Layout) -> None:
+    path = lake_file(home, "forge")
+    table = pq.read_table(path)
+    old = table.drop_columns(["lineup", "outcome"])
+    old = old.set_column(0, "schema_version", pa.array([1] * old.num_rows, pa.int32()))
+    pq.write_table(old, path)
+    report = check_lake(home, config=CheckConfig(write=False))
+    assert report.passed and not failed_ids(report, None), [r for r in report.results if not r.success]
+    assert report.rows == sum(pq.ParquetFile(p).metadata.num_rows for p in home.lake.rglob("*.parquet"))
 
 
 def test_offending_rows_are_sampled_with_their_keys_and_lineage(home: Layout) -> None:

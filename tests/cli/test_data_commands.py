@@ -101,7 +101,8 @@ def test_home_defaults_to_the_environment_variable(logs, tmp_path: Path, monkeyp
     assert (tmp_path / "envhome" / "catalog.duckdb").exists()
 
 
-def test_schemas_export_writes_the_committed_file(tmp_path: Path) -> None:
+def test_schemas_export_writes_the_committed_files_of_every_contract_version(tmp_path: Path) -> None:
     assert run("schemas", "export", "--out", str(tmp_path)).exit_code == 0
-    committed = Path(__file__).resolve().parents[2] / "schemas" / "decision_snapshot.v1.schema.json"
-    assert (tmp_path / committed.name).read_text() == committed.read_text()
+    for version in (1, 2):
+        committed = Path(__file__).resolve().parents[2] / "schemas" / f"decision_snapshot.v{version}.schema.json"
+        assert (tmp_path / committed.name).read_text() == committed.read_text()

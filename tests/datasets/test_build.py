@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.datasets.conftest import game_records
@@ -37,6 +39,7 @@ from toolkit.features import encode_arrow, feature_spec
 from toolkit.holdout import in_holdout
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
+from toolkit.schema.vocab import MACRO_ACTIONS
 
 
 def _games(prefix: str, n: int, source: str = "forge", **kwargs: object) -> list[list[dict]]:
@@ -85,6 +88,39 @@ def test_dataset_rows_carry_the_encoded_features_label_and_mask_of_their_lake_ro
         assert row[LABEL] == lake_row[col.ACTION]["index"]
         assert row[LEGAL_MASK] == (lake_row[col.LEGAL_ACTIONS] or [True] * 8)
         assert row[col.BATCH_ID] == lake_row[col.BATCH_ID] and row[col.SOURCE_LINE] == lake_row[col.SOURCE_LINE]
+
+
+def test_a_build_names_its_actions_in_the_manifest_and_as_a_hugging_face_class_label(layout: Layout, lake) -> None:
+    lake("a.jsonl", *_games("f", 40))
+    ds = build_dataset(layout, BuildConfig()).dataset
+    assert ds.manifest.actions == list(MACRO_ACTIONS)
+    for split in SPLITS:
+        for path in ds.files(split):
+            schema = pq.read_schema(path)
+            features = json.loads(schema.metadata[b"huggingface"])["info"]["features"]
+            assert list(features) == schema.names
+            assert features[LABEL] == {"names": list(MACRO_ACTIONS), "_type": "ClassLabel"}
+            assert features[FEATURES] == {
+                "feature": {"dtype": "float32", "_type": "Value"},
+                "length": 117,
+                "_type": "Sequence",
+            }
+            # `datasets` keeps a column's feature from this metadata only where its Arrow field is the feature's
+            # own, exactly: ClassLabel's is a nullable int64
+            assert schema.field(LABEL) == pa.field(LABEL, pa.int64(), nullable=True)
+
+
+def test_hugging_face_datasets_loads_the_label_as_the_action_names(layout: Layout, lake, tmp_path: Path) -> None:
+    pytest.importorskip("datasets.features", reason="the Hugging Face datasets package is not installed")
+    import datasets
+
+    lake("a.jsonl", *_games("f", 20))
+    ds = build_dataset(layout, BuildConfig()).dataset
+    files = {split: [str(p) for p in ds.files(split)] for split in SPLITS}
+    loaded = datasets.load_dataset("parquet", data_files=files, cache_dir=str(tmp_path / "hf"))
+    label = loaded[TRAIN].features[LABEL]
+    assert isinstance(label, datasets.ClassLabel) and label.names == list(MACRO_ACTIONS)
+    assert loaded[TRAIN].num_rows == ds.manifest.splits[TRAIN].rows
 
 
 def test_ratio_weights_subsample_oversample_and_drop_whole_games(layout: Layout, lake) -> None:

@@ -16,7 +16,7 @@ from toolkit.datasets.dataset import list_builds, open_dataset
 from toolkit.errors import ExportError
 from toolkit.export.minari import MinariExportConfig, export_minari
 from toolkit.layout import Layout
-from toolkit.schema.vocab import SCHEMA_VERSION
+from toolkit.schema.vocab import MACRO_ACTIONS, SCHEMA_VERSION
 
 minari = pytest.importorskip("minari")
 
@@ -46,6 +46,7 @@ def test_every_episode_equals_the_builds_rows(loop_home: Layout, tmp_path: Path,
     for episode, rows, key in zip(loaded.iterate_episodes(), groups, keys, strict=True):
         n = rows.height
         assert (key["game_id"], key["seat"], key["source"]) == (rows["game_id"][0], rows["seat"][0], rows["source"][0])
+        assert key["outcome"] == (1 if rows["seat_won"][-1] else -1)  # the loop's rows all know their result
         assert len(episode) == n
         np.testing.assert_array_equal(episode.actions, rows["label"].to_numpy())
         np.testing.assert_allclose(episode.rewards, rows["reward"].fill_null(0.0).to_numpy())
@@ -63,7 +64,7 @@ def test_every_episode_equals_the_builds_rows(loop_home: Layout, tmp_path: Path,
         assert episode.infos["legal_mask"][np.arange(n), episode.actions].all()  # each action legal at its step
 
 
-def test_the_metadata_carries_the_fingerprint_contract_version_and_holdout_rule(
+def test_the_metadata_carries_the_fingerprint_contract_version_holdout_rule_and_action_names(
     loop_home, tmp_path, monkeypatch
 ) -> None:
     result = export_minari(loop_home, MinariExportConfig(name="loop-tiny", out=tmp_path))
@@ -76,6 +77,8 @@ def test_the_metadata_carries_the_fingerprint_contract_version_and_holdout_rule(
     assert distill["holdout"]["salt"] == manifest.holdout.salt
     assert distill["holdout"]["content"] == manifest.holdout.content
     assert distill["features"] == manifest.features.names
+    assert distill["actions"] == manifest.actions == list(MACRO_ACTIONS)
+    assert "+1 for the winner and -1 for every other seat" in distill["rewards"]
     assert meta["dataset_id"] == "distill/loop-tiny-train-v0"
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from toolkit.game import cards as C
 from toolkit.game import core, records, rules
+from toolkit.game.lineup import Entrant
 from toolkit.game.observation import SEAT_FIELDS
 from toolkit.game.players import make_player
 from toolkit.game.simulate import SimulateConfig, simulate
@@ -93,3 +94,36 @@ def test_a_failed_write_surfaces_and_publishes_nothing(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         writer.close()
     assert writer.files == []
+
+
+def test_rows_name_every_seats_player_in_the_lineup_game_by_game() -> None:
+    finished = _finished(4)[0]
+    entrants = [Entrant("heuristic", "heuristic"), Entrant("tuned", "tuned"), Entrant("random", "random")]
+    seating = np.array([[g % 3, (g + 1) % 3, 2, 2] for g in range(len(finished.game))])
+    lines = records.build_rows(
+        finished, seed=3, sources=["forge", "forge", "random", "random"], entrants=entrants, seating=seating
+    )
+    for line in lines:
+        row = DecisionSnapshot.model_validate_json(line)
+        game = int(np.searchsorted(finished.game, int(row.game_id.rsplit("-", 1)[1])))
+        assert [(e.seat, e.kind) for e in row.lineup] == [(s, entrants[i].kind) for s, i in enumerate(seating[game])]
+
+
+def test_without_entrants_the_lineup_is_unknown_and_the_outcome_is_still_written() -> None:
+    finished = _finished(3)[0]
+    for line in records.build_rows(finished, seed=3, sources=["forge", "forge", "random"]):
+        row = DecisionSnapshot.model_validate_json(line)
+        assert row.schema_version == 2 and row.lineup is None
+        assert row.outcome == (1 if row.seat_won else -1)
+
+
+def test_simulated_rows_name_each_seats_player_type_and_their_outcome(tmp_path: Path) -> None:
+    players = ("heuristic", "tuned", "random", "heuristic")
+    result = simulate(SimulateConfig(games=20, players=players, seed=7, out=tmp_path, max_rounds=8))
+    rows = [DecisionSnapshot.model_validate_json(line) for p in result.files for line in p.read_bytes().splitlines()]
+    assert {r.timed_out for r in rows} == {True, False}  # turn-limit games too: an outcome of -1 for every seat
+    for row in rows:
+        assert [(e.kind, e.name, e.model_version) for e in row.lineup] == [(p, p, None) for p in players]
+        assert row.outcome == (1 if row.winner_seat == row.seat else -1)
+    wins = {(r.game_id, r.lineup[r.winner_seat].kind) for r in rows if r.winner_seat is not None}
+    assert len(wins) == sum(result.wins_per_seat)

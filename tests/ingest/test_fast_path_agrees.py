@@ -9,7 +9,7 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
-from tests.factories import make_snapshot
+from tests.factories import make_lineup, make_snapshot, make_snapshot_v2
 from toolkit.ingest.fastpath import validate_lines
 from toolkit.schema import DecisionSnapshot
 
@@ -35,6 +35,9 @@ POOL = [
     "x",
     "main_1",
     "gen-002",
+    "gen-003",
+    "ppo",
+    "unknown",
     "cast_creature",
     "pass",
     [],
@@ -74,14 +77,27 @@ def _mutate(record: dict, rng: random.Random) -> dict:
 
 
 def _base(rng: random.Random) -> dict:
+    """A valid record: version 1, or version 2 (with or without a lineup), by a policy or not."""
     n = rng.choice([2, 3, 4, 6])
     seat = rng.randrange(n)
     winner = rng.choice([None, rng.randrange(n)])
-    record = make_snapshot(
-        pod_size=n, seat=seat, winner_seat=winner, seat_won=None if winner is None else winner == seat
-    )
+    fields = {
+        "pod_size": n,
+        "seat": seat,
+        "winner_seat": winner,
+        "seat_won": None if winner is None else winner == seat,
+    }
     if rng.random() < 0.3:
-        record.update(model_version="gen-002", generation=2, source="ppo")
+        fields.update(model_version="gen-002", generation=2, source="ppo")
+    roll = rng.random()
+    if roll < 0.4:
+        return make_snapshot(**fields)
+    record = make_snapshot_v2(**fields)
+    if roll < 0.5:
+        record["lineup"] = None
+    elif roll < 0.6:  # a partly known lineup: only the acting seat
+        record["lineup"] = [{"seat": s, "kind": "unknown", "model_version": None, "name": None} for s in range(n)]
+        record["lineup"][seat] = make_lineup(n)[seat] | {"model_version": fields.get("model_version")}
     return record
 
 

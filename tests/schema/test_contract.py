@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from tests.factories import make_player, make_snapshot
 from toolkit.schema import DecisionSnapshot
-from toolkit.schema.export import SCHEMA_FILE, render_json_schema
+from toolkit.schema.export import MODELS, render_json_schema, schema_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,6 +96,11 @@ def test_rejects_unknown_and_missing_fields() -> None:
     assert {"colour", "game_id"} <= _fields(record)
 
 
-def test_committed_json_schema_is_current() -> None:
-    committed = (REPO / "schemas" / SCHEMA_FILE).read_text(encoding="utf-8")
-    assert committed == render_json_schema(), "schemas/ is stale: run `distill schemas export`"
+@pytest.mark.parametrize("version", sorted(MODELS))
+def test_committed_json_schema_of_every_version_is_current(version: int) -> None:
+    committed = (REPO / "schemas" / schema_file(version)).read_text(encoding="utf-8")
+    assert committed == render_json_schema(version), "schemas/ is stale: run `distill schemas export`"
+
+
+def test_schemas_holds_one_file_per_contract_version_and_nothing_else() -> None:
+    assert sorted(p.name for p in (REPO / "schemas").glob("*.json")) == sorted(schema_file(v) for v in MODELS)

@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from toolkit.catalog import Catalog
+from toolkit.catalog.query import run_query
 from toolkit.game.env import CommanderEnv, EpisodeRecord
 from toolkit.game.players import make_player
 from toolkit.ingest.ingest import ingest_paths
@@ -133,3 +135,100 @@ def test_league_games_export_every_seat_the_player_holds(tmp_path: Path) -> None
     assert len(seats_per_game) == 24 and max(len(s) for s in seats_per_game.values()) > 1  # self-play seats too
     assert {r["source"] for r in rows} == {"ppo"} and any(not r["seat_won"] for r in rows)
     assert ingest_paths(counts.files, Layout.at(tmp_path / "home")).rows_rejected == 0
+
+
+def _by_episode(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:
+    episodes: dict[tuple[str, int], list[dict]] = {}
+    for row in rows:
+        episodes.setdefault((row["game_id"], row["seat"]), []).append(row)
+    return episodes
+
+
+def test_league_rows_name_who_held_every_seat_so_every_winner_is_known(tmp_path: Path) -> None:
+    counts = export_league_games(
+        "tuned",
+        [SELF, "random", "heuristic"],
+        tmp_path,
+        games=24,
+        seed=4,
+        batch="b5",
+        generation=3,
+        config=ExportConfig(min_decisions=1),
+    )
+    rows = _lines(counts.files)
+    for row in rows:
+        lineup = row["lineup"]
+        assert [e["seat"] for e in lineup] == list(range(row["pod_size"]))
+        assert lineup[row["seat"]] == {
+            "seat": row["seat"],
+            "kind": "tuned",
+            "model_version": "gen-003",
+            "name": "tuned",
+        }
+        others = [e for e in lineup if e["model_version"] is None]
+        assert all(e["kind"] in ("random", "heuristic") and e["kind"] == e["name"] for e in others)
+    games = {row["game_id"]: row for row in rows}
+    won_by_others = [
+        r
+        for r in games.values()
+        if r["winner_seat"] is not None and r["lineup"][r["winner_seat"]]["model_version"] is None
+    ]
+    assert won_by_others, "some games are won by a league seat the lake has no rows for"
+    home = Layout.at(tmp_path / "home")
+    assert ingest_paths(counts.files, home).rows_rejected == 0
+    with Catalog.open(home, read_only=True, sandbox=True) as catalog:
+        wins = run_query(
+            catalog,
+            "SELECT lineup[winner_seat + 1].kind AS kind, count(DISTINCT game_id) AS games FROM decisions "
+            "WHERE winner_seat IS NOT NULL GROUP BY ALL ORDER BY kind",
+        ).to_pylist()
+    assert sum(w["games"] for w in wins) == sum(r["winner_seat"] is not None for r in games.values())
+    assert {w["kind"] for w in wins} <= {"tuned", "random", "heuristic"}
+
+
+def test_the_outcome_is_the_result_alone_and_the_reward_adds_the_shaping_to_it(tmp_path: Path) -> None:
+    exporter = DecisionExporter(tmp_path, batch="b6", generation=1, seed=2, config=ExportConfig(min_decisions=1))
+    for e in _episodes(20, seed=3):
+        exporter.add_episode(e)
+    rows = _lines(exporter.close().files)
+    assert {r["outcome"] for r in rows} == {1, -1}
+    for episode in _by_episode(rows).values():
+        last = episode[-1]
+        assert all(r["outcome"] == (1 if r["seat_won"] else -1) == last["outcome"] for r in episode)
+        shaping = [r["reward"] for r in episode[:-1]] + [last["reward"] - last["outcome"]]
+        assert all(0 <= s < 1 for s in shaping)  # damage and eliminations only ever add
+        assert np.isclose(last["episode_return"], last["outcome"] + sum(shaping), atol=1e-5)
+
+
+def test_env_episodes_name_the_pools_players_and_the_learner(tmp_path: Path) -> None:
+    exporter = DecisionExporter(tmp_path, batch="b7", generation=2, seed=1, config=ExportConfig(min_decisions=1))
+    for e in _episodes(6, seed=4):
+        exporter.add_episode(e)
+    rows = _lines(exporter.close().files)
+    for row in rows:
+        kinds = [e["kind"] for e in row["lineup"]]
+        assert kinds[row["seat"]] == "ppo" and row["lineup"][row["seat"]]["model_version"] == "gen-002"
+        assert sorted(k for s, k in enumerate(kinds) if s != row["seat"]) == ["heuristic", "random", "random"]
+
+
+def test_evaluation_rows_name_the_opponents_and_the_learner(tmp_path: Path) -> None:
+    exporter = DecisionExporter(
+        tmp_path,
+        batch="b8",
+        generation=2,
+        seed=3,
+        source="ppo-eval",
+        config=ExportConfig(min_decisions=1),
+        kind="ppo-recurrent",
+        name="ppo-recurrent-run1",
+    )
+    evaluate(
+        lambda: make_player("heuristic"),
+        EvaluateConfig(opponents=("random", "tuned", "random"), games=8, seed=2),
+        exporter=exporter,
+    )
+    rows = _lines(exporter.close().files)
+    for row in rows:
+        me = row["lineup"][row["seat"]]
+        assert (me["kind"], me["name"], me["model_version"]) == ("ppo-recurrent", "ppo-recurrent-run1", "gen-002")
+        assert sorted(e["kind"] for e in row["lineup"] if e is not me) == ["random", "random", "tuned"]

@@ -257,17 +257,24 @@ def _error_result(
 
 
 def _run_gx_frames(ctx: CheckContext, specs: list[ExpectationSpec], chunk_rows: int) -> list[ExpectationResult]:
-    """Row expectations on decisions, then those on the per-seat ``players[]`` entries (one row per seat)."""
+    """Row expectations on decisions, then those on the entries of each list column (``players[]``,
+    ``lineup[]``: one row per entry)."""
     by_id: dict[str, ExpectationResult] = {}
-    for per_seat in (False, True):
-        group = [s for s in specs if any(LIST_MARK in c for c in s.columns) == per_seat]
-        if not group:
-            continue
+    lists = sorted({_list_of(s) for s in specs}, key=lambda name: (name is not None, name or ""))
+    for name in lists:
+        group = [s for s in specs if _list_of(s) == name]
         columns = sorted({c for s in group for c in s.columns})
-        chunks = _chunks(ctx, _frame_sql(ctx, columns, per_seat), chunk_rows)
+        chunks = _chunks(ctx, _frame_sql(ctx, columns, name is not None), chunk_rows)
         for result in run_gx(group, chunks, ctx.key_columns, ctx.sample_rows):
             by_id[result.id] = result
     return [by_id[s.id] for s in specs]
+
+
+def _list_of(spec: ExpectationSpec) -> str | None:
+    """The list column whose entries ``spec`` checks (``players`` for ``players[].life``), None for a row check
+    (a spec naming several lists gets them all, which :func:`_frame_sql` refuses)."""
+    lists = sorted({c.split(LIST_MARK, 1)[0] for c in spec.columns if LIST_MARK in c})
+    return ",".join(lists) or None
 
 
 def _frame_sql(ctx: CheckContext, columns: list[str], per_seat: bool) -> str:

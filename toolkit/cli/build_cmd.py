@@ -47,7 +47,8 @@ def build(
     ] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="How weights read: ratio (default) or share.")] = None,
     min_reward: Annotated[
-        float | None, typer.Option("--min-reward", help="Minimum episode return (policy sources).")
+        float | None,
+        typer.Option("--min-reward", help="Minimum episode return as logged, shaping included (policy sources)."),
     ] = None,
     wins_only: Annotated[
         list[str] | None, typer.Option("--wins-only", help="Keep only won episodes of SOURCE (repeat).")

@@ -18,6 +18,6 @@ app.add_typer(schemas_app, name="schemas")
 def export(
     out: Annotated[Path, typer.Option("--out", help="Folder to write into.")] = Path("schemas"),
 ) -> None:
-    """Write JSON Schema for the canonical record (DecisionSnapshot) into OUT."""
+    """Write JSON Schema for every version of the canonical record (DecisionSnapshot) into OUT."""
     for path in write_json_schemas(out):
         console.print(f"wrote {path}")

@@ -34,6 +34,7 @@ from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.dataset import (
     HOLDOUT,
     MANIFEST_FILE,
+    SCHEMA,
     Dataset,
     HoldoutRecord,
     Manifest,
@@ -50,7 +51,7 @@ from toolkit.features import feature_spec
 from toolkit.holdout import RULE
 from toolkit.layout import MANIFEST_FORMAT_VERSION, Layout
 from toolkit.progress import ProgressFn
-from toolkit.schema.vocab import SCHEMA_VERSION
+from toolkit.schema.vocab import MACRO_ACTIONS, SCHEMA_VERSION
 from toolkit.storage import LockHeldError, exclusive_lock, write_text_atomic
 
 MEMORY_LIMIT: Final = "1GB"
@@ -152,6 +153,9 @@ def input_key(config: BuildConfig, inputs: LakeInputs) -> str:
         "format_version": MANIFEST_FORMAT_VERSION,
         "code_version": __version__,
         "features": feature_spec().version,
+        # what a row is: a build of other columns or another contract is a new build, not a reuse
+        "contract_version": SCHEMA_VERSION,
+        "columns": [f"{f.name}: {f.type}{'' if f.nullable else ' not null'}" for f in SCHEMA],
         "config": config.model_dump(mode="json"),
         "inputs": [[b.batch_id, b.file_sha256, [list(p) for p in b.partitions]] for b in inputs.batches],
     }
@@ -203,6 +207,7 @@ def _manifest(
         ),
         features=feature_spec(),
         splits=splits,
+        actions=list(MACRO_ACTIONS),
     )
     fingerprint = hashlib.sha256(_dumps(manifest.fingerprint_body()).encode()).hexdigest()[:FINGERPRINT_CHARS]
     return manifest.model_copy(update={"fingerprint": fingerprint})

@@ -68,7 +68,11 @@ class BuildConfig(BaseModel):
     batches: list[str] | None = Field(None, description="Batch ids to read; null: every non-rejected batch.")
     weight_mode: Literal["ratio", "share"] = Field("ratio", description="How `weights` are read (see module doc).")
     weights: dict[str, float] = Field(default_factory=dict, description="Per-source weight or target share.")
-    min_reward: float | None = Field(None, description="Minimum episode return, for `reward_sources` only.")
+    min_reward: float | None = Field(
+        None,
+        description="Minimum episode return as the writer logged it (shaping included), for `reward_sources` "
+        "only; the result is `wins_only`'s (the outcome).",
+    )
     reward_sources: list[str] = Field(
         default_factory=lambda: ["ppo"], description="Policy-written sources `min_reward` applies to."
     )

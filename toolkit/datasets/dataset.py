@@ -4,9 +4,11 @@ A build is a folder ``builds/<name>/<fingerprint>/`` holding ``manifest.json``
 and two splits, ``train/`` and ``holdout/``, of Parquet parts with one row per
 decision (:data:`COLUMNS`). ``features`` is the fixed-length vector of
 :mod:`toolkit.features` (its spec is in the manifest), ``label`` the chosen
-macro action's index, ``legal_mask`` the legal actions (all True where the
-record had no mask), ``sample_weight`` how much the row counts (a game drawn
-k times by oversampling is stored once with weight k). Lineage columns point
+macro action's index (the manifest's ``actions`` name them; Hugging Face
+``datasets`` reads it as a ``ClassLabel``: :mod:`toolkit.datasets.hf`),
+``legal_mask`` the legal actions (all True where the record had no mask),
+``sample_weight`` how much the row counts (a game drawn k times by
+oversampling is stored once with weight k). Lineage columns point
 back at the lake row (batch and line).
 
 The manifest is versioned (:data:`toolkit.layout.MANIFEST_FORMAT_VERSION`); a reader refuses a
@@ -60,7 +62,7 @@ SCHEMA: Final = pa.schema(
         pa.field(col.SOURCE, pa.string(), nullable=False),
         pa.field(col.GENERATION, pa.int32()),
         pa.field(FEATURES, pa.list_(pa.field("item", pa.float32(), nullable=False), FEATURE_SIZE), nullable=False),
-        pa.field(LABEL, pa.int32(), nullable=False),
+        pa.field(LABEL, pa.int64()),  # ClassLabel's Arrow field (never null): see toolkit.datasets.hf
         pa.field(LEGAL_MASK, pa.list_(pa.field("item", pa.bool_(), nullable=False), N_ACTIONS), nullable=False),
         pa.field(SAMPLE_WEIGHT, pa.float32(), nullable=False),
         pa.field(LABEL_SOURCE, pa.string(), nullable=False),
@@ -179,6 +181,9 @@ class Manifest(BaseModel):
     holdout: HoldoutRecord = Field(description="The rule, salt, fraction, reference sources, games, rows.")
     features: FeatureSpec = Field(description="The feature spec (toolkit.features.feature_spec).")
     splits: dict[str, SplitSummary]
+    actions: list[str] | None = Field(
+        None, description="The action names: `label` i is actions[i] (absent in builds written before it was recorded)."
+    )
 
     @field_validator("created_at")
     @classmethod

@@ -40,11 +40,13 @@ from toolkit.datasets.dataset import (
     PartFile,
     SplitSummary,
 )
+from toolkit.datasets.hf import with_features
 from toolkit.datasets.plan import Episodes, Plan
 from toolkit.datasets.select import DROPPED, LakeInputs, lake_relation
 from toolkit.features import COMMAND_ZONE, HAND, MAX_SEATS, SEAT_FIELDS, encode, state_arrays_from_arrow
 from toolkit.progress import Progress, ProgressFn
 from toolkit.schema import columns as col
+from toolkit.schema.vocab import MACRO_ACTIONS
 from toolkit.storage import file_sha256
 
 ROW_GROUP: Final = 65_536
@@ -53,6 +55,9 @@ MAX_QUEUED_WRITES: Final = 2  # row groups waiting for the writer thread (bounds
 _PLAYER_FIELDS: Final = (*SEAT_FIELDS, HAND, COMMAND_ZONE)
 _DICTIONARY: Final = [col.GAME_ID, col.SOURCE, LABEL_SOURCE, col.BATCH_ID]
 _STATISTICS: Final = [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION]
+# The parts' schema: the rows' columns plus the Hugging Face features, so that `datasets` reads the label as
+# a ClassLabel of the action names.
+FILE_SCHEMA: Final = with_features(SCHEMA, {LABEL: MACRO_ACTIONS})
 
 
 def scan_sql(con: duckdb.DuckDBPyConnection, inputs: LakeInputs) -> str:
@@ -163,7 +168,7 @@ class SplitWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = pq.ParquetWriter(
             path,
-            SCHEMA,
+            FILE_SCHEMA,
             compression="zstd",
             compression_level=1,
             use_dictionary=_DICTIONARY,

@@ -4,7 +4,7 @@ Forge logs one snake_case row per decision: the acting seat is
 ``active_seat``, ``game_outcome`` (``win_seat_N`` or ``draw``) describes the
 game, and each player carries card-name lists. The synthetic generator of
 this dialect (game ids ``synthetic-NNNN``) also writes ``pass`` rows, which
-are labelled by the mana rule. See the decision-log spec (``spec/decision-logs.md``), dialect 1.
+are labelled by the mana rule. See ``DIALECTS.md``.
 """
 
 from __future__ import annotations

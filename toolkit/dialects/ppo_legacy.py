@@ -4,7 +4,9 @@ The exporter logs the macro action itself (``action.macro_action`` and
 ``action.action_idx``, which must agree) and the agent's seat in
 ``action.seat``; its ``active_seat`` may wrongly say 0, so a disagreement is
 flagged ``ppo_active_seat_mismatch`` and ``action.seat`` wins. Players carry
-camelCase counts and no card lists. See the decision-log spec (``spec/decision-logs.md``), dialect 3.
+camelCase counts and no card lists. Every row is the agent's, so the lineup
+is partly known: the acting seat is a PPO policy of the logged model
+version, the other seats ``unknown``. See ``DIALECTS.md``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from toolkit.dialects.forge import read_deck_fields
 from toolkit.dialects.labels import Label, make_action, require_action_type
 from toolkit.dialects.raw import RawObject, add_flag, is_int, json_type, make_row
 from toolkit.dialects.sim import read_relative_outcome
-from toolkit.schema.vocab import ACTION_INDEX, FLAG_PPO_ACTIVE_SEAT_MISMATCH, MACRO_ACTIONS, MODEL_VERSION_PATTERN
+from toolkit.schema.vocab import (
+    ACTION_INDEX,
+    FLAG_PPO_ACTIVE_SEAT_MISMATCH,
+    MACRO_ACTIONS,
+    MODEL_VERSION_PATTERN,
+    UNKNOWN_KIND,
+)
 
 DIALECT: Final = "ppo_legacy"
 SOURCE: Final = "ppo"
@@ -25,6 +33,7 @@ ENGINE: Final = "origin-ppo-exporter"
 DEFAULT_TURN: Final = 1
 DEFAULT_PHASE: Final = "main_1"
 DEFAULT_ACTIVE_SEAT: Final = 0
+AGENT_KIND: Final = "ppo"
 
 # camelCase raw key -> canonical player field; the first five are required.
 PLAYER_FIELDS: Final[dict[str, str]] = {
@@ -75,6 +84,7 @@ def convert_ppo_legacy(record: dict[str, Any]) -> dict[str, Any]:
         episode_return=raw.get("episode_return"),
         model_version=model_version,
         generation=generation_of(model_version),
+        lineup=agent_lineup(seat, len(players), model_version),
         **read_relative_outcome(raw, seat, len(players)),
         **read_deck_fields(raw),
     )
@@ -82,6 +92,21 @@ def convert_ppo_legacy(record: dict[str, Any]) -> dict[str, Any]:
     if raw.get("active_seat", DEFAULT_ACTIVE_SEAT) != seat:
         add_flag(row, FLAG_PPO_ACTIVE_SEAT_MISMATCH)
     return row
+
+
+def agent_lineup(seat: int, pod_size: int, model_version: Any) -> list[dict[str, Any]] | None:
+    """The lineup as far as the exporter knows it: the agent's seat, every other seat unknown.
+
+    None (unknown) when it would only repeat a problem the canonical model
+    reports anyway: a seat outside the pod, a malformed model version.
+    """
+    if not 0 <= seat < pod_size or (model_version is not None and generation_of(model_version) is None):
+        return None
+    lineup: list[dict[str, Any]] = [
+        {"seat": s, "kind": UNKNOWN_KIND, "model_version": None, "name": None} for s in range(pod_size)
+    ]
+    lineup[seat].update(kind=AGENT_KIND, model_version=model_version)
+    return lineup
 
 
 def convert_camel_player(player: RawObject) -> dict[str, Any]:

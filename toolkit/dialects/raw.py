@@ -152,10 +152,12 @@ def add_flag(row: dict[str, Any], flag: str) -> None:
 
 
 def make_row(**fields: Any) -> dict[str, Any]:
-    """A canonical record dict with every field present: defaults, then ``fields``.
+    """A canonical record dict (the current contract version) with every field present: defaults, then
+    ``fields``, then the ``outcome`` read off ``seat_won`` unless ``fields`` give it.
 
     Defaults are what a converted dialect does not know: no legal-action mask,
-    no reward, no placement, not truncated, no timeout.
+    no reward, no placement, not truncated, no timeout, no lineup (who played
+    the seats is not in any dialect in the wild).
     """
     row: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -187,6 +189,17 @@ def make_row(**fields: Any) -> dict[str, Any]:
         "archetype": None,
         "raw_outcome": None,
         "flags": None,
+        "lineup": None,
+        "outcome": None,
     }
     row.update(fields)
+    if "outcome" not in fields:
+        row["outcome"] = outcome_of(row["seat_won"])
     return row
+
+
+def outcome_of(seat_won: Any) -> int | None:
+    """The ``outcome`` of a result: +1 a win, -1 anything else, None unknown (a non-bool is left for the model)."""
+    if not isinstance(seat_won, bool):
+        return None
+    return 1 if seat_won else -1

@@ -5,7 +5,7 @@ and an outcome ``win``/``loss``. In ``sim`` the outcome is relative to the
 acting seat. In ``ds`` it is relative to an AI seat that is not logged and is
 stamped on every row, the opponent's included: it is never trusted as the
 acting seat's result (winner and ``seat_won`` unknown, row flagged
-``ds_outcome_ambiguous``). See the decision-log spec (``spec/decision-logs.md``), dialect 2.
+``ds_outcome_ambiguous``). See ``DIALECTS.md``.
 """
 
 from __future__ import annotations

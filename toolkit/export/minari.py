@@ -5,15 +5,20 @@ One episode per (game, seat) of the chosen split, its steps in decision order:
 - ``observations``: the feature vectors (``toolkit.features``), one per decision,
   plus a final one (Minari stores N+1): the seat's state after its last decision
   is not logged, so the last decision's vector is repeated;
-- ``actions``: the macro-action labels; ``rewards``: the logged per-step reward
-  (a step logged without one counts 0, and the metadata says how many did);
+- ``actions``: the macro-action labels (the metadata names them); ``rewards``:
+  the per-step reward as the writer logged it, which for our game is the
+  env's own reward (shaping plus the terminal +1 win / -1 otherwise), what
+  ``recover_environment()`` gives; a step logged without one counts 0, and
+  the metadata says how many did;
 - ``terminations`` / ``truncations``: read from the lake through each row's
   lineage (batch id, source line): true on the seat's last decision when its game
   ended / hit the turn limit. An episode whose last row in the build is neither
   (rows the build filtered out) ends truncated;
 - ``infos``: ``legal_mask`` (the 8 legal actions), ``sample_weight`` and
   ``decision_index`` per observation (the final observation repeats the last);
-- each episode's metadata: ``game_id``, ``seat``, ``source``.
+- each episode's metadata: ``game_id``, ``seat``, ``source`` and ``outcome``:
+  +1 the seat won the game, -1 it did not (a draw, the turn limit), null
+  when the lake does not know; the result alone, without shaping.
 
 The dataset's metadata carries the build's fingerprint, the contract version, the
 holdout rule and the feature names. The dataset is written under a staging root
@@ -32,7 +37,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import duckdb
 import gymnasium as gym
@@ -65,9 +70,15 @@ _COLUMNS = [
     "legal_mask",
     "sample_weight",
     "reward",
+    "seat_won",
     "batch_id",
     "source_line",
 ]
+REWARDS: Final = (
+    "the per-step reward as its writer logged it: for Distill's game the env's reward, small shaped terms "
+    "(+0.002 per point of damage dealt, +0.05 per elimination) plus +1 for the winner and -1 for every other "
+    "seat on its last step, the turn limit included; episode metadata `outcome` holds that result alone"
+)
 
 
 class MinariExportConfig(BaseModel):
@@ -237,6 +248,7 @@ def _episodes(rows: pa.Table) -> tuple[list[Any], list[dict[str, Any]], int]:
     terminal = rows["is_terminal"].to_numpy(zero_copy_only=False).astype(bool)
     truncated = rows["truncated"].to_numpy(zero_copy_only=False).astype(bool)
     source = rows["source"].to_numpy(zero_copy_only=False)
+    won = rows["seat_won"].to_pylist()
 
     buffers, keys = [], []
     for episode, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
@@ -261,7 +273,8 @@ def _episodes(rows: pa.Table) -> tuple[list[Any], list[dict[str, Any]], int]:
                 },
             )
         )
-        keys.append({"game_id": str(game[a]), "seat": int(seat[a]), "source": str(source[a])})
+        outcome = None if won[b - 1] is None else (1 if won[b - 1] else -1)  # the outcome column, as v1 rows lack it
+        keys.append({"game_id": str(game[a]), "seat": int(seat[a]), "source": str(source[a]), "outcome": outcome})
     return buffers, keys, filled
 
 
@@ -299,7 +312,8 @@ def _distill_metadata(dataset: Dataset, split: str, filled: int) -> dict[str, An
         "code_version": dataset.manifest.code_version,
         "holdout": holdout.model_dump(include={"rule", "salt", "fraction", "sources", "content"}),
         "features": dataset.manifest.features.names,
-        "actions": list(MACRO_ACTIONS),
+        "actions": dataset.manifest.actions or list(MACRO_ACTIONS),
+        "rewards": REWARDS,
         "rewards_missing": filled,
         "final_observation": "the seat's last decision's features, repeated (its state after it is not logged)",
     }

@@ -82,6 +82,7 @@ class EpisodeRecord:
     finished: core.Finished
     requested: np.ndarray
     learner_seat: int
+    seat_names: tuple[str | None, ...] = ()  # each seat's player as the opponent pool names it; None: the learner
 
 
 class CommanderEnv(gym.Env):
@@ -115,6 +116,7 @@ class CommanderEnv(gym.Env):
         self.fixed_seat = learner_seat
         self.learner = learner_seat or 0
         self.players: list[Player | None] = []
+        self._seat_names: tuple[str | None, ...] = ()
         self.observation_space = observation_space()
         self.action_space = action_space()
         self.state = rules.new_state(1, self.config)
@@ -124,7 +126,9 @@ class CommanderEnv(gym.Env):
         super().reset(seed=seed)
         episode = draw_episode(self.np_random, self.config.n_seats, self.fixed_seat, self.pool)
         self.learner = episode.learner_seat
-        self.players = [None if i < 0 else self.pool.players[i] for i in episode.seat_players(self.config.n_seats)]
+        table = episode.seat_players(self.config.n_seats).tolist()
+        self.players = [None if i < 0 else self.pool.players[i] for i in table]
+        self._seat_names = tuple(None if i < 0 else self.pool.names[i] for i in table)
         rules.deal(self.state, _G, [episode.deal], self.config)
         self._rows = []
         self._advance()
@@ -190,7 +194,7 @@ class CommanderEnv(gym.Env):
             log=log,
         )
         self._rows = []
-        return EpisodeRecord(finished, requested, self.learner)
+        return EpisodeRecord(finished, requested, self.learner, self._seat_names)
 
     def _advance(self) -> None:
         """Let the opponents play until the learner decides, is eliminated, or the game ends."""

@@ -17,12 +17,17 @@ the acting seat's player (``forge`` for the heuristic, ``random``, ``ppo``...),
 ``sim-<seed>-<game>``. ``phase`` is the main phase the decision was taken in
 (never the phase the action leads to: that would leak the label into the
 features). ``reward`` is
-the shaped reward plus, on each seat's last decision, +1 for the winner and -1
-for every other seat, at the turn limit too (``rules.outcome_reward``: a win is
-the only success); ``episode_return`` sums the acting seat's rewards over the
-game. A truncated game has ``timed_out`` true, no winner, ``seat_won`` false,
-``truncated`` true on each seat's last decision and ``placement`` null for the
-seats still alive.
+what the env gives: the shaped terms of the decision (``rules``: +0.002 per
+point of damage dealt, +0.05 per elimination) plus, on each seat's last
+decision, the terminal +1 for the winner and -1 for every other seat, at the
+turn limit too (``rules.outcome_reward``); ``episode_return`` sums the acting
+seat's rewards over the game (a winner's is above 1, a loser's above -1).
+``outcome`` is the result alone, +1 the acting seat won and -1 it did not,
+on every row: a win is the only success. ``lineup`` names every seat's
+player (:class:`~toolkit.game.lineup.Entrant`) when the writer gives them,
+else null. A truncated game has ``timed_out`` true, no winner, ``seat_won``
+false, ``truncated`` true on each seat's last decision and ``placement`` null
+for the seats still alive.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import orjson
 from toolkit.game import rules
 from toolkit.game.cards import ARCHETYPE_NAMES, N_CARDS, NAMES
 from toolkit.game.core import Finished
+from toolkit.game.lineup import Entrant, lineup_entries
 from toolkit.game.observation import SEAT_FIELDS
 from toolkit.schema.vocab import MACRO_ACTIONS, MAX_POD_SIZE, SCHEMA_VERSION
 
@@ -203,6 +209,8 @@ def build_rows(
     keep: np.ndarray | None = None,
     requested: np.ndarray | None = None,
     game_prefix: str = "sim",
+    entrants: Sequence[Entrant] | None = None,
+    seating: np.ndarray | None = None,
 ) -> list[bytes]:
     """The canonical JSON lines (without newlines) of every decision of the finished games (see ``build_jsonl``)."""
     blocks = build_jsonl(
@@ -214,6 +222,8 @@ def build_rows(
         keep=keep,
         requested=requested,
         game_prefix=game_prefix,
+        entrants=entrants,
+        seating=seating,
     )
     return b"".join(blocks).split(b"\n")[:-1]
 
@@ -228,6 +238,8 @@ def build_jsonl(
     keep: np.ndarray | None = None,
     requested: np.ndarray | None = None,
     game_prefix: str = "sim",
+    entrants: Sequence[Entrant] | None = None,
+    seating: np.ndarray | None = None,
 ) -> list[bytes]:
     """The canonical JSON lines of every decision of the finished games, as consecutive blocks of bytes.
 
@@ -248,6 +260,9 @@ def build_jsonl(
         requested: [R] int over the log's rows: the action a policy asked for when it was replaced by a
             legal fallback (``action.requested_index``), -1 where it was not.
         game_prefix: game ids are ``<game_prefix>-<seed>-<game>`` (see :func:`game_id`).
+        entrants: the players of the games, for the rows' ``lineup``; None: the lineup is unknown (null).
+        seating: [G, N] which of ``entrants`` sat at each seat of each finished game; None: ``entrants[i]``
+            sat at seat ``i`` of every game.
     """
     log = finished.log
     if log is None or not len(log["game"]):
@@ -267,7 +282,8 @@ def build_jsonl(
     reward[last] += rules.outcome_reward(won)[last]
     reward = np.round(reward, 6)
     episode = np.round(np.bincount(key, weights=reward, minlength=len(finished.game) * n)[key], 6)
-    heads, tails = _game_seat_pieces(finished, seed, sources, model_version, generation, game_prefix)
+    lineups = _lineups(finished, entrants, seating)
+    heads, tails = _game_seat_pieces(finished, seed, sources, model_version, generation, game_prefix, lineups)
     phase_seat = _table(
         [b',"phase":"%s","seat":%d,"pod_size":%d,"players":[' % (ph.encode(), s, n) for ph in _PHASES for s in range(n)]
     )
@@ -343,13 +359,26 @@ def _actions(
     return _table(pieces)[inverse.ravel()]
 
 
+def _lineups(
+    finished: Finished, entrants: Sequence[Entrant] | None, seating: np.ndarray | None
+) -> list[list[dict[str, object]] | None]:
+    """Each finished game's canonical ``lineup`` (None where the writer gave no entrants)."""
+    if entrants is None:
+        return [None] * len(finished.game)
+    n = finished.placement.shape[1]
+    if seating is None:
+        seating = np.broadcast_to(np.arange(n), (len(finished.game), n))
+    return [lineup_entries([entrants[i] for i in row]) for row in seating.tolist()]
+
+
 def _game_seat_pieces(
     finished: Finished,
     seed: int,
     sources: Sequence[str],
     model_version: str | None,
     generation: int | None,
-    game_prefix: str = "sim",
+    game_prefix: str,
+    lineups: list[list[dict[str, object]] | None],
 ) -> tuple[np.ndarray, np.ndarray]:
     """A row's start up to ``decision_index`` by (game, seat); its end from ``winner_seat`` by (game, seat, last)."""
     heads, tails = [], []
@@ -369,13 +398,14 @@ def _game_seat_pieces(
             policy = source not in ("forge", "random")
             commander = NAMES[finished.commander[g, s]]
             archetype = ARCHETYPE_NAMES[finished.archetype[g, s]]
+            won = winner == s and not truncated
             for last in (False, True):
                 tail = orjson.dumps(
                     {
                         "winner_seat": None if truncated or winner < 0 else winner,
                         "is_draw": False,
                         "timed_out": truncated,
-                        "seat_won": winner == s and not truncated,
+                        "seat_won": won,
                         "placement": int(finished.placement[g, s]) or None,
                         "is_terminal": last and not truncated,
                         "truncated": last and truncated,
@@ -386,6 +416,8 @@ def _game_seat_pieces(
                         "archetype": archetype,
                         "raw_outcome": None,
                         "flags": None,
+                        "lineup": lineups[g],
+                        "outcome": 1 if won else -1,
                     }
                 )
                 tails.append(b"," + tail[1:] + b"\n")

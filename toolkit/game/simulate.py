@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.errors import ConfigError
 from toolkit.game import core, records, rules
+from toolkit.game.lineup import entrant_of
 from toolkit.game.players import PLAYER_TYPES, make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
@@ -140,6 +141,7 @@ def _play_shard(shard: Shard, config: SimulateConfig) -> _ShardPlayed:
         prefix = f"sim-{config.seed}" if shard.of == 1 else f"sim-{config.seed}-{shard.name}"
         writer = records.DecisionWriter(config.out, prefix, config.compression, config.rows_per_file)
     sources = [p.source for p in players]
+    entrants = [entrant_of(name) for name in config.players]
     wins = np.zeros(n, np.int64)
     decisions = truncations = draws = 0
     for finished in core.play(
@@ -156,7 +158,8 @@ def _play_shard(shard: Shard, config: SimulateConfig) -> _ShardPlayed:
         if writer is not None:
             assert finished.log is not None
             finished.log["game"] += shard.start
-            writer.write(records.build_jsonl(finished, seed=config.seed, sources=sources), len(finished.log["game"]))
+            blocks = records.build_jsonl(finished, seed=config.seed, sources=sources, entrants=entrants)
+            writer.write(blocks, len(finished.log["game"]))
         won = finished.winner[finished.winner >= 0]
         wins += np.bincount(won, minlength=n)
         decisions += int(finished.decisions.sum())

@@ -39,6 +39,12 @@ def _flag(bad: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> None:
         bad[rows[mask]] = True
 
 
+def _not_allowed(array: pa.Array, allowed: tuple[object, ...]) -> pa.Array:
+    """Per element, whether it is a value outside ``allowed`` (a null is not: nullability is its own rule)."""
+    outside = pc.invert(pc.is_in(array, value_set=pa.array(allowed, type=array.type)))
+    return pc.and_(outside, pc.is_valid(array)) if array.null_count else outside
+
+
 def _check_scalar(array: pa.Array, rule: FieldRule, rows: np.ndarray, bad: np.ndarray) -> None:
     checks: list[pa.Array] = []
     if rule.ge is not None:
@@ -48,7 +54,7 @@ def _check_scalar(array: pa.Array, rule: FieldRule, rows: np.ndarray, bad: np.nd
     if rule.kind is float:
         checks.append(pc.invert(pc.is_finite(array)))
     if rule.allowed is not None:
-        checks.append(pc.invert(pc.is_in(array, value_set=pa.array(rule.allowed, type=array.type))))
+        checks.append(_not_allowed(array, rule.allowed))
     if rule.kind is str:
         if rule.min_length is not None or rule.max_length is not None:
             length = pc.utf8_length(array)
@@ -108,7 +114,7 @@ def _scalar_passes(array: pa.Array, rule: FieldRule) -> bool:
     # min_max skips NaN: finiteness needs its own count.
     if rule.kind is float and pc.is_finite(array).false_count:
         return False
-    if rule.allowed is not None and pc.is_in(array, value_set=pa.array(rule.allowed, type=array.type)).false_count:
+    if rule.allowed is not None and _not_allowed(array, rule.allowed).true_count:
         return False
     if rule.kind is str:
         if (rule.min_length is not None or rule.max_length is not None) and not _within(
@@ -201,6 +207,44 @@ def _cross_field(table: dict[str, pa.Array], bad: np.ndarray) -> None:
     if has_version.any():
         generation = _np(table[col.GENERATION], -1)
         bad |= has_version & (_model_generation(model_version) != generation)
+    _version_rules(table, n, seat, seat_won_known, seat_won, bad)
+
+
+def _version_rules(
+    table: dict[str, pa.Array], n: np.ndarray, seat: np.ndarray, won_known: np.ndarray, won: np.ndarray, bad: np.ndarray
+) -> None:
+    """The vectorised twin of ``models.version_errors``: no version-2 field in a version-1 row; in a
+    version-2 row, the outcome is ``seat_won`` as +1/-1 (null when unknown) and the lineup is the pod's."""
+    v1 = _np(table[col.SCHEMA_VERSION], 0) == 1
+    lineup = table[col.LINEUP]
+    lineup_known = ~_np(lineup.is_null(), True)
+    outcome_col = table[col.OUTCOME]
+    outcome_known = ~_np(outcome_col.is_null(), True)
+    bad |= v1 & (lineup_known | outcome_known)
+    v2 = ~v1
+    outcome = _np(outcome_col, 0)
+    bad |= v2 & (outcome_known != won_known)
+    bad |= v2 & outcome_known & won_known & (outcome != np.where(won, 1, -1))
+    if not (v2 & lineup_known).any():
+        return
+    n_entries = _np(pc.list_value_length(lineup), 0)
+    bad |= lineup_known & (n_entries != n)
+    entries = lineup.flatten()
+    starts = np.cumsum(n_entries) - n_entries
+    entry_seats = _np(pc.struct_field(entries, col.LINEUP_SEAT), -1)
+    _flag(
+        bad,
+        np.repeat(np.arange(len(n)), n_entries),
+        entry_seats != np.arange(len(entry_seats)) - np.repeat(starts, n_entries),
+    )
+    # The acting seat's entry is the acting player: the same model version (both null included).
+    acting = lineup_known & (seat < n_entries)
+    rows = np.flatnonzero(acting)
+    if len(rows):
+        versions = pc.struct_field(entries, col.LINEUP_MODEL_VERSION).take(pa.array(starts[rows] + seat[rows]))
+        own = table[col.MODEL_VERSION].take(pa.array(rows))
+        differ = _np(pc.not_equal(versions, own), False) | (_np(versions.is_null(), True) != _np(own.is_null(), True))
+        _flag(bad, rows, differ)
 
 
 def find_bad_rows(table: pa.Table) -> np.ndarray:

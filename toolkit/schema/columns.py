@@ -34,6 +34,18 @@ TRUNCATED: Final = "truncated"
 MODEL_VERSION: Final = "model_version"
 GENERATION: Final = "generation"
 FLAGS: Final = "flags"
+LINEUP: Final = "lineup"
+OUTCOME: Final = "outcome"
+
+# The top-level columns contract version 2 added: all nullable, so that rows
+# written before them (version 1) read them as null, their files unchanged.
+V2_COLUMNS: Final[tuple[str, ...]] = (LINEUP, OUTCOME)
+
+# Fields of the nested lineup entries (version 2).
+LINEUP_SEAT: Final = "seat"
+LINEUP_KIND: Final = "kind"
+LINEUP_MODEL_VERSION: Final = "model_version"
+LINEUP_NAME: Final = "name"
 
 # Fields of the nested action struct.
 ACTION_MACRO: Final = "macro"

@@ -1,10 +1,18 @@
-"""The canonical decision record, version 1: :class:`DecisionSnapshot`.
+"""The canonical decision record, version 2: :class:`DecisionSnapshot`.
 
 One row is one decision of one seat. Every dialect in the wild is turned
 into this record by an adapter (``toolkit.dialects``); our own simulator and
 PPO exporter write it directly. These models are the single source of truth:
 the Arrow schema of the lake, the vectorised checks of the fast ingest path
 and the JSON Schema in ``schemas/`` are all derived from them.
+
+Version 2 evolves version 1 without rewriting it: it only adds top-level
+fields, all nullable (``lineup``: who played every seat; ``outcome``: +1 the
+acting seat won, -1 it did not). A version-1 record is read by this same
+model as it is: ``schema_version`` stays 1 (the mark of a record written as
+version 1) and the version-2 fields are null, as they read in lake files
+written before version 2. The frozen version-1 model is
+:mod:`toolkit.schema.v1`.
 
 Conventions:
 - Every field is present in the canonical JSON; a nullable field may be
@@ -13,6 +21,10 @@ Conventions:
 - The result of the game is ``winner_seat`` (``null`` for a draw, a timeout
   or an unknown winner) with ``is_draw`` and ``timed_out``; ``seat_won`` says
   whether the acting seat won, and is ``null`` when nobody can know.
+- ``outcome`` (version 2) is the game's result for the acting seat on the
+  scale a reward uses: +1 a win, -1 anything else (a loss, a draw, the turn
+  limit); it is ``seat_won`` as a number, never shaped. ``reward`` and
+  ``episode_return`` are what the writer logged, shaping included.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from toolkit.schema.columns import V2_COLUMNS
 from toolkit.schema.vocab import (
     ACTION_INDEX,
     KNOWN_FLAGS,
@@ -34,6 +47,7 @@ from toolkit.schema.vocab import (
     LabelSource,
     MacroAction,
     Phase,
+    PlayerKind,
 )
 
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
@@ -88,12 +102,29 @@ class ActionRecord(BaseModel):
     )
 
 
-class DecisionSnapshot(BaseModel):
-    """One decision of one seat: the canonical decision record, version 1."""
+class SeatLineup(BaseModel):
+    """Who played one seat of the game (version 2): the kind of player and, for a learned one, its version."""
 
     model_config = _STRICT
 
-    schema_version: Literal[1]
+    seat: Seat
+    kind: PlayerKind = Field(description="The kind of player (see vocab.PlayerKind); `unknown` when not known.")
+    model_version: str | None = Field(
+        default=None, pattern=MODEL_VERSION_PATTERN, description="The model's generation tag, for a learned policy."
+    )
+    name: str | None = Field(
+        default=None, min_length=1, max_length=200, description="The player's own name: a player type, a checkpoint."
+    )
+
+
+class DecisionSnapshot(BaseModel):
+    """One decision of one seat: the canonical decision record, version 2."""
+
+    model_config = _STRICT
+
+    schema_version: Literal[1, 2] = Field(
+        description="The contract version the record was written in; 1: version-2 fields are null."
+    )
     source: str = Field(pattern=SOURCE_PATTERN, description="Role of the writer: forge, sim, ds, ppo...")
     dialect: Dialect = Field(description="Dialect the record was read from.")
     engine: str = Field(min_length=1, max_length=64, description="Program that produced the decision.")
@@ -108,8 +139,12 @@ class DecisionSnapshot(BaseModel):
     legal_actions: list[bool] | None = Field(
         default=None, min_length=N_ACTIONS, max_length=N_ACTIONS, description="Legal-action mask."
     )
-    reward: float | None = Field(default=None, ge=-1000.0, le=1000.0, description="Per-step reward.")
-    episode_return: float | None = Field(default=None, ge=-100_000.0, le=100_000.0)
+    reward: float | None = Field(
+        default=None, ge=-1000.0, le=1000.0, description="Per-step reward as the writer logged it (may be shaped)."
+    )
+    episode_return: float | None = Field(
+        default=None, ge=-100_000.0, le=100_000.0, description="The acting seat's summed reward as logged."
+    )
     winner_seat: Seat | None = None
     is_draw: bool
     timed_out: bool = Field(description="The game stopped at its turn limit (a truncation).")
@@ -124,6 +159,17 @@ class DecisionSnapshot(BaseModel):
     archetype: str | None = Field(default=None, max_length=64)
     raw_outcome: str | None = Field(default=None, max_length=64, description="Outcome as the dialect wrote it.")
     flags: list[Flag] | None = Field(default=None, max_length=len(KNOWN_FLAGS))
+    lineup: list[SeatLineup] | None = Field(
+        default=None,
+        min_length=MIN_POD_SIZE,
+        max_length=MAX_POD_SIZE,
+        description="Version 2: who played each seat, lineup[i] seat i; null when unknown.",
+    )
+    outcome: Literal[1, -1] | None = Field(
+        default=None,
+        description="Version 2: +1 the acting seat won the game, -1 it did not (loss, draw, turn limit); "
+        "null when unknown. seat_won as a number; never shaped.",
+    )
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> DecisionSnapshot:
@@ -181,4 +227,28 @@ def cross_field_errors(s: DecisionSnapshot) -> list[tuple[str, str]]:
         number = int(re.match(MODEL_VERSION_PATTERN, s.model_version).group(1))  # type: ignore[union-attr]
         if s.generation != number:
             errors.append(("generation", f"{s.generation} does not match model_version {s.model_version!r}"))
+    return errors + version_errors(s)
+
+
+def version_errors(s: DecisionSnapshot) -> list[tuple[str, str]]:
+    """The rules of the fields version 2 added: none in a version-1 record; in a version-2 one, an outcome
+    that is ``seat_won`` as a number and a lineup of the whole pod whose acting seat is the acting player."""
+    if s.schema_version == 1:
+        present = [name for name in V2_COLUMNS if getattr(s, name) is not None]
+        return [(name, "is a version-2 field: a version-1 record has none") for name in present]
+    errors: list[tuple[str, str]] = []
+    expected = None if s.seat_won is None else (1 if s.seat_won else -1)
+    if s.outcome != expected:
+        errors.append(("outcome", f"{s.outcome} contradicts seat_won {s.seat_won} (a win is 1, else -1; unknown null)"))
+    if s.lineup is None:
+        return errors
+    n = s.pod_size
+    seats = [entry.seat for entry in s.lineup]
+    if len(seats) != n:
+        errors.append(("lineup", f"{len(seats)} lineup entries for a pod of {n}"))
+    if seats != list(range(len(seats))):
+        errors.append(("lineup", f"seats must be 0..{len(seats) - 1} in order, one entry each, got {seats}"))
+    acting = s.lineup[s.seat].model_version if s.seat < len(s.lineup) else s.model_version
+    if acting != s.model_version:
+        errors.append(("lineup", f"the acting seat's model_version is {acting!r}, the record's {s.model_version!r}"))
     return errors

@@ -57,6 +57,21 @@ KNOWN_FLAGS: Final[tuple[str, ...]] = (
     FLAG_TERMINAL_FROM_FILE_ORDER,
 )
 
-SCHEMA_VERSION: Final[int] = 1
+# Who played a seat (``lineup[].kind``, contract version 2):
+#   random, heuristic, tuned   - our game's scripted players, by their player type
+#   bc, ppo, ppo-recurrent     - a checkpoint of that kind (student, teacher)
+#   policy                     - a learned policy of another kind (another lab's)
+#   forge                      - the Forge engine's own AI
+#   human                      - a person
+#   unknown                    - a seat the writer knows was played, not by whom
+PlayerKind = Literal[
+    "random", "heuristic", "tuned", "bc", "ppo", "ppo-recurrent", "policy", "forge", "human", "unknown"
+]
+PLAYER_KINDS: Final[tuple[str, ...]] = get_args(PlayerKind)
+UNKNOWN_KIND: Final[str] = "unknown"
+
+# The contract version our code writes; every version it reads (a record keeps the one it was written in).
+SCHEMA_VERSION: Final[int] = 2
+SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2)
 MAX_POD_SIZE: Final[int] = 8
 MIN_POD_SIZE: Final[int] = 2

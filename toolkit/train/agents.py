@@ -26,8 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import TrainError
 from toolkit.game import rules
+from toolkit.game.lineup import Entrant, entrant_of
 from toolkit.game.players import PLAYER_TYPES, DecisionBatch, Player, PolicyPlayer, make_player, policy_targets
 from toolkit.jobs.worker import cached
+from toolkit.layout import generation_label
 from toolkit.train.checkpoints import Card, card_path, load_tensors, read_weights, tensors_from_bytes
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, check_spec, greedy_policy
 
@@ -117,6 +119,16 @@ def player_from_ref(ref: PlayerRef, source: str = "ppo") -> Player:
     if isinstance(ref, str):
         return make_player(ref)
     return agent_from_blob(ref).player(source)
+
+
+def entrant(ref: PlayerRef) -> Entrant:
+    """``ref`` as a record's lineup names it: a player type by its name; a checkpoint by its card's kind,
+    its generation's model version (none outside a loop) and its stem."""
+    if isinstance(ref, str):
+        return entrant_of(ref)
+    card = Card.model_validate_json(ref.card)
+    version = None if card.generation is None else generation_label(card.generation)
+    return Entrant(card.kind, ref.name, version)
 
 
 def player_ref(name: str) -> PlayerRef:

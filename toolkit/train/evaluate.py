@@ -28,12 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
 from toolkit.game import core, rules
+from toolkit.game.lineup import UNKNOWN, Entrant
 from toolkit.game.players import Player, make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.stats import Z95, wilson_interval
-from toolkit.train.agents import PlayerRef, PolicyBlob, player_from_ref
+from toolkit.train.agents import PlayerRef, PolicyBlob, entrant, player_from_ref
 from toolkit.train.export import DecisionExporter
 
 
@@ -192,8 +193,14 @@ def _play_deals(shard: Shard, job: _EvalJob) -> _DealsPlayed:
         outcomes += _outcomes(finished, seats, deals[finished.game], n)
         decisions += int(finished.decisions.sum())
         if job.exporter is not None:
-            job.exporter.add_games(finished, np.arange(n)[None, :] == seats[:, None])
+            seating = lineups[finished.game]
+            job.exporter.add_games(finished, seating == 0, [UNKNOWN, *_entrants(job.others)], seating)
     return _DealsPlayed(outcomes, decisions, int(getattr(player, "illegal", 0)))
+
+
+def _entrants(others: Sequence[Player] | Sequence[PlayerRef]) -> list[Entrant]:
+    """The opponents as the exported rows' lineup names them (a live player: an unknown one, named by its source)."""
+    return [entrant(o) if isinstance(o, (str, PolicyBlob)) else Entrant(UNKNOWN.kind, o.source) for o in others]
 
 
 def _outcomes(finished: core.Finished, seats: np.ndarray, deals: np.ndarray, n: int) -> list[Outcome]:

@@ -17,9 +17,12 @@ own decision logger (``records.build_jsonl``) through a ``DecisionWriter``:
 games, so the two never mix in the lake; ``model_version`` is
 ``gen-NNN`` and ``generation`` NNN; game ids are
 ``<source>-<batch>-<seed>-<k>``, unique per batch (and batches are unique per
-run). Rows carry the per-step reward, episode return, legal mask, placement
-and terminal / truncation flags, and ``action.requested_index`` where the
-policy's illegal request was replaced by ``pass``.
+run). Rows carry the per-step reward and episode return as the env gave them
+(shaping included), the ``outcome`` (+1 the learner's seat won, -1 it did
+not), the game's ``lineup`` (the learner, kind ``ppo`` or the checkpoint's,
+at its seats; the league entry that held each other seat), legal mask,
+placement and terminal / truncation flags, and ``action.requested_index``
+where the policy's illegal request was replaced by ``pass``.
 """
 
 from __future__ import annotations
@@ -36,11 +39,12 @@ from toolkit.game import core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
 from toolkit.game.league import draw_opponents, league_probabilities
+from toolkit.game.lineup import UNKNOWN, Entrant, entrant_of
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import generation_label
-from toolkit.train.agents import PlayerRef, player_from_ref
+from toolkit.train.agents import PlayerRef, entrant, player_from_ref
 
 _GAME_FIELDS = ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
 
@@ -84,6 +88,7 @@ class _Pending:
     finished: Finished
     keep: np.ndarray  # [R] rows to write
     requested: np.ndarray  # [R]
+    seating: np.ndarray  # [G, N] the exporter's entrant codes of each game's seats
 
 
 class DecisionExporter:
@@ -98,6 +103,8 @@ class DecisionExporter:
         seed: int,
         source: str = "ppo",
         config: ExportConfig | None = None,
+        kind: str = "ppo",
+        name: str | None = None,
     ) -> None:
         """Args:
         out: folder of the JSONL files.
@@ -106,11 +113,14 @@ class DecisionExporter:
         seed: the run's seed, part of every game id.
         source: the rows' source role (``ppo``, ``ppo-eval``).
         config: filters and writing options.
+        kind, name: the learner as the rows' lineup names it (its checkpoint's kind and stem).
         """
         self.config = config or ExportConfig()
         self.counts = ExportCounts(source=source)
         self.generation, self.seed, self.source = generation, seed, source
         self.model_version = generation_label(generation)
+        self.learner = Entrant(kind, name, self.model_version)
+        self._entrants: dict[Entrant, int] = {}
         self.game_prefix = f"{source}-{batch}"
         self.writer = records.DecisionWriter(out, f"ml-decisions-{source}-{batch}", self.config.compression)
         self._pending: list[_Pending] = []
@@ -123,13 +133,24 @@ class DecisionExporter:
         won = bool(f.winner[0] == record.learner_seat and not f.truncated[0])
         if not self._accept(np.array([won]), np.array([rows]))[0]:
             return False
-        self._queue(_Pending(f, np.ones(rows, bool), record.requested))
+        names = record.seat_names or (None,) * f.placement.shape[1]
+        table = [UNKNOWN if name is None else entrant_of(name) for name in names]
+        table[record.learner_seat] = self.learner
+        self._queue(_Pending(f, np.ones(rows, bool), record.requested, np.array([[self._code(e) for e in table]])))
         return True
 
-    def add_games(self, finished: Finished, mine: np.ndarray) -> int:
+    def add_games(
+        self,
+        finished: Finished,
+        mine: np.ndarray,
+        entrants: Sequence[Entrant] = (),
+        seating: np.ndarray | None = None,
+    ) -> int:
         """Offer games from ``core.play(record=True)``; ``mine`` [G,N] marks the agent's seats; returns episodes kept.
 
         Each (game, seat) of the agent is one episode, filtered on its own.
+        ``seating`` [G,N] says which of ``entrants`` held each other seat (the
+        lineup of the rows); without it those seats are ``unknown``.
         """
         log, n = finished.log, mine.shape[1]
         row_game = np.searchsorted(finished.game, log["game"])
@@ -146,8 +167,15 @@ class DecisionExporter:
             **{k: getattr(finished, k)[games] for k in _GAME_FIELDS}, log={k: v[rows] for k, v in log.items()}
         )
         keep = accepted[row_game[rows], row_seat[rows]]
-        self._queue(_Pending(sub, keep, np.full(int(rows.sum()), -1, np.int64)))
+        codes = np.array([self._code(e) for e in [*entrants, UNKNOWN, self.learner]])
+        table = np.full(mine.shape, len(entrants)) if seating is None else np.asarray(seating)
+        table = np.where(mine, len(entrants) + 1, table)[games]
+        self._queue(_Pending(sub, keep, np.full(int(rows.sum()), -1, np.int64), codes[table]))
         return int(accepted.sum())
+
+    def _code(self, player: Entrant) -> int:
+        """The position of ``player`` among the entrants this exporter has seen (added when new)."""
+        return self._entrants.setdefault(player, len(self._entrants))
 
     def _accept(self, won: np.ndarray, decisions: np.ndarray) -> np.ndarray:
         """Which episodes pass the filters (counting those that do not, by reason)."""
@@ -190,6 +218,8 @@ class DecisionExporter:
             keep=keep,
             requested=requested,
             game_prefix=self.game_prefix,
+            entrants=list(self._entrants),
+            seating=np.concatenate([p.seating for p in parts]),
         )
         rows = int(keep.sum())
         self.writer.write(blocks, rows)
@@ -298,6 +328,8 @@ def _export_shard(shard: Shard, job: _LeagueJob) -> ExportCounts:
     teacher = player_from_ref(job.teacher, job.source)
     players = [teacher, *[teacher if ref == SELF else player_from_ref(ref) for ref in job.league]]
     is_teacher = np.array([p is teacher for p in players])
+    me = entrant(job.teacher)
+    entrants = [me, *[me if ref == SELF else entrant(ref) for ref in job.league]]  # the teacher's seats: the learner
     exporter = DecisionExporter(
         job.out,
         batch=job.batch if shard.of == 1 else f"{job.batch}-{shard.name}",
@@ -305,6 +337,8 @@ def _export_shard(shard: Shard, job: _LeagueJob) -> ExportCounts:
         seed=job.seed,
         source=job.source,
         config=job.config,
+        kind=me.kind,
+        name=me.name,
     )
     lineups = job.lineups[shard.start : shard.stop]
     for finished in core.play(
@@ -318,5 +352,6 @@ def _export_shard(shard: Shard, job: _LeagueJob) -> ExportCounts:
         deals=np.arange(shard.start, shard.stop),
         stream=shard.index or None,
     ):
-        exporter.add_games(finished, is_teacher[lineups[finished.game]])
+        seating = lineups[finished.game]
+        exporter.add_games(finished, is_teacher[seating], entrants, seating)
     return exporter.close()

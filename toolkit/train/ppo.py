@@ -384,6 +384,8 @@ def train_ppo(
             seed=config.seed,
             source="ppo-eval",
             config=config.export,
+            kind=config.kind,
+            name=f"{config.kind}-{run_id}",  # the live model of this run (its checkpoints share the prefix)
         )
     start = time.perf_counter()
     stem = checkpoints.checkpoint_stem(config.kind, run_id, "metrics")
