@@ -7,7 +7,10 @@ change that alters them changes data users already have: it needs a format versi
 Re-pinned once, deliberately, for contract version 2 (the "lake lifecycle" issue): simulate now writes v2
 records (each row's `lineup` and `outcome`), so the logs, hence the batch ids, the lake rows and every build
 row's lineage change; builds write `label` as int64 with Hugging Face features, and the manifest lists the
-action names. The version is the contract's (`schema_version` 2, the manifest's `contract_version`).
+action names. The version is the contract's (`schema_version` 2, the manifest's `contract_version`). In the
+same issue the lake became a versioned table: a build reads the lake's files in (source, generation, batch)
+order, the order a compaction keeps, so compacting never changes a build's bytes, and its input key names the
+partitions it selected rather than file paths (the lake's own rows are unchanged: same digest).
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
 GOLDEN = {
-    "fingerprint": "956f15152fea71cc",
+    "fingerprint": "76fc6fce69e17e26",
     "lake": "0b98e17f5800c1c15b34cf5f150161ddb92433820226c396a1e7caff0e1b11e8",
-    "build": "9807c7bcd086983389750e87fab2210a37de45841b67c67886e13c9d4849650f",
+    "build": "5dee2950ce0787e3df763cec7b5f98064c32d65402a2f40a53b39d4f7f9152e0",
 }
 
 

@@ -32,9 +32,12 @@ def _v1_files(layout: Layout) -> list[Path]:
 
 def test_the_catalog_is_rebuilt_from_the_log_alone(v1_root: Layout) -> None:
     with Catalog.open(v1_root) as catalog:
-        operations = [v.operation for v in history(catalog)]
+        versions = history(catalog)
         batches = {b.batch_id: b for b in catalog.batches()}
-    assert operations[:6] == ["create", "ingest", "ingest", "ingest", "review", "retire"]
+    assert [v.operation for v in versions] == ["create", "ingest", "ingest", "ingest", "review", "retire", "evolve"]
+    evolved = set(lake_schema().names) - set(pq.read_schema(_v1_files(v1_root)[0]).names)
+    assert evolved and versions[-1].detail == {"columns": sorted(evolved, key=lake_schema().names.index)}
+    assert (versions[-1].files_added, versions[-1].files_removed) == (0, 0)  # no file rewritten
     assert sorted((b.status, b.retired) for b in batches.values()) == [
         ("accepted", False),
         ("ingested", False),

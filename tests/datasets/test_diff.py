@@ -30,8 +30,10 @@ def _batches(layout: Layout) -> dict[str, str]:
 
 def test_added_rows_are_counted_by_split_source_generation_and_batch(layout: Layout, lake) -> None:
     _lake(lake)
-    forge = build_dataset(layout, BuildConfig(name="d", sources=["forge"]), lake_version=1).dataset
-    both = build_dataset(layout, BuildConfig(name="d"), lake_version=2).dataset
+    forge = build_dataset(layout, BuildConfig(name="d", sources=["forge"])).dataset
+    with Catalog.open(layout) as catalog:  # a new version of the lake between the two builds
+        catalog.set_batch_status(list(_batches(layout).values()), "accepted")
+    both = build_dataset(layout, BuildConfig(name="d")).dataset
     diff = diff_builds(layout, "d", forge.fingerprint, both.fingerprint)
     (change,) = diff.rows
     assert change.model_dump() == {
@@ -44,7 +46,7 @@ def test_added_rows_are_counted_by_split_source_generation_and_batch(layout: Lay
     }
     assert (diff.added, diff.removed, diff.rows_after - diff.rows_before) == (120, 0, 120)
     assert [(c.field, c.before, c.after) for c in diff.config] == [("sources", ["forge"], None)]
-    assert [(c.field, c.before, c.after) for c in diff.versions] == [("lake_version", 1, 2)]
+    assert [(c.field, c.before, c.after) for c in diff.versions] == [("lake_version", 2, 3)]
     assert diff.holdout.identical and diff.holdout.same_files and diff.holdout.settings == []
     back = diff_builds(layout, "d", both.fingerprint, forge.fingerprint)
     assert (back.added, back.removed, back.rows[0].removed) == (0, 120, 120)

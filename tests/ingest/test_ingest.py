@@ -26,7 +26,7 @@ def good(i: int, game: str = "g") -> dict:
     return record
 
 
-def power_cut(*args: object) -> None:
+def power_cut(*args: object, **kwargs: object) -> None:
     raise RuntimeError("power cut")
 
 
