@@ -101,6 +101,7 @@ def _summary(manifest: Manifest) -> dict[str, Any]:
     return {
         "name": manifest.name,
         "fingerprint": manifest.fingerprint,
+        "lake_version": manifest.lake_version,
         "train": {"rows": manifest.splits["train"].rows, "games": manifest.splits["train"].games},
         "holdout": {"rows": manifest.splits["holdout"].rows, "games": manifest.splits["holdout"].games},
         "shares": {s: share.model_dump() for s, share in manifest.shares.items()},

@@ -148,8 +148,16 @@ def show_dataset(
 ) -> None:
     """Summarise a dataset's manifest (``--json`` prints the whole manifest)."""
     from toolkit.datasets.dataset import open_dataset
+    from toolkit.datasets.inventory import retired_inputs
 
     dataset = open_dataset(layout(), name, fingerprint)
+    _warn(
+        [
+            f"batch {r.batch_id}, which this build read, was retired from the lake since ({r.reason}): a build "
+            "made now would leave it out"
+            for r in retired_inputs(layout(), dataset.manifest)
+        ]
+    )
     if as_json:
         print_json(dataset.manifest.model_dump(mode="json"))
         return

@@ -21,6 +21,7 @@ from toolkit.datasets.dataset import (
     HOLDOUT,
     TRAIN,
     Dataset,
+    Manifest,
     Share,
     build_fingerprints,
     built_at,
@@ -162,3 +163,28 @@ def _builds_of(
         )
     entries.sort(key=lambda entry: (entry.created_at, entry.fingerprint), reverse=True)
     return entries, warnings
+
+
+class RetiredInput(BaseModel):
+    """A batch a build read that has been retired from the lake since."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    batch_id: str
+    reason: str | None
+
+
+def retired_inputs(layout: Layout, manifest: Manifest) -> list[RetiredInput]:
+    """The batches ``manifest``'s build read that the lake has retired since (none without a catalog)."""
+    from toolkit.catalog.store import Catalog
+    from toolkit.errors import CatalogError
+
+    read = {i.batch_id for i in manifest.inputs}
+    try:
+        with Catalog.open(layout, read_only=True) as catalog:
+            batches = catalog.batches()
+    except CatalogError:
+        return []
+    return [
+        RetiredInput(batch_id=b.batch_id, reason=b.retired_reason) for b in batches if b.retired and b.batch_id in read
+    ]
