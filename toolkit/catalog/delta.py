@@ -112,7 +112,7 @@ class DeltaLake:
             _delta_schema(schema),
             [_add(lake, f) for f in files or []],
             mode="error",
-            configuration=TABLE_CONFIGURATION,
+            configuration={**TABLE_CONFIGURATION, "delta.dataSkippingStatsColumns": ",".join(_stats_columns(schema))},
             commit_properties=CommitProperties(custom_metadata=_custom(info)),
         )
         return cls(lake)
@@ -223,6 +223,12 @@ def file_stats(path: Path) -> dict[str, Any]:
             stats["minValues"][name] = _jsonable(min(s.min for s in bounded))
             stats["maxValues"][name] = _jsonable(max(s.max for s in bounded))
     return stats
+
+
+def _stats_columns(schema: pa.Schema) -> list[str]:
+    """The columns Distill writes statistics for (top-level scalars; Delta's default of the first 32 leaf columns
+    would stop inside ``players`` and miss ``batch_id``)."""
+    return [f.name for f in schema if not pa.types.is_nested(f.type)]
 
 
 def _jsonable(value: Any) -> Any:
