@@ -52,10 +52,12 @@ def test_the_lake_summary_matches_the_catalog(client: TestClient, loop_home: Lay
     lake = client.get("/api/lake").json()
     con = duckdb.connect(str(loop_home.catalog_snapshot), read_only=True)
     try:
-        valid = con.sql("SELECT sum(rows_valid) FROM batches").fetchall()[0][0]
-        batches = con.sql("SELECT count(*) FROM batches").fetchall()[0][0]
+        valid = con.sql("SELECT sum(rows_valid) FROM batch_log").fetchall()[0][0]
+        batches = con.sql("SELECT count(*) FROM batch_log").fetchall()[0][0]
+        version = con.sql("SELECT max(version) FROM versions").fetchall()[0][0]
     finally:
         con.close()
+    assert lake["version"] == version and lake["versions"][0]["version"] == version
     assert lake["total_rows"] == valid
     assert sum(r["rows"] for r in lake["rows"]) == valid
     assert len(lake["batches"]) == batches
@@ -125,3 +127,25 @@ def test_docs_and_static_files_are_served_from_the_package(client: TestClient) -
         "/api/lake",
     ):
         assert path in schema["paths"], path
+
+
+def test_the_lake_page_marks_retired_batches_and_lists_versions(loop_home: Layout, tmp_path) -> None:
+    import shutil
+
+    from tests.serve.conftest import client_for
+    from toolkit.catalog import Catalog
+    from toolkit.catalog.lifecycle import retire
+
+    copy = Layout.at(tmp_path / "home")
+    shutil.copytree(loop_home.home, copy.home)
+    with Catalog.open(copy) as catalog:
+        batch = catalog.batches()[0]
+        retire(catalog, [batch.batch_id], "engine build 4.2 logged wrong seats")
+    client = client_for(copy)
+    lake = client.get("/api/lake").json()
+    [row] = [b for b in lake["batches"] if b["batch_id"] == batch.batch_id]
+    assert row["retired"] and row["retired_reason"] == "engine build 4.2 logged wrong seats"
+    assert lake["versions"][0]["operation"] == "retire"
+    assert lake["total_rows"] == sum(r["rows"] for r in lake["rows"])  # the retired rows counted nowhere
+    page = client.get("/lake").text
+    assert 'id="lake-versions"' in page and "retired" in page and "wrong seats" in page

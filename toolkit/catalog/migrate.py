@@ -22,6 +22,7 @@ from toolkit.catalog import delta, index, snapshot
 from toolkit.catalog.delta import CommitInfo, DeltaLake
 from toolkit.catalog.store import connect_writer, read_meta
 from toolkit.errors import CatalogError
+from toolkit.failpoints import failpoint
 from toolkit.layout import LAKE_FORMAT_VERSION, Layout
 from toolkit.schema.arrow import lake_schema
 
@@ -66,6 +67,7 @@ def migrate(layout: Layout) -> MigrateResult:
             )
         batches = [row[0] for row in con.execute("SELECT batch_id FROM batches ORDER BY batch_id").fetchall()]
         table = _lake_table(layout, batches)
+        failpoint("migrate.after_commit")
         [version] = table.versions(0, 0)
         adds = list(table.files_at(0).values())
         con.execute("BEGIN TRANSACTION")

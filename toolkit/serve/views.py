@@ -15,6 +15,7 @@ from toolkit.analysis import lake as lake_frames
 from toolkit.analysis import loop as loop_frames
 from toolkit.analysis.errors import NothingToShowError
 from toolkit.catalog import Catalog
+from toolkit.catalog.lifecycle import history
 from toolkit.catalog.records import BatchRecord
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
@@ -102,20 +103,38 @@ class BatchRow(BaseModel):
     rows_duplicate: int
     status: str
     status_reason: str | None
+    lake_version: int | None = None
+    retired: bool = False
+    retired_reason: str | None = None
 
     @classmethod
     def of(cls, batch: BatchRecord) -> BatchRow:
         return cls.model_validate({**batch.model_dump(), "created_at": str(batch.created_at)})
 
 
+class VersionRow(BaseModel):
+    """One version of the lake (``distill lake history``)."""
+
+    version: int
+    committed_at: str
+    operation: str
+    batches: list[str]
+    reason: str | None
+    rows_added: int
+    rows_removed: int
+
+
 class LakeSummary(BaseModel):
-    """What the lake holds: rows by source and generation, quarantined lines by reason, the latest batches."""
+    """What the lake holds at its latest version: rows by source and generation, quarantined lines by reason,
+    the latest batches (retired ones marked), the latest versions."""
 
     rows: list[SourceRows]
     rejects: list[RejectReason]
     batches: list[BatchRow]
     total_rows: int
     total_rejected: int
+    version: int = -1
+    versions: list[VersionRow] = []
 
 
 def generations(layout: Layout, name: str) -> list[GenerationRecord]:
@@ -186,7 +205,7 @@ def _gates(records: list[GenerationRecord]) -> list[GateLink]:
     return links
 
 
-def lake_summary(layout: Layout, batches: int = 20) -> LakeSummary:
+def lake_summary(layout: Layout, batches: int = 20, versions: int = 10) -> LakeSummary:
     """The lake page's records; an empty summary before the first ingest."""
     try:
         rows = lake_frames.rows_by_source(layout).to_dicts()
@@ -195,7 +214,14 @@ def lake_summary(layout: Layout, batches: int = 20) -> LakeSummary:
         return LakeSummary(rows=[], rejects=[], batches=[], total_rows=0, total_rejected=0)
     with Catalog.open(layout, read_only=True) as catalog:
         latest = catalog.batches(newest_first=True, limit=batches)
+        version = catalog.version
+        recent = [
+            VersionRow.model_validate({**v.model_dump(), "committed_at": str(v.committed_at)})
+            for v in reversed(history(catalog)[-versions:])
+        ]
     return LakeSummary(
+        version=version,
+        versions=recent,
         rows=[SourceRows.model_validate(r) for r in rows],
         rejects=[
             RejectReason(reason=r["reason"], lines=r["lines"], example=r["example"], lines_at=r["lines_at"])
