@@ -9,7 +9,8 @@ replaying the log:
   reason, Distill version, what it added and removed);
 - ``lake_files``: one row per file per stretch of versions it was live in
   (``added_version`` .. ``removed_version``, exclusive), with the batches,
-  source and generation of its rows;
+  source and generation of its rows and the lake columns it lacks (it was
+  written before a contract version added them: they read as null);
 - ``batch_log``: what ingest recorded of each batch (counts, partitions,
   overrides, the version that brought it);
 - ``batch_states``: the review status and retirement of each batch after
@@ -36,6 +37,7 @@ import pyarrow.parquet as pq
 from toolkit.catalog.delta import CommitInfo, DataFile, DeltaLake, Version
 from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.schema import columns as col
+from toolkit.schema.arrow import lake_schema
 
 TABLES: Final = """
 CREATE TABLE IF NOT EXISTS catalog_meta (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL);
@@ -61,6 +63,7 @@ CREATE TABLE IF NOT EXISTS lake_files (
     size_bytes BIGINT NOT NULL,
     added_version BIGINT NOT NULL,
     removed_version BIGINT,
+    missing VARCHAR[] NOT NULL,
     PRIMARY KEY (path, added_version)
 );
 CREATE TABLE IF NOT EXISTS batch_log (
@@ -158,10 +161,10 @@ def record_version(
             [version.version, file.path],
         )
     for file in adds:
-        batches, source, generation = describe(lake / file.path)
+        batches, source, generation, missing = describe(lake / file.path)
         con.execute(
-            "INSERT INTO lake_files VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
-            [file.path, batches, source, generation, file.rows, file.size_bytes, version.version],
+            "INSERT INTO lake_files VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+            [file.path, batches, source, generation, file.rows, file.size_bytes, version.version, missing],
         )
     if info is not None:
         _apply_batches(con, version.version, info)
@@ -232,10 +235,12 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, object]) 
     con.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
 
 
-def describe(path: Path) -> tuple[list[str], str | None, int | None]:
+def describe(path: Path) -> tuple[list[str], str | None, int | None, list[str]]:
     """The batches, source and generation of a lake file's rows (from its footer when each column holds one
-    value, else from the columns themselves)."""
+    value, else from the columns themselves), and the lake columns it lacks."""
     meta = pq.read_metadata(path)
+    names = meta.schema.to_arrow_schema().names
+    missing = [name for name in lake_schema().names if name not in names]
     names = meta.schema.names
     single: dict[str, object] = {}
     for name in (col.BATCH_ID, col.SOURCE, col.GENERATION):
@@ -259,6 +264,7 @@ def describe(path: Path) -> tuple[list[str], str | None, int | None]:
         sorted(batches) if isinstance(batches, list) else [str(batches)],
         single[col.SOURCE],  # type: ignore[return-value]
         single[col.GENERATION],  # type: ignore[return-value]
+        missing,
     )
 
 

@@ -62,6 +62,7 @@ class LakeFile:
     generation: int | None
     rows: int
     size_bytes: int
+    missing: tuple[str, ...] = ()  # lake columns the file predates (read as null)
 
 
 class Catalog:
@@ -427,14 +428,17 @@ class Catalog:
         wanted = self.version if version is None else version
         rows = self.con.execute(f"SELECT * FROM ({views.live_files_sql(wanted)}) ORDER BY path").fetchall()
         found = []
-        for path, batch_ids, file_source, file_generation, rows_, size, *_ in rows:
+        for path, batch_ids, file_source, file_generation, rows_, size, _, _, missing in rows:
             if batches is not None and not set(batch_ids) & set(batches):
                 continue
             if source is not None and file_source != source:
                 continue
             if generation is not None and file_generation != generation:
                 continue
-            found.append(LakeFile(self.layout.lake / path, tuple(batch_ids), file_source, file_generation, rows_, size))
+            lake_path = self.layout.lake / path
+            found.append(
+                LakeFile(lake_path, tuple(batch_ids), file_source, file_generation, rows_, size, tuple(missing))
+            )
         return found
 
 
@@ -533,10 +537,14 @@ def connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
 def _connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
     """A read-only connection that neither waits for a writer nor holds one up (see :mod:`toolkit.catalog.snapshot`).
 
-    Interrupted changes are finished first when no writer is at work; the
+    A catalog missing beside a lake is rebuilt from the lake's log, and
+    interrupted changes are finished first, when no writer is at work; the
     snapshot is read when it is current or when a writer holds the live
     catalog, the live catalog otherwise.
     """
+    if not layout.catalog.exists() and delta.exists(layout.lake):  # lost, or a lake copied without it: rebuilt
+        with contextlib.suppress(CatalogError, OSError):
+            Catalog.open(layout).close()
     if not layout.catalog.exists():
         raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
     if layout.staging.exists() and any(layout.staging.iterdir()):

@@ -14,6 +14,7 @@ read with those columns null, so every version reads with today's columns.
 from __future__ import annotations
 
 import glob
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -68,11 +69,25 @@ def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sa
     con.execute(
         "CREATE OR REPLACE TEMP VIEW files AS SELECT * FROM file_log WHERE batch_id IN (SELECT batch_id FROM batches)"
     )
-    paths = [row[0] for row in con.execute(f"SELECT path FROM ({live_files_sql(version)}) ORDER BY path").fetchall()]
-    lake = relation(con, "decisions", [layout.lake / p for p in paths], lake_schema(), sandbox=sandbox)
+    live = con.execute(f"SELECT path, missing FROM ({live_files_sql(version)}) ORDER BY path").fetchall()
+    lake = relation(
+        con,
+        "decisions",
+        [layout.lake / p for p, _ in live],
+        lake_schema(),
+        sandbox=sandbox,
+        missing=[m for _, m in live],
+    )
     con.execute(f"CREATE OR REPLACE TEMP VIEW decisions AS SELECT * FROM {lake}")
     quarantined = sorted(glob.glob(str(layout.quarantine / "batch=*" / "*.parquet")))
-    rejects = relation(con, "rejects", [Path(p) for p in quarantined], QUARANTINE_SCHEMA, sandbox=sandbox)
+    rejects = relation(
+        con,
+        "rejects",
+        [Path(p) for p in quarantined],
+        QUARANTINE_SCHEMA,
+        sandbox=sandbox,
+        missing=[()] * len(quarantined),
+    )
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW rejects AS SELECT * FROM {rejects} "
         f"WHERE {col.BATCH_ID} IN (SELECT batch_id FROM batches WHERE NOT retired)"
@@ -99,13 +114,22 @@ def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sa
 
 
 def relation(
-    con: duckdb.DuckDBPyConnection, name: str, files: list[Path], schema: pa.Schema, *, sandbox: bool = False
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    files: Sequence[Path],
+    schema: pa.Schema,
+    *,
+    sandbox: bool = False,
+    missing: Sequence[Sequence[str]] | None = None,
 ) -> str:
     """SQL reading ``files`` with exactly the columns of ``schema``, in its order (a column a file lacks: null).
 
-    On a sandboxed connection the files are opened now, as an Arrow dataset
-    DuckDB scans later without a path it could misuse; elsewhere DuckDB reads
-    them itself (faster, and in parallel).
+    ``missing``: the columns each file lacks, as the index knows them (None:
+    ask the files). When no file lacks any, DuckDB binds the first file's
+    columns alone; otherwise it reads every footer and unites the columns by
+    name. On a sandboxed connection the files are opened now, as an Arrow
+    dataset DuckDB scans later without a path it could misuse; elsewhere
+    DuckDB reads them itself (faster, and in parallel).
     """
     if not files:  # an empty relation with the right columns (from_batches: no pandas import)
         con.register(f"_empty_{name}", pa.Table.from_batches([], schema=schema))
@@ -116,8 +140,13 @@ def relation(
         con.register(f"_files_{name}", ds.dataset([str(f) for f in files], schema=schema, format="parquet"))
         return f"_files_{name}"
     listed = ", ".join(f"'{sql_literal(str(f))}'" for f in files)
+    if missing is not None and not any(missing):
+        return f"read_parquet([{listed}], hive_partitioning = false)"
     source = f"read_parquet([{listed}], hive_partitioning = false, union_by_name = true)"
-    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+    if missing is not None:
+        present = set(schema.names) - set.intersection(*(set(m) for m in missing))
+    else:
+        present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
     if list(schema.names) == [n for n in schema.names if n in present] and len(present) == len(schema):
         return source
     columns = [

@@ -86,7 +86,8 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
     suite = load_suite(config.suite or default_suite_path("lake"), "lake")
     with Catalog.open(layout, read_only=True) as catalog:
         batches = None if scope.batch is None else [scope.batch]
-        files = [f.path for f in catalog.lake_files(batches=batches, source=scope.source, generation=scope.generation)]
+        lake_files = catalog.lake_files(batches=batches, source=scope.source, generation=scope.generation)
+        files = [f.path for f in lake_files]
         if not files:
             raise CheckError(
                 f"no lake rows match {scope.model_dump(exclude_none=True) or 'the whole lake'}",
@@ -97,7 +98,7 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
             )
         con = catalog.con
         con.execute(f"SET memory_limit = '{config.memory_limit}'")
-        rows = relation(con, ROWS, files, lake_schema())
+        rows = relation(con, ROWS, files, lake_schema(), missing=[f.missing for f in lake_files])
         keep = "" if scope.batch is None else f" WHERE {col.BATCH_ID} = '{sql_literal(scope.batch)}'"
         con.execute(f"CREATE OR REPLACE TEMP VIEW {ROWS} AS SELECT * FROM {rows}{keep}")
         con.execute(
