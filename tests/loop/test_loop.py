@@ -302,3 +302,28 @@ def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_pat
     assert bootstrap and bootstrap <= first  # one batch per shard of the bootstrap's games
     for record in RunFolder(home, "fourth").records():
         assert bootstrap <= set(record["attempts"][0]["steps"]["build"]["batches"])
+
+
+def test_the_loop_never_trains_on_a_batch_retired_while_it_runs(tmp_path: Path) -> None:
+    from toolkit.catalog import Catalog
+    from toolkit.catalog.lifecycle import retire
+
+    layout = Layout.at(tmp_path / "home")
+    run = RunFolder(layout, "tiny")
+
+    def pause_after_bootstrap_ingest(event: Progress) -> None:
+        if event.item.endswith(": ingest"):
+            run.request(PAUSE)
+
+    config = tiny(bootstrap={"games": 64})  # four shards: four batches, one of them retired
+    assert run_loop(layout, config, progress=pause_after_bootstrap_ingest).status == "paused"
+    bootstrap = sorted(run.load().batches())
+    assert len(bootstrap) == 4
+    with Catalog.open(layout) as catalog:
+        retire(catalog, [bootstrap[0]], "a broken engine build")
+    assert resume_loop(layout, "tiny").status == "finished"
+    for record in run.records():
+        for attempt in record["attempts"]:
+            assert bootstrap[0] not in attempt["steps"]["build"]["batches"]
+    gate = run.records()[0]["attempts"][0]["steps"]["data_gate"]
+    assert gate["passed"] and "1 retired batch(es) not checked" in gate["reason"]

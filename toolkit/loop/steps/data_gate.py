@@ -24,16 +24,20 @@ def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
         return DataGateResult(
             passed=True, reason="no new batch" if not step.batches else "data gate disabled", reports=[]
         )
+    from toolkit.catalog.store import Catalog
     from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 
+    with Catalog.open(ctx.layout, read_only=True) as catalog:  # retired meanwhile: out of the lake, not checked
+        retired = {b.batch_id for b in catalog.require_batches(step.batches) if b.retired}
     check = CheckConfig(suite=config.data_gate_suite, entropy_floor=config.data_gate_entropy_floor)
-    reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in step.batches]
+    reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in step.batches if b not in retired]
     failures = [
         f"{r.scope.get('batch')}: {', '.join(x.id for x in r.blocking_failures)}" for r in reports if not r.passed
     ]
+    skipped = f"; {len(retired)} retired batch(es) not checked" if retired else ""
     return DataGateResult(
         passed=not failures,
-        reason="; ".join(failures) or f"{len(reports)} batch(es) passed the lake suite",
+        reason=("; ".join(failures) or f"{len(reports)} batch(es) passed the lake suite") + skipped,
         reports=[str(r.paths.get("json")) for r in reports],
         warnings=sum(len(r.warnings) for r in reports),
     )
