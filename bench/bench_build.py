@@ -115,7 +115,8 @@ def _time_steps(module: object, steps: dict[str, float]) -> None:
         setattr(module, name, wrapped)
 
 
-def child_copy(home: str, target: str) -> None:
+def child_copy(home: str, target: str, as_of: int | None = None) -> None:
+    """COPY the rows a default build reads (of the lake ``as_of`` a version: the latest by default) to Parquet."""
     import duckdb
 
     from toolkit.datasets.config import BuildConfig
@@ -123,13 +124,12 @@ def child_copy(home: str, target: str) -> None:
     from toolkit.datasets.write import scan_sql
     from toolkit.layout import Layout
 
-    inputs = select_inputs(Layout.at(home), BuildConfig())
+    inputs = select_inputs(Layout.at(home), BuildConfig(), as_of=as_of)
     Path(target).unlink(missing_ok=True)
     with timed() as t:
         con = duckdb.connect(config={"memory_limit": "1GB"})
-        (rows,) = con.execute(
-            f"COPY ({scan_sql(con, inputs)}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)"
-        ).fetchall()[0]
+        copy = f"COPY ({scan_sql(con, inputs)}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)"
+        (rows,) = con.execute(copy).fetchall()[0]
     report_child(int(rows), t)
 
 

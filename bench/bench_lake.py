@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import Tee, best_of, report_child, run_child, timed  # noqa: E402
-from bench_build import OUT, lake_home, make_lake  # noqa: E402
+from bench_build import OUT, child_copy, lake_home, make_lake  # noqa: E402
 
 TARGET_RETIRE_S = 1.0
 TARGET_AS_OF = 1.2
@@ -76,23 +76,6 @@ def child_build(home: str, as_of: str) -> None:
         info = build_dataset(layout, BuildConfig(name="bench-as-of"), as_of=int(as_of))
     rows = info.manifest.splits["train"].rows + info.manifest.splits["holdout"].rows
     report_child(rows, t, fingerprint=info.manifest.fingerprint, lake_version=info.manifest.lake_version)
-
-
-def child_copy(home: str, as_of: str, target: str) -> None:
-    import duckdb
-
-    from toolkit.datasets.config import BuildConfig
-    from toolkit.datasets.select import select_inputs
-    from toolkit.datasets.write import scan_sql
-    from toolkit.layout import Layout
-
-    inputs = select_inputs(Layout.at(home), BuildConfig(), as_of=int(as_of))
-    Path(target).unlink(missing_ok=True)
-    with timed() as t:
-        con = duckdb.connect(config={"memory_limit": "1GB"})
-        copy = f"COPY ({scan_sql(con, inputs)}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)"
-        (rows,) = con.execute(copy).fetchall()[0]
-    report_child(int(rows), t)
 
 
 def _largest_batch(home: Path) -> tuple[str, int]:
@@ -154,6 +137,6 @@ if __name__ == "__main__":
     elif len(sys.argv) > 3 and sys.argv[1] == "--child-build":
         child_build(sys.argv[2], sys.argv[3])
     elif len(sys.argv) > 4 and sys.argv[1] == "--child-copy":
-        child_copy(sys.argv[2], sys.argv[3], sys.argv[4])
+        child_copy(sys.argv[2], sys.argv[4], int(sys.argv[3]))
     else:
         main()
