@@ -28,7 +28,8 @@ names only make the lake easy to browse. Which files are live at a version is
 the Delta log's to say (a retired batch's files stay on disk until a vacuum):
 read the lake through Distill or a Delta reader, never by listing files.
 Paths that Distill records inside the data root are relative to it
-(:meth:`Layout.stored`), so a root can be moved or copied. Every artefact
+(:meth:`Layout.stored`) and become paths only where they are opened
+(:meth:`Layout.resolve`), so a root can be moved or copied. Every artefact
 format carries a version; readers refuse versions they do not know.
 """
 
@@ -55,6 +56,8 @@ SUITE_FORMAT_VERSION: Final = 1  # an expectation suite (checks/*.json)
 CATALOG_FILE: Final = "catalog.duckdb"
 CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
 NO_GENERATION: Final = "none"
+# The data root's top-level folders: where a path recorded in another (moved) root is re-anchored (Layout.resolve).
+ROOT_FOLDERS: Final = ("builds", "lake", "quarantine", "reports", "runs", "staging")
 LAKE_PART_FILE: Final = "part-00000.parquet"  # one file per lake partition of a batch
 QUARANTINE_FILE: Final = "rejects.parquet"  # one file per batch
 # Names that become folders under the data root (builds, loop runs): 1-64 characters, lowercase letters, digits,
@@ -149,9 +152,25 @@ class Layout:
             return str(absolute)
 
     def resolve(self, stored: str | os.PathLike[str]) -> Path:
-        """The absolute path of a path recorded by :meth:`stored`."""
+        """The file a recorded path names (see :meth:`stored`), the one place a recorded path becomes a path.
+
+        A relative path lies under this data root. An absolute path is itself
+        when it lies under this root or exists; one that does not exist (written
+        in another data root that has since moved here) names the same place
+        under this root, from its first top-level folder (``runs/``,
+        ``builds/``...) on, when that place's folder exists here (the file
+        itself may be gone).
+        """
         path = Path(stored)
-        return path if path.is_absolute() else self.home / path
+        if not path.is_absolute():
+            return self.home / path
+        if path.is_relative_to(self.home) or path.exists():
+            return path
+        for i, part in enumerate(path.parts):
+            moved = self.home.joinpath(*path.parts[i:])
+            if part in ROOT_FOLDERS and moved.parent.is_dir():
+                return moved
+        return path
 
     @staticmethod
     def partition(source: str, generation: int | None, batch_id: str) -> Path:

@@ -14,9 +14,9 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -41,13 +41,23 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def read_versioned(path: Path, model: type[M], version: int, *, what: str, error: type[DistillError], hint: str) -> M:
+def read_versioned(
+    path: Path,
+    model: type[M],
+    version: int,
+    *,
+    what: str,
+    error: type[DistillError],
+    hint: str,
+    upgrades: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+) -> M:
     """A versioned JSON file (one with a ``format_version`` field) as ``model``, the one way Distill reads them.
 
     Every problem raises ``error`` naming the file: missing, unreadable or not
-    JSON, of another format version than ``version`` (hint: the Distill
-    version that wrote it), or not a valid ``what`` (each field named).
-    ``hint`` says how to get a good file back.
+    JSON, of another format version than ``version`` and ``upgrades`` (hint:
+    the Distill version that wrote it), or not a valid ``what`` (each field
+    named). ``hint`` says how to get a good file back. ``upgrades`` maps an
+    older version to the function that turns its content into ``version``'s.
     """
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -56,6 +66,9 @@ def read_versioned(path: Path, model: type[M], version: int, *, what: str, error
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as problem:
         raise error(f"{path} is unreadable: {problem}", hint=hint) from None
     found = raw.get("format_version") if isinstance(raw, dict) else None
+    upgrade = (upgrades or {}).get(found) if isinstance(found, int) else None
+    if upgrade is not None:
+        raw, found = {**upgrade(raw), "format_version": version}, version
     if found != version:
         raise error(
             f"{path} is a {what} of format version {found!r}; this Distill reads version {version}",
