@@ -150,15 +150,16 @@ def test_a_collapsed_policy_source_blocks_the_dataset(home: Layout) -> None:
 
 def test_drift_against_a_baseline_report_warns(home: Layout) -> None:
     clean = check_dataset(home, "ratio")
-    raw = json.loads(Path(clean.paths["json"]).read_text())
+    written = home.resolve(clean.paths["json"])
+    raw = json.loads(written.read_text())
     for group in raw["metrics"]:
         group["actions"] = {name: (100 if name == "pass" else 0) for name in group["actions"]}
-    baseline = Path(clean.paths["json"]).with_name("crafted-baseline.json")
+    baseline = written.with_name("crafted-baseline.json")
     baseline.write_text(json.dumps(raw))
     report = check_dataset(home, "ratio", CheckConfig(write=False, baseline=baseline))
     assert report.passed and failed_ids(report, "warning") == {"drift.actions"}
     assert all(m.drift is not None and m.drift.reference == f"report {clean.report_id}" for m in report.metrics)
-    assert read_report(Path(clean.paths["json"])).passed
+    assert read_report(written).passed
 
 
 def test_an_unknown_dataset_is_a_build_error(home: Layout) -> None:

@@ -218,9 +218,10 @@ def test_the_scope_picks_partitions_and_an_empty_scope_is_an_error(home: Layout)
 
 def test_the_report_is_written_as_json_and_html_and_read_back(home: Layout) -> None:
     report = check_lake(home, LakeScope(source="forge"))
-    stored = GateReport.model_validate(json.loads(open(report.paths["json"]).read()))
+    assert report.paths["json"].startswith("reports/")  # relative to the data root
+    stored = GateReport.model_validate(json.loads(home.resolve(report.paths["json"]).read_text()))
     assert stored.model_dump() == report.model_dump()
-    page = open(report.paths["html"]).read()
+    page = home.resolve(report.paths["html"]).read_text()
     assert page.startswith("<!doctype html>") and "lake gate PASSED" in page and "key.unique" in page
 
 

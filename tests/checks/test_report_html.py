@@ -19,6 +19,7 @@ from toolkit.checks.report import (
     render_html,
     write_report,
 )
+from toolkit.layout import Layout
 from toolkit.schema.vocab import MACRO_ACTIONS
 
 FORGE_ACTIONS = dict(zip(MACRO_ACTIONS, [5, 0, 1, 2, 0, 3, 0, 9], strict=True))
@@ -207,9 +208,11 @@ def test_the_page_is_the_same_for_the_same_report() -> None:
 
 
 def test_writing_keeps_the_json_format_and_puts_the_page_next_to_it(tmp_path: Path) -> None:
-    report = write_report(tiny_report(), tmp_path)
-    stored = json.loads(Path(report.paths["json"]).read_text())
+    layout = Layout(tmp_path)
+    report = write_report(tiny_report(), layout)
+    assert report.paths == {"json": "reports/check-lake-all-test.json", "html": "reports/check-lake-all-test.html"}
+    stored = json.loads((tmp_path / report.paths["json"]).read_text())
     assert stored["format_version"] == REPORT_FORMAT_VERSION == 1 and set(stored) == set(GateReport.model_fields)
-    assert read_report(Path(report.paths["json"])) == report
-    assert Path(report.paths["html"]).read_text() == render_html(report)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["check-lake-all-test.html", "check-lake-all-test.json"]
+    assert read_report(tmp_path / report.paths["json"]) == report
+    assert (tmp_path / report.paths["html"]).read_text() == render_html(report)
+    assert sorted(p.name for p in layout.reports.iterdir()) == ["check-lake-all-test.html", "check-lake-all-test.json"]

@@ -203,7 +203,7 @@ def _run(
         metrics=ctx.metrics,
         timings=timings,
     )
-    return write_report(report, layout.reports) if config.write else report
+    return write_report(report, layout) if config.write else report
 
 
 def _with_overrides(spec: ExpectationSpec, config: CheckConfig) -> ExpectationSpec:

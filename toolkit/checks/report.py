@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.checks.report_html import render_html
 from toolkit.checks.suite import Severity
 from toolkit.errors import GateFailedError
-from toolkit.layout import REPORT_FORMAT_VERSION
+from toolkit.layout import REPORT_FORMAT_VERSION, Layout
 from toolkit.storage import write_text_atomic
 
 
@@ -111,7 +111,9 @@ class GateReport(BaseModel):
     results: list[ExpectationResult]
     metrics: list[GroupMetrics]
     timings: dict[str, float] = Field(description="Seconds: gx, duckdb, arrow, total.")
-    paths: dict[str, str] = Field(default_factory=dict, description="json and html reports, once written.")
+    paths: dict[str, str] = Field(
+        default_factory=dict, description="json and html reports, once written, relative to the data root."
+    )
 
     @property
     def blocking_failures(self) -> list[ExpectationResult]:
@@ -135,16 +137,18 @@ class GateReport(BaseModel):
         failed = self.blocking_failures
         if failed:
             names = ", ".join(r.id for r in failed)
-            where = self.paths.get("html") or self.paths.get("json") or "the report"
-            raise GateFailedError(f"{self.target} gate failed: {names}", report=self, hint=f"see {where}")
+            where = self.paths.get("html") or self.paths.get("json")
+            hint = f"see {where} in the data root" if where else "see the report"
+            raise GateFailedError(f"{self.target} gate failed: {names}", report=self, hint=hint)
 
 
-def write_report(report: GateReport, folder: Path) -> GateReport:
-    """Write ``report`` as JSON and HTML under ``folder``; returns it with ``paths`` set."""
-    folder.mkdir(parents=True, exist_ok=True)
-    json_path = folder / f"{report.report_id}.json"
-    html_path = folder / f"{report.report_id}.html"
-    report = report.model_copy(update={"paths": {"json": str(json_path), "html": str(html_path)}})
+def write_report(report: GateReport, layout: Layout) -> GateReport:
+    """Write ``report`` as JSON and HTML under the data root's ``reports/``; returns it with ``paths`` set."""
+    layout.reports.mkdir(parents=True, exist_ok=True)
+    json_path = layout.reports / f"{report.report_id}.json"
+    html_path = layout.reports / f"{report.report_id}.html"
+    paths = {"json": layout.stored(json_path), "html": layout.stored(html_path)}
+    report = report.model_copy(update={"paths": paths})
     write_text_atomic(json_path, report.model_dump_json(indent=2))
     write_text_atomic(html_path, render_html(report))
     return report

@@ -387,8 +387,8 @@ def _against(js_bits: float, threshold: float | None) -> str:
 
 
 def _footer(report: GateReport) -> str:
-    where = escape(report.paths.get("json", f"{report.report_id}.json"))
+    where = escape(f"{report.report_id}.json")
     return (
         f'<footer class="muted"><p>Report {escape(report.report_id)} &middot; format {report.format_version} '
-        f"&middot; the full record is the JSON report ({where}).</p></footer>"
+        f"&middot; the full record is the JSON report beside this page ({where}).</p></footer>"
     )

@@ -150,4 +150,5 @@ def _render(report: GateReport) -> None:
         )
     console.print(metrics)
     if report.paths:
-        console.print(f"report: {report.paths['html']}  (JSON: {report.paths['json']})", markup=False, soft_wrap=True)
+        html, json_file = (layout().resolve(report.paths[kind]) for kind in ("html", "json"))
+        console.print(f"report: {html}  (JSON: {json_file})", markup=False, soft_wrap=True)
