@@ -160,10 +160,10 @@ def train_ppo_command(
     folder = out or layout().runs / "train"
     where = backend_config(backend, workers, address, shard_games)
     if as_json:
-        print_json(train_ppo(cfg, folder, backend=where).model_dump(mode="json"))
+        print_json(train_ppo(cfg, folder, backend=where, layout=layout()).model_dump(mode="json"))
         return
     with progress_bar(f"train {cfg.kind}") as progress:
-        result = train_ppo(cfg, folder, progress=progress, backend=where)
+        result = train_ppo(cfg, folder, progress=progress, backend=where, layout=layout())
     table = Table(
         title=f"{result.kind} {result.run_id}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s"
     )

@@ -62,6 +62,7 @@ from toolkit.game.league import OpponentPool
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
 from toolkit.jobs.config import BackendConfig
+from toolkit.layout import Layout
 from toolkit.progress import Progress, ProgressFn
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent, player_ref, policy_blob
@@ -310,6 +311,7 @@ class _Run:
     meter: _GradMeter
     metrics: MetricsWriter
     eval_exporter: DecisionExporter | None = None
+    layout: Layout | None = None  # the data root the cards record checkpoints relative to
     parent: str | None = None
     dataset: checkpoints.DatasetRef | None = None
     progress: ProgressFn | None = None
@@ -350,11 +352,17 @@ class _RunCallback(BaseCallback):
 
 
 def train_ppo(
-    config: PPOConfig, out: Path, progress: ProgressFn | None = None, backend: BackendConfig | None = None
+    config: PPOConfig,
+    out: Path,
+    progress: ProgressFn | None = None,
+    backend: BackendConfig | None = None,
+    layout: Layout | None = None,
 ) -> PPOResult:
     """Train PPO per ``config``; checkpoints, metrics and exports go to ``out``.
 
     The teacher's export games are a game job, run where ``backend`` says (default: ``auto``).
+    The cards record the checkpoints the config names (warm start, opponents) relative to ``layout``'s data
+    root when they lie inside it.
 
     Raises:
         TrainError: the warm-start checkpoint is missing or does not fit.
@@ -400,6 +408,7 @@ def train_ppo(
             meter=meter,
             metrics=metrics,
             eval_exporter=eval_exporter,
+            layout=layout,
             parent=parent,
             dataset=dataset,
             progress=progress,
@@ -637,9 +646,26 @@ def _save(run: _Run, tag: str, metrics: dict[str, Any], replace: bool = False) -
         generation=config.generation,
         parent=run.parent,
         dataset=run.dataset,
-        config=config.model_dump(mode="json"),
+        config=_recorded_config(config, run.layout),
         metrics=metrics,
     )
+
+
+def _recorded_config(config: PPOConfig, layout: Layout | None) -> dict[str, Any]:
+    """``config`` as a card records it: the checkpoints it names inside ``layout``'s data root relative to it."""
+    recorded = config.model_dump(mode="json")
+    if layout is None:
+        return recorded
+
+    def named(player: str) -> str:
+        return player if player in (*PLAYER_TYPES, SELF) else layout.stored(player)
+
+    if config.warm_start is not None:
+        recorded["warm_start"] = layout.stored(config.warm_start)
+    recorded["opponents"] = [named(p) for p in config.opponents]
+    for stage in recorded["curriculum"]:
+        stage["opponents"] = [named(p) for p in stage["opponents"]]
+    return recorded
 
 
 def actor_of(card_path: Path) -> ActorNet:
