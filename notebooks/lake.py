@@ -42,7 +42,7 @@ def _(sections, show):
 @app.cell
 def _(args, layout, report_path, sections, write_report):
     if "report" in args:
-        print(write_report(report_path(layout, "lake"), f"The lake of {layout.home}", sections))
+        print(write_report(report_path(layout, "lake"), f"The lake of {layout.home.name}", sections))
     return
 
 

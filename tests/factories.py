@@ -154,3 +154,29 @@ TINY: dict[str, Any] = {
 def tiny(**changes: Any) -> LoopConfig:
     """A closed loop small enough for the suite (one generation in about 15 s), with ``changes`` over it."""
     return LoopConfig.model_validate({**TINY, **changes})
+
+
+# Fields of a loop's records that differ between two runs of the same config (timings, report ids).
+VOLATILE = {
+    "timings",
+    "seconds",
+    "recorded_at",
+    "finished_at",
+    "steps_per_second",
+    "samples_per_second",
+    "reports",
+    "updated_at",
+}
+
+
+def normalised(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records without timings (to compare two runs; paths are relative to each run's data root)."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(records)

@@ -14,37 +14,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.factories import TINY, tiny
+from tests.factories import TINY, normalised, tiny
 from toolkit.catalog.store import Catalog
 from toolkit.cli.main import app
 from toolkit.layout import Layout
 from toolkit.loop.run import resume_loop, run_loop
 from toolkit.loop.state import PAUSE, RunFolder
 from toolkit.progress import Progress
-
-VOLATILE = {
-    "timings",
-    "seconds",
-    "recorded_at",
-    "finished_at",
-    "steps_per_second",
-    "samples_per_second",
-    "reports",
-    "updated_at",
-}
-
-
-def normalised(records: list[dict[str, Any]], home: Path) -> list[dict[str, Any]]:
-    """Records without timings and with the data root's path taken out (to compare two runs)."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items() if k not in VOLATILE}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value.replace(str(home), "<home>") if isinstance(value, str) else value
-
-    return clean(json.loads(json.dumps(records)))
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +81,9 @@ def test_steps_are_saved_with_typed_inputs_and_reloaded_as_their_types(reference
     state = RunFolder(layout, "tiny").load()
     gen = state.generations[1]
     play = gen.steps["0:selfplay"]
-    assert SelfPlayInput.model_validate(play.input).warm_start == Path(
-        state.generations[0].steps["0:train_student"].result["checkpoint"]
-    )
+    checkpoint = state.generations[0].steps["0:train_student"].result["checkpoint"]
+    assert SelfPlayInput.model_validate(play.input).warm_start == checkpoint
+    assert not Path(checkpoint).is_absolute() and layout.resolve(checkpoint).is_file()  # relative to the data root
     assert BuildStepResult.model_validate(gen.steps["0:build"].result).rows_by_source["ppo"] > 0
     assert [p.name for p in state.promoted] == ["gen-000-student", "gen-001-ppo", "gen-001-student"]
 
@@ -192,7 +168,7 @@ def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, r
         run_loop(layout, tiny(), progress=crash)
     state = resume_loop(layout, "tiny")
     assert state.status == "finished"
-    assert normalised(RunFolder(layout, "tiny").records(), layout.home) == normalised(reference[1], reference[0].home)
+    assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
 def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, reference) -> None:
@@ -212,14 +188,14 @@ def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, refe
     process.wait()
     state = resume_loop(layout, "tiny")
     assert state.status == "finished"
-    assert normalised(RunFolder(layout, "tiny").records(), layout.home) == normalised(reference[1], reference[0].home)
+    assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
 def test_the_loop_on_the_process_pool_records_what_it_records_in_process(tmp_path: Path, reference) -> None:
     layout = Layout.at(tmp_path / "home")
     state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": 16}))
     assert state.status == "finished", state.message
-    assert normalised(RunFolder(layout, "tiny").records(), layout.home) == normalised(reference[1], reference[0].home)
+    assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
 def test_a_pause_request_halts_at_the_next_step_and_resume_finishes(tmp_path: Path) -> None:
@@ -245,10 +221,10 @@ def test_a_second_run_with_the_same_name_is_refused(reference) -> None:
         run_loop(reference[0], tiny())
 
 
-def _ppo_parent(record: dict[str, Any]) -> str | None:
+def _ppo_parent(layout: Layout, record: dict[str, Any]) -> str | None:
     from toolkit.train.agents import load_agent
 
-    return load_agent(Path(record["attempts"][0]["steps"]["selfplay"]["final"])).card.parent
+    return load_agent(layout.resolve(record["attempts"][0]["steps"]["selfplay"]["final"])).card.parent
 
 
 def _stem(card: str) -> str:
@@ -269,9 +245,9 @@ def test_ppo_continues_the_promoted_ppo_or_starts_from_the_promoted_student(tmp_
     )
     assert state.status == "finished", state.message
     records = RunFolder(layout, "gens").records()
-    assert _ppo_parent(records[1]) == _stem(records[0]["student"])  # generation 1 always starts from the student
+    assert _ppo_parent(layout, records[1]) == _stem(records[0]["student"])  # generation 1 starts from the student
     expected = records[1]["ppo"] if warm_start == "ppo" else records[1]["student"]
-    assert _ppo_parent(records[2]) == _stem(expected)
+    assert _ppo_parent(layout, records[2]) == _stem(expected)
     league = [e["name"] for e in records[2]["attempts"][0]["steps"]["selfplay"]["league"]]
     assert league == ["random", "self", "gen-000-student", "gen-001-ppo", "gen-001-student"]
     # the student of generation 2 learns from generation 2's teacher only (teacher_generations 1)

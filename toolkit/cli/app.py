@@ -128,6 +128,14 @@ def layout() -> Layout:
     return chosen
 
 
+def checkpoint(path: Path) -> Path:
+    """A checkpoint given on the command line: as given, or, when that is a relative path not found here, under
+    the data root (loop state, records and cards name checkpoints relative to it)."""
+    if path.is_absolute() or path.exists():
+        return path
+    return layout().resolve(path)
+
+
 @contextmanager
 def progress_bar(title: str, *, enabled: bool = True) -> Iterator[ProgressFn | None]:
     """One transient progress line on stderr for any stage's :class:`~toolkit.progress.Progress` (``None`` when

@@ -16,6 +16,7 @@ from toolkit.cli.app import (
     WorkersOpt,
     app,
     backend_config,
+    checkpoint,
     console,
     layout,
     print_json,
@@ -140,7 +141,7 @@ def train_ppo_command(
             "policy_kind": policy,
             "total_steps": steps,
             "n_envs": envs,
-            "warm_start": warm_start,
+            "warm_start": checkpoint(warm_start) if warm_start else None,
             "opponents": _names(opponents),
             "opponent_weights": _names(weights),
             "eval_every": eval_every,
@@ -205,7 +206,8 @@ def evaluate_command(
 
     cfg = load_config(EvaluateConfig, None, {"opponents": _names(vs), "games": games, "seed": seed})
     where = backend_config(backend, workers, address, shard_games)
-    results = [evaluate(policy_blob(p), cfg, backend=where) for p in [policy] + ([compare] if compare else [])]
+    cards = [checkpoint(p) for p in [policy] + ([compare] if compare else [])]
+    results = [evaluate(policy_blob(card), cfg, backend=where) for card in cards]
     if compare is not None and len(results) == 2:
         diff = compare_results(*results)
         if as_json:

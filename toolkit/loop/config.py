@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.datasets.config import HoldoutConfig
 from toolkit.jobs.config import BackendConfig
-from toolkit.layout import NAME_PATTERN
+from toolkit.layout import NAME_PATTERN, Layout
 
 TEACHER_SOURCE = "ppo"  # the role PPO's exported decisions carry in the lake
 
@@ -279,3 +279,17 @@ class LoopConfig(_Config):
     @property
     def dataset(self) -> str:
         return f"loop-{self.name}"
+
+    def recorded(self, layout: Layout) -> LoopConfig:
+        """This config as a run records and reads it: the files it names (bootstrap logs, the data gate's suite)
+        relative to the data root when inside it, else absolute (``Layout.stored``; steps open them through
+        ``Layout.resolve``)."""
+        suite = self.data_gate_suite
+        return self.model_copy(
+            update={
+                "bootstrap": self.bootstrap.model_copy(
+                    update={"logs": [Path(layout.stored(p)) for p in self.bootstrap.logs]}
+                ),
+                "data_gate_suite": Path(layout.stored(suite)) if suite else None,
+            }
+        )

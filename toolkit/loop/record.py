@@ -43,8 +43,8 @@ class GenerationRecord(BaseModel):
     retries: int
     teacher_promoted: bool
     student_promoted: bool
-    student: str | None = Field(description="Card of the promoted student after this generation.")
-    ppo: str | None = Field(description="Card of the promoted PPO model after this generation.")
+    student: str | None = Field(description="Card of the promoted student after this generation (root-relative).")
+    ppo: str | None = Field(description="Card of the promoted PPO model after this generation (root-relative).")
     holdout_accuracy: float | None = Field(description="This generation's student on the FIXED Forge holdout.")
     previous_accuracy: float | None
     student_win_rate: float | None = Field(description="Promoted student vs the first evaluation table.")

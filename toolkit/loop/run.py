@@ -92,6 +92,7 @@ def run_loop(layout: Layout, config: LoopConfig, *, progress: ProgressFn | None 
     run = RunFolder(layout, config.name)
     if run.exists():
         raise _exists(config.name, run)
+    config = config.recorded(layout)
     with run.hold():
         if run.exists():  # started by another process meanwhile
             raise _exists(config.name, run)
@@ -258,7 +259,7 @@ class _Loop:
         logs = self._step(
             StepName.SIMULATE,
             simulate.run,
-            simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=boot.logs),
+            simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=[str(p) for p in boot.logs]),
             simulate.SimulateResult,
         )
         found = self._step(
@@ -302,13 +303,16 @@ class _Loop:
         """Self-play, gate and merge the teacher's data, then train and gate the student."""
         play = self._step(StepName.SELFPLAY, selfplay.run, self._selfplay_input(g), selfplay.SelfPlayResult)
         found = self._step(
-            StepName.INGEST, ingest.run, ingest.IngestInput(files=play.export.files), ingest.IngestStepResult
+            StepName.INGEST,
+            ingest.run,
+            ingest.IngestInput(files=[str(f) for f in play.export.files]),
+            ingest.IngestStepResult,
         ).batches
         baseline = self.state.current_ppo or self.state.current_student
         gate = self._step(
             StepName.PPO_GATE,
             strength.ppo_gate,
-            strength.StrengthInput(candidate=Path(play.final), baseline=Path(baseline or "")),
+            strength.StrengthInput(candidate=play.final, baseline=baseline or ""),
             strength.PPOGateResult,
         )
         if not gate.passed:
@@ -324,11 +328,10 @@ class _Loop:
         trained, verdict = self._train_student()
         if not verdict.passed:
             return True, f"teacher promoted; student kept: accuracy guard: {verdict.reason}"
-        previous = Path(self.state.current_student or "")
         beat = self._step(
             StepName.STUDENT_GATE,
             strength.student_gate,
-            strength.StrengthInput(candidate=Path(trained.checkpoint), baseline=previous),
+            strength.StrengthInput(candidate=trained.checkpoint, baseline=self.state.current_student or ""),
             StrengthVerdict,
         )
         if not beat.passed:
@@ -347,7 +350,7 @@ class _Loop:
         start = self.state.current_ppo if from_ppo else self.state.current_student
         return selfplay.SelfPlayInput(
             run_id=f"{self.config.name}-g{g:03d}-a{attempt}",
-            warm_start=Path(start or ""),
+            warm_start=start or "",
             critic_warmup_updates=0 if from_ppo else ppo.critic_warmup_updates,
             learning_rate=ppo.learning_rate * retry.lr_factor**attempt,
             ent_coef=ppo.ent_coef + retry.ent_coef_step * attempt,
@@ -395,12 +398,14 @@ class _Loop:
             ),
             student.StudentResult,
         )
-        previous = Path(self.state.current_student) if self.state.current_student else None
         verdict = self._step(
             StepName.ACCURACY_GUARD,
             guard.run,
             guard.GuardInput(
-                candidate=Path(trained.checkpoint), previous=previous, dataset=built.name, fingerprint=built.fingerprint
+                candidate=trained.checkpoint,
+                previous=self.state.current_student,
+                dataset=built.name,
+                fingerprint=built.fingerprint,
             ),
             GuardVerdict,
         )
@@ -414,14 +419,14 @@ class _Loop:
     # -- evaluation, ratings, record, convergence ----------------------------------------------
 
     def _evaluate(self, g: int) -> None:
-        models = {STUDENT: Path(self.state.current_student or "")}
+        models = {STUDENT: self.state.current_student or ""}
         if self.state.current_ppo:
-            models[PPO] = Path(self.state.current_ppo)
+            models[PPO] = self.state.current_ppo
         reference = None
         if g > 0:
             first = self.state.generations[0]
             saved = first.steps.get(f"{first.attempt}:{StepName.EVALUATE}")
-            reference = Path(saved.result["folder"]) if saved else None
+            reference = saved.result["folder"] if saved else None
         self._step(
             StepName.EVALUATE,
             evaluate.run,
@@ -436,7 +441,7 @@ class _Loop:
             StepName.RATINGS,
             ratings.run,
             ratings.RatingsInput(
-                pool=self.run_folder.ratings_path,
+                pool=self.layout.stored(self.run_folder.ratings_path),
                 tournament=generation_label(g),
                 focus=self._candidates(g),
                 others=self._candidates(g - 1),
@@ -444,8 +449,8 @@ class _Loop:
             ratings.RatingsResult,
         )
 
-    def _candidates(self, g: int) -> dict[str, Path]:
-        """The models generation ``g`` trained in its last attempt (promoted or not), by rating name."""
+    def _candidates(self, g: int) -> dict[str, str]:
+        """The cards of the models generation ``g`` trained in its last attempt (promoted or not), by rating name."""
         if g < 0 or g >= len(self.state.generations):
             return {}
         gen = self.state.generations[g]
@@ -453,9 +458,9 @@ class _Loop:
         play = gen.steps.get(f"{gen.attempt}:{StepName.SELFPLAY}")
         trained = gen.steps.get(f"{gen.attempt}:{StepName.TRAIN_STUDENT}")
         if play is not None:
-            found[f"{generation_label(g)}-{PPO}"] = Path(play.result["final"])
+            found[f"{generation_label(g)}-{PPO}"] = play.result["final"]
         if trained is not None:
-            found[f"{generation_label(g)}-{STUDENT}"] = Path(trained.result["checkpoint"])
+            found[f"{generation_label(g)}-{STUDENT}"] = trained.result["checkpoint"]
         return found
 
     def _record(self, g: int) -> None:

@@ -15,6 +15,11 @@
 A step that finished is never run again: resume replays nothing and goes on
 at the first pending step. A step interrupted by a crash runs again from its
 start (each step clears its own half-written outputs first).
+
+Every path these files record into the data root is relative to it
+(``toolkit.layout.Layout.stored``), so a run folder copied or moved with its
+root resumes there. Version 2 states recorded absolute paths; they are read
+with the paths under the root they were written in made relative.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import datetime as dt
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -65,7 +70,7 @@ class PromotedModel(BaseModel):
     generation: int
     kind: Literal["student", "ppo"]
     name: str = Field(description="Its rating name, gen-NNN-student or gen-NNN-ppo.")
-    checkpoint: str
+    checkpoint: str = Field(description="Its card, relative to the data root.")
 
 
 class GenerationState(BaseModel):
@@ -98,8 +103,8 @@ class LoopState(BaseModel):
     started_at: str
     updated_at: str
     generations: list[GenerationState] = Field(default_factory=list)
-    current_student: str | None = Field(None, description="Card of the promoted student.")
-    current_ppo: str | None = Field(None, description="Card of the promoted PPO model.")
+    current_student: str | None = Field(None, description="Card of the promoted student (relative to the root).")
+    current_ppo: str | None = Field(None, description="Card of the promoted PPO model (relative to the root).")
     promoted: list[PromotedModel] = Field(default_factory=list, description="Every promotion, in order.")
     message: str | None = None
 
@@ -179,6 +184,7 @@ class RunFolder:
             what="loop state",
             error=ConfigError,
             hint="start a new run with another --name",
+            upgrades={2: lambda raw: reroot(raw, self.root.name)},
         )
 
     def save(self, state: LoopState) -> None:
@@ -213,9 +219,45 @@ class RunFolder:
         latest: dict[int, dict[str, Any]] = {}
         for line in self.generations_path.read_text(encoding="utf-8").splitlines():
             if line.strip():
-                record = json.loads(line)
+                record = reroot(json.loads(line), self.root.name)
                 latest[record["generation"]] = record
         return [latest[g] for g in sorted(latest)]
+
+
+def reroot(value: Any, name: str) -> Any:
+    """A record of run ``name`` written with absolute paths (state version 2, its generation records), with the
+    paths under the data root it was written in made relative to that root.
+
+    That root is where the record's paths into ``runs/<name>/`` start (a run
+    resumed in another root by an older Distill has several); paths outside
+    them (a user's logs) stay absolute.
+    """
+    pattern = re.compile(rf"^(/.*)/runs/{re.escape(name)}/")
+    roots = sorted({m.group(1) + "/" for text in _strings(value) if (m := pattern.match(text))}, key=len, reverse=True)
+
+    def relative(text: str) -> str:
+        prefix = next((root for root in roots if text.startswith(root)), "")
+        return text[len(prefix) :]
+
+    return _map_strings(value, relative) if roots else value
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict | list):
+        for item in value.values() if isinstance(value, dict) else value:
+            yield from _strings(item)
+
+
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {key: _map_strings(item, change) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(item, change) for item in value]
+    return value
 
 
 def now() -> str:

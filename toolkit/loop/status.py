@@ -32,8 +32,8 @@ class RunStatus(BaseModel):
     steps_done: int = Field(description="Finished steps of the current generation, all attempts.")
     generations_recorded: int = Field(description="Generations with a complete record (the history's length).")
     last_outcome: str | None = Field(description="Outcome and reason of the last recorded generation.")
-    current_student: str | None
-    current_ppo: str | None
+    current_student: str | None = Field(description="The promoted student's card, relative to the data root.")
+    current_ppo: str | None = Field(description="The promoted PPO model's card, relative to the data root.")
     started_at: str
     updated_at: str
     requests: Literal["STOP", "PAUSE"] | None = Field(description="A stop or pause asked for and not yet obeyed.")

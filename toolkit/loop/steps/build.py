@@ -19,7 +19,7 @@ class BuildInput(BaseModel):
 class BuildStepResult(BaseModel):
     name: str
     fingerprint: str
-    path: str
+    path: str  # relative to the data root
     reused: bool
     train_rows: int
     holdout_rows: int
@@ -67,7 +67,7 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
     return BuildStepResult(
         name=m.name,
         fingerprint=m.fingerprint,
-        path=str(info.dataset.root),
+        path=ctx.layout.stored(info.dataset.root),
         reused=info.reused,
         train_rows=m.splits["train"].rows,
         holdout_rows=m.splits["holdout"].rows,
@@ -84,7 +84,9 @@ def other_runs_batches(layout: Layout, catalog: Catalog, name: str) -> set[str]:
     """Batches of files that other loop runs of this data root wrote (under ``runs/<other>/``).
 
     Read from the catalog, which records each batch's file in the same
-    transaction as the batch.
+    transaction as the batch; each file is placed where ``Layout.resolve``
+    finds it (a path recorded before the data root moved names the same
+    place in it).
     """
     runs = layout.runs.resolve()
     found = set()

@@ -14,7 +14,7 @@ class DataGateInput(BaseModel):
 class DataGateResult(BaseModel):
     passed: bool
     reason: str
-    reports: list[str]
+    reports: list[str]  # the JSON reports, relative to the data root
     warnings: int = 0
 
 
@@ -29,7 +29,8 @@ def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
 
     with Catalog.open(ctx.layout, read_only=True) as catalog:  # retired meanwhile: out of the lake, not checked
         retired = {b.batch_id for b in catalog.require_batches(step.batches) if b.retired}
-    check = CheckConfig(suite=config.data_gate_suite, entropy_floor=config.data_gate_entropy_floor)
+    suite = ctx.layout.resolve(config.data_gate_suite) if config.data_gate_suite else None
+    check = CheckConfig(suite=suite, entropy_floor=config.data_gate_entropy_floor)
     reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in step.batches if b not in retired]
     failures = [
         f"{r.scope.get('batch')}: {', '.join(x.id for x in r.blocking_failures)}" for r in reports if not r.passed
@@ -38,6 +39,6 @@ def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
     return DataGateResult(
         passed=not failures,
         reason=("; ".join(failures) or f"{len(reports)} batch(es) passed the lake suite") + skipped,
-        reports=[str(r.paths.get("json")) for r in reports],
+        reports=[r.paths["json"] for r in reports],
         warnings=sum(len(r.warnings) for r in reports),
     )

@@ -9,8 +9,6 @@ history shows comes from here, never from where a sequential test stopped.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel
 
 from toolkit.loop.steps.base import StepContext
@@ -41,15 +39,15 @@ class Gain(BaseModel):
 
 
 class EvaluateInput(BaseModel):
-    models: dict[str, Path]
-    reference: Path | None = None  # the generation-0 evaluation folder, for the student's paired gain
+    models: dict[str, str]  # model -> its card, relative to the data root
+    reference: str | None = None  # the generation-0 evaluation folder, for the student's paired gain
     seed: int
 
 
 class EvaluationStepResult(BaseModel):
     scores: dict[str, dict[str, Score]]  # model -> table -> score
     student_gain: dict[str, Gain] | None = None  # table -> gain over the generation-0 student
-    folder: str
+    folder: str  # relative to the data root
 
 
 def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
@@ -60,7 +58,7 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
     scores: dict[str, dict[str, Score]] = {}
     gains: dict[str, Gain] = {}
     for model, card in step.models.items():
-        policy = policy_blob(card)
+        policy = policy_blob(ctx.layout.resolve(card))
         scores[model] = {}
         for table, opponents in evaluation.tables.items():
             result = evaluate(
@@ -80,10 +78,10 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
                 placement_score=result.placement_score,
                 truncations=result.truncations,
             )
-            reference = step.reference / f"{model}-{table}.json" if step.reference else None
+            reference = ctx.layout.resolve(step.reference) / f"{model}-{table}.json" if step.reference else None
             if model == STUDENT and reference is not None and reference.exists():
                 diff = compare(result, EvaluationResult.model_validate_json(reference.read_text(encoding="utf-8")))
                 gains[table] = Gain(
                     deals=diff.deals, diff=diff.win_rate_diff, low=diff.win_rate_diff_low, high=diff.win_rate_diff_high
                 )
-    return EvaluationStepResult(scores=scores, student_gain=gains or None, folder=str(ctx.folder))
+    return EvaluationStepResult(scores=scores, student_gain=gains or None, folder=ctx.layout.stored(ctx.folder))

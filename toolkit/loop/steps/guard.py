@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel
 
 from toolkit.loop.gates import GuardVerdict, accuracy_guard
@@ -11,8 +9,8 @@ from toolkit.loop.steps.base import StepContext
 
 
 class GuardInput(BaseModel):
-    candidate: Path
-    previous: Path | None
+    candidate: str  # cards, relative to the data root
+    previous: str | None
     dataset: str
     fingerprint: str
 
@@ -21,4 +19,5 @@ def run(ctx: StepContext, step: GuardInput) -> GuardVerdict:
     from toolkit.datasets.dataset import open_dataset
 
     dataset = open_dataset(ctx.layout, step.dataset, step.fingerprint)
-    return accuracy_guard(step.candidate, step.previous, dataset, ctx.config.accuracy_guard)
+    previous = ctx.layout.resolve(step.previous) if step.previous else None
+    return accuracy_guard(ctx.layout.resolve(step.candidate), previous, dataset, ctx.config.accuracy_guard)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel
 
 from toolkit.loop.steps.base import StepContext
 
 
 class IngestInput(BaseModel):
-    files: list[Path]
+    files: list[str]  # as recorded (relative to the data root inside it)
 
 
 class IngestStepResult(BaseModel):
@@ -25,7 +23,7 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
 
     if not step.files:
         return IngestStepResult(batches=[], rows=0, rejected=0)
-    result = ingest_paths(step.files, ctx.layout, IngestConfig())
+    result = ingest_paths([ctx.layout.resolve(f) for f in step.files], ctx.layout, IngestConfig())
     return IngestStepResult(
         batches=sorted({f.batch_id for f in result.files if f.batch_id}),
         rows=result.rows_valid,

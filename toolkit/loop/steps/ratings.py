@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel
 
 from toolkit.loop.steps.base import StepContext
@@ -11,10 +9,10 @@ from toolkit.ratings import RatingPool, Standing, TournamentConfig, play_tournam
 
 
 class RatingsInput(BaseModel):
-    pool: Path
+    pool: str  # paths relative to the data root
     tournament: str
-    focus: dict[str, Path]  # this generation's models, by rating name
-    others: dict[str, Path]  # the generation before's
+    focus: dict[str, str]  # this generation's models' cards, by rating name
+    others: dict[str, str]  # the generation before's
 
 
 class RatingsResult(BaseModel):
@@ -30,8 +28,8 @@ def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
 
     entrants: dict[str, PlayerRef] = {name: name for name in ctx.config.tournament.baselines}
     for name, card in {**step.others, **step.focus}.items():
-        entrants[name] = policy_blob(card)
-    pool = RatingPool(step.pool)
+        entrants[name] = policy_blob(ctx.layout.resolve(card))
+    pool = RatingPool(ctx.layout.resolve(step.pool))
     if not pool.has(step.tournament):
         games = play_tournament(
             entrants,

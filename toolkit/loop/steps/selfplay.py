@@ -12,7 +12,8 @@ from toolkit.train.ppo import UpdateStats
 
 
 class LeagueEntry(BaseModel):
-    """One opponent of the league: its name in reports, the player (a type or a checkpoint), its weight."""
+    """One opponent of the league: its name in reports, the player (a type, or a card relative to the data root),
+    its weight."""
 
     name: str
     player: str
@@ -21,7 +22,7 @@ class LeagueEntry(BaseModel):
 
 class SelfPlayInput(BaseModel):
     run_id: str
-    warm_start: Path
+    warm_start: str  # a card, relative to the data root
     critic_warmup_updates: int
     learning_rate: float
     ent_coef: float
@@ -29,7 +30,7 @@ class SelfPlayInput(BaseModel):
 
 
 class SelfPlayResult(BaseModel):
-    final: str
+    final: str  # paths (the final card, the export's files) relative to the data root
     steps: int
     seconds: float
     steps_per_second: float
@@ -42,6 +43,7 @@ class SelfPlayResult(BaseModel):
 
 
 def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
+    from toolkit.train.checkpoints import CARD_SUFFIX
     from toolkit.train.export import ExportConfig
     from toolkit.train.policy import PolicySpec
     from toolkit.train.ppo import PPOConfig, train_ppo
@@ -59,9 +61,11 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         learning_rate=step.learning_rate,
         lr_schedule=p.lr_schedule,
         ent_coef=step.ent_coef,
-        warm_start=step.warm_start,
+        warm_start=ctx.layout.resolve(step.warm_start),
         critic_warmup_updates=step.critic_warmup_updates,
-        opponents=tuple(e.player for e in step.league),
+        opponents=tuple(
+            str(ctx.layout.resolve(e.player)) if e.player.endswith(CARD_SUFFIX) else e.player for e in step.league
+        ),
         opponent_weights=tuple(e.weight for e in step.league),
         max_rounds=ctx.config.max_rounds,
         eval_every=0,
@@ -70,17 +74,18 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         export=ExportConfig(games=p.export_games, export_eval=False),
         policy=PolicySpec(pi=hidden, vf=hidden),
     )
-    result = train_ppo(config, ctx.folder, backend=ctx.config.backend)
+    result = train_ppo(config, ctx.folder, backend=ctx.config.backend, layout=ctx.layout)
     assert result.export is not None  # export.games >= 1
+    export = result.export.model_copy(update={"files": [Path(ctx.layout.stored(f)) for f in result.export.files]})
     return SelfPlayResult(
-        final=str(result.final),
+        final=ctx.layout.stored(result.final),
         steps=result.steps,
         seconds=result.seconds,
         steps_per_second=result.steps_per_second,
-        export=result.export,
+        export=export,
         last_update=result.updates[-1] if result.updates else None,
         league=step.league,
         learning_rate=step.learning_rate,
         ent_coef=step.ent_coef,
-        warm_start=str(step.warm_start),
+        warm_start=step.warm_start,
     )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel
 
 from toolkit.loop.steps.base import StepContext
@@ -12,11 +10,11 @@ from toolkit.loop.steps.base import StepContext
 class SimulateInput(BaseModel):
     games: int
     players: list[str]
-    logs: list[Path]
+    logs: list[str]  # the config's logs, as recorded (relative to the data root inside it)
 
 
 class SimulateResult(BaseModel):
-    files: list[Path]
+    files: list[str]  # as recorded: the simulated logs relative to the data root, or the config's logs
     simulated: bool
     games: int | None = None
     decisions: int | None = None
@@ -37,4 +35,9 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateResult:
         ),
         backend=ctx.config.backend,
     )
-    return SimulateResult(files=result.files, simulated=True, games=result.games, decisions=result.decisions)
+    return SimulateResult(
+        files=[ctx.layout.stored(f) for f in result.files],
+        simulated=True,
+        games=result.games,
+        decisions=result.decisions,
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -15,8 +14,8 @@ if TYPE_CHECKING:
 
 
 class StrengthInput(BaseModel):
-    candidate: Path
-    baseline: Path
+    candidate: str  # cards, relative to the data root
+    baseline: str
 
 
 class PPOGateResult(BaseModel):
@@ -26,18 +25,18 @@ class PPOGateResult(BaseModel):
     strength: StrengthVerdict | None = None
 
 
-def _player(card: Path) -> PolicyBlob:
+def _player(ctx: StepContext, card: str) -> PolicyBlob:
     from toolkit.train.agents import policy_blob
 
-    return policy_blob(card)
+    return policy_blob(ctx.layout.resolve(card))
 
 
 def student_gate(ctx: StepContext, step: StrengthInput) -> StrengthVerdict:
     """The student against the previous promoted student on paired deals."""
     config = ctx.config.student_gate or ctx.config.strength_gate
     return strength_gate(
-        _player(step.candidate),
-        _player(step.baseline),
+        _player(ctx, step.candidate),
+        _player(ctx, step.baseline),
         config,
         seed=ctx.seed,
         max_rounds=ctx.config.max_rounds,
@@ -48,7 +47,7 @@ def student_gate(ctx: StepContext, step: StrengthInput) -> StrengthVerdict:
 def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
     """The export floor first (the seed's > 30% against three heuristics), then strength against the baseline."""
     floor = floor_gate(
-        _player(step.candidate),
+        _player(ctx, step.candidate),
         ctx.config.floor,
         seed=ctx.seed,
         max_rounds=ctx.config.max_rounds,
@@ -57,8 +56,8 @@ def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
     if not floor.passed:
         return PPOGateResult(passed=False, reason=f"floor: {floor.reason}", floor=floor)
     strength = strength_gate(
-        _player(step.candidate),
-        _player(step.baseline),
+        _player(ctx, step.candidate),
+        _player(ctx, step.baseline),
         ctx.config.strength_gate,
         seed=ctx.seed,
         max_rounds=ctx.config.max_rounds,

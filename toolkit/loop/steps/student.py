@@ -14,7 +14,7 @@ class StudentInput(BaseModel):
 
 
 class StudentResult(BaseModel):
-    checkpoint: str
+    checkpoint: str  # the card, relative to the data root
     holdout_accuracy: float | None
     best_epoch: int
     epochs: int
@@ -42,7 +42,7 @@ def run(ctx: StepContext, step: StudentInput) -> StudentResult:
     )
     result = train_bc(ctx.layout, config, ctx.folder)
     return StudentResult(
-        checkpoint=str(result.checkpoint),
+        checkpoint=ctx.layout.stored(result.checkpoint),
         holdout_accuracy=result.holdout_accuracy,
         best_epoch=result.best_epoch,
         epochs=len(result.epochs),

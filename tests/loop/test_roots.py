@@ -1,0 +1,145 @@
+"""A data root moves: nothing in it names its place, so a copy resumes, evaluates, builds, exports and serves
+with the original deleted."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from tests.factories import normalised, tiny
+from toolkit.cli.main import app
+from toolkit.layout import ROOT_FOLDERS, Layout
+from toolkit.loop.run import resume_loop, run_loop
+from toolkit.loop.state import RunFolder
+from toolkit.progress import Progress
+
+# What still records the data root's absolute path: the Delta log's table-creation commit (its commitInfo names
+# the table's location, written by delta-rs; the lake stage's). Nothing reads it: the log's files are relative.
+DELTA_LOG = "lake/_delta_log/"
+
+
+class _Crash(Exception):
+    pass
+
+
+def _crash_before(step: str, generation: int) -> Callable[[Progress], None]:
+    def crash(event: Progress) -> None:
+        if event.item.startswith(f"gen-{generation:03d}") and event.item.endswith(f": {step}"):
+            raise _Crash(event.item)
+
+    return crash
+
+
+def _naming(home: Path, text: str) -> list[str]:
+    """The files under ``home`` whose bytes hold ``text``."""
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file() and text.encode() in p.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def moved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, Path]:
+    """A tiny loop interrupted in generation 1 in one root, copied to another, the first deleted, resumed there:
+    (the new root, the old root's path)."""
+    base = tmp_path_factory.mktemp("roots")
+    first = Layout.at(base / "first")
+    with pytest.raises(_Crash):
+        run_loop(first, tiny(), progress=_crash_before("student_gate", generation=1))
+    shutil.copytree(first.home, base / "second")
+    shutil.rmtree(first.home)
+    second = Layout.at(base / "second")
+    assert resume_loop(second, "tiny").status == "finished"
+    return second, first.home
+
+
+def test_a_copied_root_resumes_where_the_original_stopped_and_reaches_the_same_history(moved, loop_home) -> None:
+    layout, _ = moved
+    assert normalised(RunFolder(layout, "tiny").records()) == normalised(RunFolder(loop_home, "tiny").records())
+
+
+def test_a_checkpoint_named_by_the_copys_state_evaluates_from_it(moved) -> None:
+    layout, _ = moved
+    student = RunFolder(layout, "tiny").load().current_student
+    assert student is not None and student.startswith("runs/tiny/")  # relative to the data root
+    result = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(layout.home),
+            "evaluate",
+            "--policy",
+            student,
+            "--games",
+            "8",
+            "--backend",
+            "inprocess",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["games"] == 8
+
+
+def test_the_copy_builds_and_exports_from_its_lake(moved, tmp_path: Path) -> None:
+    layout, _ = moved
+    home = ["--home", str(layout.home)]
+    built = CliRunner().invoke(app, [*home, "build", "--name", "after-move", "--json"])
+    assert built.exit_code == 0, built.output
+    exported = CliRunner().invoke(app, [*home, "export", "loop-tiny", "--out", str(tmp_path), "--json"])
+    assert exported.exit_code == 0, exported.output
+
+
+def test_the_dashboard_serves_the_copy(moved) -> None:
+    from toolkit.serve.app import create_app
+    from toolkit.serve.security import Access
+
+    layout, _ = moved
+    client = TestClient(create_app(layout, Access.for_bind("127.0.0.1", 8765, None)), base_url="http://127.0.0.1:8765")
+    for page in ("/", "/runs/tiny", "/lake", "/api/runs", "/api/lake", "/api/distill/generations?name=tiny"):
+        assert client.get(page).status_code == 200, page
+    detail = client.get("/api/distill/run", params={"name": "tiny"}).json()
+    report = next(link["reports"][0] for link in detail["gates"] if link["reports"])
+    assert client.get(f"/reports/{report}").status_code == 200
+    assert detail["tensorboard"] == f"tensorboard --logdir {layout.home / 'runs' / 'tiny'}"
+
+
+def test_nothing_in_a_root_names_its_path_but_the_delta_logs_creation(moved) -> None:
+    layout, old = moved
+    for home in (old, layout.home):  # what the first root wrote, and what the resumed run wrote
+        naming = _naming(layout.home, str(home))
+        assert all(name.startswith(DELTA_LOG) for name in naming), naming
+
+
+def _absolute(value: Any, root: str) -> Any:
+    """``value`` with its root-relative paths made absolute under ``root``: the version-2 form."""
+    if isinstance(value, dict):
+        return {k: _absolute(v, root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_absolute(v, root) for v in value]
+    if isinstance(value, str) and value.split("/", 1)[0] in ROOT_FOLDERS and "/" in value:
+        return f"{root}/{value}"
+    return value
+
+
+def test_a_version_2_state_from_a_root_that_moved_reads_with_its_paths_relative(loop_home, tmp_path: Path) -> None:
+    original = RunFolder(loop_home, "tiny")
+    state = json.loads(original.state_path.read_text())
+    old = {**_absolute(state, "/gone/old-home"), "format_version": 2}
+    old["generations"][0]["steps"]["0:simulate"]["input"]["logs"] = ["/elsewhere/forge.jsonl"]  # a user's: kept
+    assert json.dumps(state) != json.dumps(old)
+    layout = Layout.at(tmp_path / "home")
+    moved = RunFolder(layout, "tiny")
+    moved.root.mkdir(parents=True)
+    moved.state_path.write_text(json.dumps(old))
+    moved.generations_path.write_text(
+        "".join(json.dumps(_absolute(r, "/gone/old-home")) + "\n" for r in original.records())
+    )
+    expected = original.load()
+    expected.generations[0].steps["0:simulate"].input["logs"] = ["/elsewhere/forge.jsonl"]
+    assert moved.load() == expected
+    assert moved.records() == original.records()
