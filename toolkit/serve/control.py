@@ -87,6 +87,7 @@ def start(layout: Layout, ask: StartRequest) -> ControlResult:
         requested = run.root / "requested-config.json"
         write_text_atomic(requested, config.model_dump_json(indent=1))
         _spawn(layout, run, ["loop", "run", "--config", str(requested)])
+        requested.unlink()  # read by the loop, which records its config in config.json
     return ControlResult(action="start", message=f"loop {config.name} started", status=run_status(layout, config.name))
 
 
@@ -149,7 +150,8 @@ def _allowed(layout: Layout, name: str, action: str) -> RunStatus:
 
 
 def loop_config(layout: Layout, ask: StartRequest) -> LoopConfig:
-    """The config a start asks for: its fields over the defaults, the request's name, paths kept in the data root.
+    """The config a start asks for: its fields over the defaults, the request's name, paths kept in the data root
+    (a relative path is read from the data root).
 
     Raises:
         ConfigError: naming each invalid field, or the path outside the data root.
@@ -157,14 +159,21 @@ def loop_config(layout: Layout, ask: StartRequest) -> LoopConfig:
     fields = ask.config if isinstance(ask.config, dict) else _yaml(ask.config)
     overrides = {k: v for k, v in (("max_generations", ask.max_generations), ("seed", ask.seed)) if v is not None}
     config = load_config(LoopConfig, None, {**fields, **overrides, "name": ask.name})
-    for path in [*config.bootstrap.logs, *([config.data_gate_suite] if config.data_gate_suite else [])]:
-        resolved = (layout.home / path).resolve()
-        if not resolved.is_relative_to(layout.home):
-            raise ConfigError(
-                f"{path} is outside the data root {layout.home}",
-                hint="a loop started from the dashboard reads only files under the data root",
-            )
-    return config
+    suite = _inside(layout, config.data_gate_suite) if config.data_gate_suite else None
+    logs = [_inside(layout, path) for path in config.bootstrap.logs]
+    return config.model_copy(
+        update={"bootstrap": config.bootstrap.model_copy(update={"logs": logs}), "data_gate_suite": suite}
+    )
+
+
+def _inside(layout: Layout, path: Path) -> Path:
+    resolved = (layout.home / path).resolve()
+    if not resolved.is_relative_to(layout.home):
+        raise ConfigError(
+            f"{path} is outside the data root {layout.home}",
+            hint="a loop started from the dashboard reads only files under the data root",
+        )
+    return resolved
 
 
 def _yaml(text: str | None) -> dict[str, Any]:
