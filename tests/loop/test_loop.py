@@ -171,6 +171,25 @@ def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, r
     assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
+def test_resume_after_a_crash_between_the_ingest_commit_and_its_saved_result_gives_the_same_history(
+    tmp_path: Path, reference
+) -> None:
+    layout = Layout.at(tmp_path / "home")
+
+    def crash(event: Progress) -> None:
+        if event.item.startswith("gen-001") and event.item.endswith(": ppo_gate"):
+            raise _Crash(event.item)
+
+    with pytest.raises(_Crash):
+        run_loop(layout, tiny(), progress=crash)
+    run = RunFolder(layout, "tiny")
+    state = run.load()
+    del state.generations[1].steps["0:ingest"]  # the catalog holds the batch; the state never heard of it
+    run.save(state)
+    assert resume_loop(layout, "tiny").status == "finished"
+    assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
+
+
 def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, reference) -> None:
     layout = Layout.at(tmp_path / "home")
     code = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from toolkit.catalog.store import Catalog
 from toolkit.loop.steps.base import StepContext
 
 
@@ -13,19 +14,25 @@ class IngestInput(BaseModel):
 
 class IngestStepResult(BaseModel):
     batches: list[str]
-    rows: int
+    rows: int  # the batches' rows and rejected lines, as the catalog records them
     rejected: int
 
 
 def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
+    """Ingest the files; the counts are the catalog's for their batches, so a re-run after a crash that came
+    between the catalog's commit and the step's saved result (the files are then already ingested) records the
+    same result."""
     from toolkit.ingest.config import IngestConfig
     from toolkit.ingest.ingest import ingest_paths
 
     if not step.files:
         return IngestStepResult(batches=[], rows=0, rejected=0)
     result = ingest_paths([ctx.layout.resolve(f) for f in step.files], ctx.layout, IngestConfig())
+    batches = sorted({f.batch_id for f in result.files if f.batch_id})
+    with Catalog.open(ctx.layout, read_only=True) as catalog:
+        recorded = [b for b in catalog.batches() if b.batch_id in set(batches)]
     return IngestStepResult(
-        batches=sorted({f.batch_id for f in result.files if f.batch_id}),
-        rows=result.rows_valid,
-        rejected=result.rows_rejected,
+        batches=batches,
+        rows=sum(b.rows_valid for b in recorded),
+        rejected=sum(b.rows_rejected for b in recorded),
     )
