@@ -159,7 +159,7 @@ class Layout:
         in another data root that has since moved here) names the same place
         under this root, from its first top-level folder (``runs/``,
         ``builds/``...) on, when that place's folder exists here (the file
-        itself may be gone).
+        itself may be gone: a loop deletes its own logs once ingested).
         """
         path = Path(stored)
         if not path.is_absolute():

@@ -144,6 +144,7 @@ class _Crash(Exception):
 GENERATION_STEPS = [
     "selfplay",
     "ingest",
+    "retain",
     "ppo_gate",
     "data_gate",
     "accept",
@@ -177,7 +178,7 @@ def test_resume_after_a_crash_between_the_ingest_commit_and_its_saved_result_giv
     layout = Layout.at(tmp_path / "home")
 
     def crash(event: Progress) -> None:
-        if event.item.startswith("gen-001") and event.item.endswith(": ppo_gate"):
+        if event.item.startswith("gen-001") and event.item.endswith(": retain"):
             raise _Crash(event.item)
 
     with pytest.raises(_Crash):

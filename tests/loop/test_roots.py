@@ -1,8 +1,9 @@
 """A data root moves: nothing in it names its place, so a copy resumes, evaluates, builds, exports and serves
-with the original deleted."""
+with the original deleted. And the loop deletes its own logs once ingested, never a user's."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.factories import normalised, tiny
+from toolkit.catalog.store import Catalog
 from toolkit.cli.main import app
 from toolkit.layout import ROOT_FOLDERS, Layout
 from toolkit.loop.run import resume_loop, run_loop
@@ -113,6 +115,83 @@ def test_nothing_in_a_root_names_its_path_but_the_delta_logs_creation(moved) -> 
     for home in (old, layout.home):  # what the first root wrote, and what the resumed run wrote
         naming = _naming(layout.home, str(home))
         assert all(name.startswith(DELTA_LOG) for name in naming), naming
+
+
+def test_the_loop_deleted_its_own_logs_once_ingested(moved) -> None:
+    layout, _ = moved
+    folder = layout.runs / "tiny"
+    assert not [p for p in folder.rglob("*") if p.is_file() and p.name.startswith(("sim-", "ml-decisions-"))]
+    state = RunFolder(layout, "tiny").load()
+    for gen, step in ((0, "simulate"), (1, "selfplay")):
+        steps = state.generations[gen].steps
+        deleted = steps["0:retain"].result["deleted"]
+        assert deleted and all(f.endswith(".jsonl.zst") for f in deleted)
+        assert deleted == (steps[f"0:{step}"].result.get("files") or steps[f"0:{step}"].result["export"]["files"])
+        with Catalog.open(layout, read_only=True) as catalog:  # the lake holds their rows
+            batches = steps["0:ingest"].result["batches"]
+            rows = catalog.con.execute(
+                f"SELECT count(*) FROM decisions WHERE batch_id IN ({', '.join('?' * len(batches))})", batches
+            ).fetchall()[0][0]
+        assert rows == steps["0:ingest"].result["rows"] > 0
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_loop_never_touches_a_users_logs(tmp_path: Path) -> None:
+    from toolkit.game.simulate import SimulateConfig, simulate
+
+    players = ("heuristic", "tuned", "heuristic", "tuned")
+    given = simulate(SimulateConfig(games=30, players=players, seed=5, out=tmp_path / "forge", max_rounds=20)).files
+    before = {path: _sha256(path) for path in given}
+    layout = Layout.at(tmp_path / "home")
+    logs = [str(p) for p in given]
+    with pytest.raises(_Crash):
+        run_loop(layout, tiny(name="mine", bootstrap={"logs": logs}), progress=_crash_before("ppo_gate", 1))
+    assert {path: _sha256(path) for path in given} == before
+    state = RunFolder(layout, "mine").load()
+    steps = state.generations[0].steps
+    assert steps["0:simulate"].input["logs"] == logs and "0:retain" not in steps
+    assert "0:retain" in state.generations[1].steps  # its own export is deleted
+
+
+def test_a_deletion_cut_short_is_finished_on_resume(tmp_path: Path) -> None:
+    layout = Layout.at(tmp_path / "home")
+    with pytest.raises(_Crash):
+        run_loop(layout, tiny(), progress=_crash_before("retain", generation=0))
+    written = RunFolder(layout, "tiny").load().generations[0].steps["0:simulate"].result["files"]
+    assert len(written) > 1 and all(layout.resolve(f).is_file() for f in written)
+    layout.resolve(written[0]).unlink()  # as if the step died after its first file
+    with pytest.raises(_Crash):
+        resume_loop(layout, "tiny", progress=_crash_before("data_gate", generation=0))
+    retained = RunFolder(layout, "tiny").load().generations[0].steps["0:retain"].result
+    assert retained["deleted"] == written and not any(layout.resolve(f).exists() for f in written)
+
+
+def test_retention_refuses_a_file_outside_the_runs_own_folder(tmp_path: Path) -> None:
+    from toolkit.errors import ConfigError
+    from toolkit.loop.steps import retain
+    from toolkit.loop.steps.base import StepContext
+
+    layout = Layout.at(tmp_path / "home")
+    users = tmp_path / "forge.jsonl"
+    users.write_text("{}\n")
+    context = StepContext(layout, tiny(), layout.runs / "tiny" / "retain", seed=0, generation=0, attempt=0)
+    with pytest.raises(ConfigError, match="only the loop's own logs"):
+        retain.run(context, retain.RetainInput(files=[str(users), "runs/other/sim.jsonl.zst"]))
+    assert users.exists()
+
+
+@pytest.mark.parametrize(("retention", "suffix"), [("keep", ".jsonl"), ("compress", ".jsonl.zst")])
+def test_kept_logs_stay_plain_or_compressed(tmp_path: Path, retention: str, suffix: str) -> None:
+    layout = Layout.at(tmp_path / "home")
+    with pytest.raises(_Crash):
+        run_loop(layout, tiny(retention=retention), progress=_crash_before("data_gate", generation=0))
+    steps = RunFolder(layout, "tiny").load().generations[0].steps
+    written = steps["0:simulate"].result["files"]
+    assert written and all(f.endswith(suffix) and layout.resolve(f).is_file() for f in written)
+    assert "0:retain" not in steps
 
 
 def _absolute(value: Any, root: str) -> Any:

@@ -270,6 +270,14 @@ class LoopConfig(_Config):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     convergence: ConvergenceConfig = Field(default_factory=ConvergenceConfig)
     tournament: TournamentStepConfig = Field(default_factory=TournamentStepConfig)
+    retention: Literal["keep", "compress", "delete"] = Field(
+        "delete",
+        description="The logs the loop writes itself (the bootstrap's simulated games, the teacher's exports, "
+        "under runs/<name>/): keep: written as plain JSONL and kept; compress: written zstd-compressed "
+        "(.jsonl.zst) and kept; delete: written zstd-compressed and deleted once their ingest step's result is "
+        "saved (the lake holds every row, the quarantine every rejected line). Logs named in `bootstrap.logs` "
+        "are never touched.",
+    )
     backend: BackendConfig = Field(
         default_factory=BackendConfig,
         description="Where the game jobs run (bootstrap games, export games, gates, evaluation, tournament): "
@@ -279,6 +287,11 @@ class LoopConfig(_Config):
     @property
     def dataset(self) -> str:
         return f"loop-{self.name}"
+
+    @property
+    def log_compression(self) -> Literal["none", "zstd"]:
+        """How the loop writes its own logs (see ``retention``)."""
+        return "none" if self.retention == "keep" else "zstd"
 
     def recorded(self, layout: Layout) -> LoopConfig:
         """This config as a run records and reads it: the files it names (bootstrap logs, the data gate's suite)

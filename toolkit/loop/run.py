@@ -8,11 +8,11 @@ the first student. Every generation after it:
 1. self-play: PPO (continuing the last promoted PPO model, or starting from
    the promoted student) against the league; the trained policy's games
    are exported as the teacher's labels;
-2. ingest the export; the PPO gate: the export floor (> 30% against three
-   heuristics, fixed-size), then strength against the previous promoted
-   model on paired deals; the data gate; then the batch is merged (or
-   rejected, kept with the reason, and the generation retried with a lower
-   learning rate and more entropy);
+2. ingest the export (then delete it, by default: ``retention``); the PPO
+   gate: the export floor (> 30% against three heuristics, fixed-size),
+   then strength against the previous promoted model on paired deals; the
+   data gate; then the batch is merged (or rejected, kept with the reason,
+   and the generation retried with a lower learning rate and more entropy);
 3. build the student's dataset (Forge-role data and the latest teacher's
    decisions), train the student, guard its accuracy on the FIXED holdout
    and promote it only if it beats the previous promoted student on paired
@@ -51,6 +51,7 @@ from toolkit.loop.steps import (
     guard,
     ingest,
     ratings,
+    retain,
     selfplay,
     simulate,
     strength,
@@ -262,9 +263,7 @@ class _Loop:
             simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=[str(p) for p in boot.logs]),
             simulate.SimulateResult,
         )
-        found = self._step(
-            StepName.INGEST, ingest.run, ingest.IngestInput(files=logs.files), ingest.IngestStepResult
-        ).batches
+        found = self._ingest(logs.files, own=logs.simulated)
         data = self._step(
             StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult
         )
@@ -302,12 +301,7 @@ class _Loop:
     def _attempt(self, g: int) -> tuple[bool, str]:
         """Self-play, gate and merge the teacher's data, then train and gate the student."""
         play = self._step(StepName.SELFPLAY, selfplay.run, self._selfplay_input(g), selfplay.SelfPlayResult)
-        found = self._step(
-            StepName.INGEST,
-            ingest.run,
-            ingest.IngestInput(files=[str(f) for f in play.export.files]),
-            ingest.IngestStepResult,
-        ).batches
+        found = self._ingest([str(f) for f in play.export.files], own=True)
         baseline = self.state.current_ppo or self.state.current_student
         gate = self._step(
             StepName.PPO_GATE,
@@ -339,6 +333,15 @@ class _Loop:
         if self.state.current_student != trained.checkpoint:
             self._promote(STUDENT, trained.checkpoint)
         return True, f"teacher and student promoted: {beat.reason}"
+
+    def _ingest(self, files: list[str], *, own: bool) -> list[str]:
+        """Ingest ``files``; then, with ``retention: delete``, delete them if the loop wrote them (``own``) and they
+        were read (a file that could not be read stays). Returns the batches."""
+        ingested = self._step(StepName.INGEST, ingest.run, ingest.IngestInput(files=files), ingest.IngestStepResult)
+        done = [f for f in files if f not in set(ingested.failed)] if own else []
+        if self.config.retention == "delete" and done:
+            self._step(StepName.RETAIN, retain.run, retain.RetainInput(files=done), retain.RetainResult)
+        return ingested.batches
 
     def _reject(self, found: list[str], reason: str) -> tuple[bool, str]:
         self._set_status(found, "rejected", reason)

@@ -17,6 +17,7 @@ class StepName(StrEnum):
 
     SIMULATE = "simulate"
     INGEST = "ingest"
+    RETAIN = "retain"
     SELFPLAY = "selfplay"
     PPO_GATE = "ppo_gate"
     DATA_GATE = "data_gate"

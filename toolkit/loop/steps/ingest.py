@@ -16,6 +16,7 @@ class IngestStepResult(BaseModel):
     batches: list[str]
     rows: int  # the batches' rows and rejected lines, as the catalog records them
     rejected: int
+    failed: list[str] = []  # files that could not be read at all (nothing of them is in the lake)
 
 
 def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
@@ -35,4 +36,5 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
         batches=batches,
         rows=sum(b.rows_valid for b in recorded),
         rejected=sum(b.rows_rejected for b in recorded),
+        failed=[ctx.layout.stored(f.path) for f in result.failed],
     )

@@ -71,7 +71,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         eval_every=0,
         eval_games=40,
         generation=ctx.generation,
-        export=ExportConfig(games=p.export_games, export_eval=False),
+        export=ExportConfig(games=p.export_games, export_eval=False, compression=ctx.config.log_compression),
         policy=PolicySpec(pi=hidden, vf=hidden),
     )
     result = train_ppo(config, ctx.folder, backend=ctx.config.backend, layout=ctx.layout)

@@ -32,6 +32,7 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateResult:
             seed=ctx.seed,
             out=ctx.folder,
             max_rounds=ctx.config.max_rounds,
+            compression=ctx.config.log_compression,
         ),
         backend=ctx.config.backend,
     )
