@@ -225,6 +225,20 @@ def test_the_report_is_written_as_json_and_html_and_read_back(home: Layout) -> N
     assert page.startswith("<!doctype html>") and "lake gate PASSED" in page and "key.unique" in page
 
 
+def test_a_suite_inside_the_data_root_is_recorded_relative_to_it(home: Layout) -> None:
+    import shutil
+
+    from toolkit.checks.suite import default_suite_path
+
+    inside = home.home / "suites" / "lake.json"
+    inside.parent.mkdir()
+    shutil.copy(default_suite_path("lake"), inside)
+    report = check_lake(home, LakeScope(source="forge"), CheckConfig(suite=inside, write=False))
+    assert report.suite["path"] == "suites/lake.json"
+    packaged = check_lake(home, LakeScope(source="forge"), CheckConfig(write=False))
+    assert packaged.suite["path"] == str(default_suite_path("lake").resolve())  # outside the root: absolute
+
+
 def test_raise_if_blocked_stops_the_caller(home: Layout) -> None:
     rewrite(lake_file(home, "forge"), _dup_non_terminal)
     report = check_lake(home)

@@ -195,7 +195,7 @@ def _run(
         report_id=f"{stem}-{now:%Y%m%dT%H%M%S%f}",
         target=ctx.target,  # type: ignore[arg-type]
         scope=scope,
-        suite={"name": suite.name, "path": suite.path, "sha256": suite.sha256},
+        suite={"name": suite.name, "path": layout.stored(suite.path) if suite.path else "", "sha256": suite.sha256},
         created_at=now.isoformat(timespec="seconds"),
         rows=rows,
         passed=not any(r.blocking_failure for r in results),

@@ -104,7 +104,9 @@ class GateReport(BaseModel):
     report_id: str
     target: Literal["lake", "dataset"]
     scope: dict[str, Any] = Field(description="What was checked: filters, or dataset name and fingerprint.")
-    suite: dict[str, str] = Field(description="name, path and sha256 of the suite file.")
+    suite: dict[str, str] = Field(
+        description="name, path (relative to the data root when inside it) and sha256 of the suite file."
+    )
     created_at: str
     rows: int
     passed: bool
