@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+# Nothing may reach a model or dataset hub while the tests run (Hugging Face `datasets` reads these on import).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any

@@ -111,8 +111,7 @@ def test_a_build_names_its_actions_in_the_manifest_and_as_a_hugging_face_class_l
 
 
 def test_hugging_face_datasets_loads_the_label_as_the_action_names(layout: Layout, lake, tmp_path: Path) -> None:
-    pytest.importorskip("datasets.features", reason="the Hugging Face datasets package is not installed")
-    import datasets
+    import datasets  # the dev extra installs it
 
     lake("a.jsonl", *_games("f", 20))
     ds = build_dataset(layout, BuildConfig()).dataset
