@@ -76,3 +76,24 @@ def test_the_v1_lake_takes_new_batches_and_old_versions_stay_readable(v1_root: L
         assert catalog.read("SELECT count(*) AS n FROM decisions")["n"].to_pylist() == [24]
     with Catalog.open(v1_root, read_only=True, as_of=3) as catalog:  # before the review and the retirement
         assert catalog.read("SELECT count(*) AS n FROM decisions")["n"].to_pylist() == [24]
+
+
+@pytest.mark.parametrize("point", ["evolve.before_commit", "evolve.after_commit"])
+def test_the_schema_evolution_killed_mid_way_is_finished_by_the_next_writer(v1_root: Layout, point: str) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from toolkit.failpoints import ENV
+
+    code = (
+        "from toolkit.catalog import Catalog; from toolkit.layout import Layout; "
+        f"Catalog.open(Layout.at({str(v1_root.home)!r}))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    killed = subprocess.run([sys.executable, "-c", code], cwd=root, env={**os.environ, ENV: point})
+    assert killed.returncode == -signal.SIGKILL
+    with Catalog.open(v1_root) as catalog:
+        assert [v.operation for v in history(catalog)].count("evolve") == 1
+        assert catalog.read("SELECT count(*) AS n FROM decisions WHERE outcome IS NULL")["n"].to_pylist() == [20]

@@ -328,6 +328,7 @@ class Catalog:
         )
         failpoint("evolve.before_commit")
         version = self.lake_table.add_columns(missing, info)
+        failpoint("evolve.after_commit")
         self._index(version, [], [])
 
     # -- batches and files ---------------------------------------------------------
