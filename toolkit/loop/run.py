@@ -37,6 +37,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from toolkit.catalog.store import WriterWait
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout, generation_label
 from toolkit.loop.config import LoopConfig
@@ -211,6 +212,7 @@ class _Loop:
             derive_seed(self.config.seed, gen.generation, gen.attempt, slot),
             gen.generation,
             gen.attempt,
+            WriterWait(None, on_wait=lambda seconds: self._say_waiting(name, seconds)),
         )
         started = time.perf_counter()
         result = fn(context, step_input)
@@ -229,6 +231,23 @@ class _Loop:
             {"generation": gen.generation, **record.model_dump(exclude={"input", "result"})},
         )
         return result
+
+    def _say_waiting(self, name: StepName, seconds: float) -> None:
+        """Progress of a step waiting for the catalog, which another process (another loop) writes; a stop or
+        pause asked meanwhile is honoured at once (the step has written nothing yet, and runs again on resume)."""
+        gen = self._gen()
+        self.progress(
+            Progress(
+                gen.generation,
+                self.config.max_generations + 1,
+                "generations",
+                f"{generation_label(gen.generation)} attempt {gen.attempt}: {name}: waiting for the catalog, which "
+                f"another process writes ({seconds:.0f} s)",
+            )
+        )
+        requested = self.run_folder.requested()
+        if requested:
+            raise _Halt(requested)
 
     def _gen(self) -> GenerationState:
         return self.state.gen(self.state.generation)
