@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,3 +62,25 @@ def validation_message(error: ValidationError, *, as_flags: bool = False) -> str
 def describe(model: type[BaseModel]) -> dict[str, str]:
     """Field name -> its documentation (for help texts and the default YAML)."""
     return {name: field.description or "" for name, field in model.model_fields.items()}
+
+
+def map_paths(config: M, change: Callable[[str, Path], Path]) -> M:
+    """``config`` with every path it holds replaced by ``change(where, path)``: in nested models, lists, tuples
+    and dict values too, ``where`` naming the field as a validation error does (``bootstrap.logs.0``).
+
+    The paths are found by walking the values, not a list of fields, so a path field added later is covered.
+    """
+    return _map_paths(config, change, ())
+
+
+def _map_paths(value: Any, change: Callable[[str, Path], Path], where: tuple[str | int, ...]) -> Any:
+    if isinstance(value, Path):
+        return change(".".join(map(str, where)), value)
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        return value.model_copy(update={k: _map_paths(getattr(value, k), change, (*where, k)) for k in fields})
+    if isinstance(value, list | tuple):
+        return type(value)(_map_paths(v, change, (*where, i)) for i, v in enumerate(value))
+    if isinstance(value, dict):
+        return {k: _map_paths(v, change, (*where, k)) for k, v in value.items()}
+    return value

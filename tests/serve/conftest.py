@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -20,8 +21,11 @@ from toolkit.serve.security import Access
 BASE = "http://127.0.0.1:8765"
 
 
-def client_for(layout: Layout, token: str | None = None, host: str = "127.0.0.1") -> TestClient:
-    return TestClient(create_app(layout, Access.for_bind(host, 8765, token)), base_url=BASE)
+def client_for(
+    layout: Layout, token: str | None = None, host: str = "127.0.0.1", max_loops: int | None = None
+) -> TestClient:
+    limits = {} if max_loops is None else {"max_loops": max_loops}
+    return TestClient(create_app(layout, Access.for_bind(host, 8765, token), **limits), base_url=BASE)
 
 
 @pytest.fixture(scope="module")
@@ -52,17 +56,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def served(tmp_path) -> Iterator[tuple[Layout, str]]:  # noqa: ANN001
-    """A real HTTP server (uvicorn, in a thread) over a fresh data root: (layout, base URL)."""
+@contextlib.contextmanager
+def serving(layout: Layout, token: str | None = None, max_loops: int | None = None) -> Iterator[str]:
+    """A real HTTP server (uvicorn, in a thread) over ``layout`` for the block; yields its base URL."""
     import uvicorn
 
-    layout = Layout.at(tmp_path / "home")
-    layout.check(write=True)
     port = free_port()
+    limits = {} if max_loops is None else {"max_loops": max_loops}
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(layout, Access.for_bind("127.0.0.1", port, None)),
+            create_app(layout, Access.for_bind("127.0.0.1", port, token), **limits),
             host="127.0.0.1",
             port=port,
             log_level="warning",
@@ -73,9 +76,19 @@ def served(tmp_path) -> Iterator[tuple[Layout, str]]:  # noqa: ANN001
     deadline = time.monotonic() + 30
     while not server.started:
         assert time.monotonic() < deadline, "the server did not start"
+        assert thread.is_alive(), "the server stopped at once"
         time.sleep(0.05)
     try:
-        yield layout, f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@pytest.fixture
+def served(tmp_path) -> Iterator[tuple[Layout, str]]:  # noqa: ANN001
+    """A real HTTP server over a fresh data root: (layout, base URL)."""
+    layout = Layout.at(tmp_path / "home")
+    layout.check(write=True)
+    with serving(layout) as base:
+        yield layout, base

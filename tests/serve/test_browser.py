@@ -18,6 +18,7 @@ import pytest
 from tests.serve.conftest import live_config, wait_for
 from toolkit.loop.state import RunFolder
 from toolkit.serve import control
+from toolkit.serve.admission import LoopSlots
 
 pytestmark = pytest.mark.slow
 CHROMIUM = Path(os.environ.get("DISTILL_CHROMIUM", "/usr/bin/chromium"))
@@ -59,7 +60,7 @@ def test_the_run_page_draws_the_history_and_pauses_and_resumes_a_live_loop(brows
     from playwright.sync_api import expect
 
     layout, base = served
-    control.start(layout, control.StartRequest(name="web", config=live_config()))
+    control.start(layout, control.StartRequest(name="web", config=live_config()), LoopSlots())
     try:
         wait_for(layout, "web", lambda s: s.generations_recorded >= 1)
         page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.serve.conftest import client_for, live_config, wait_for
+from tests.factories import TINY
+from tests.serve.conftest import client_for, live_config, serving, wait_for
 from toolkit.cli.main import app
 from toolkit.layout import Layout
 from toolkit.loop.state import RunFolder
@@ -89,3 +91,27 @@ def test_stopping_a_paused_run_marks_it_stopped_at_once(tmp_path) -> None:
     assert stopped.status_code == 200 and stopped.json()["status"]["status"] == "stopped"
     assert saved_status(layout, "idle") == "stopped"
     assert client.post("/api/distill/pause", json={"name": "idle"}).status_code == 409
+
+
+def test_loops_started_at_once_on_one_data_root_all_finish(tmp_path) -> None:
+    import httpx2
+
+    layout = Layout.at(tmp_path / "home")
+    names = ["one", "two", "three"]
+    config = {k: v for k, v in TINY.items() if k != "name"}  # the same config: the same bootstrap games too
+    try:
+        with serving(layout, max_loops=len(names)) as base, ThreadPoolExecutor(len(names)) as pool:
+            starts = [
+                pool.submit(httpx2.post, f"{base}/api/distill/start", json={"name": n, "config": config}, timeout=300)
+                for n in names
+            ]
+            assert [s.result().status_code for s in starts] == [200] * len(names), [s.result().text for s in starts]
+        for name in names:
+            status = wait_for(layout, name, lambda s: s.pid is None, timeout=1200)
+            assert status.status == "finished", (name, status, (layout.runs / name / "loop.log").read_text())
+            assert status.generations_recorded == 2
+    finally:
+        for name in names:
+            holder = RunFolder(layout, name).process()
+            if holder:
+                os.kill(holder, signal.SIGKILL)

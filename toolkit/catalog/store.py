@@ -25,7 +25,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,12 +44,24 @@ from toolkit.schema.arrow import lake_schema
 from toolkit.storage import write_text_atomic
 
 QUARANTINE_SCHEMA = views.QUARANTINE_SCHEMA
-# How long a writer waits for a reader of the live catalog file to let go (writers never wait for writers long).
+# How long a writer waits, unless told otherwise (WriterWait), for another process to let go of the live catalog
+# file: a reader of it (rare), or another writer (a one-shot command then says who holds it; a loop waits on).
 WRITER_WAIT_S = 2.0
+WAIT_REPORT_EVERY_S = 10.0  # how often a waiting writer tells its on_wait
 # Batch review states: set by gates and the loop, never by ingest.
 BATCH_STATES = ("ingested", "accepted", "rejected")
 INTENT_FILE = "intent.json"
 MIGRATE_HINT = "migrate it once with `distill lake migrate` (metadata only: no file is rewritten)"
+
+
+@dataclass(frozen=True)
+class WriterWait:
+    """How long a writer waits for the catalog while another process holds it: ``seconds`` (None: as long as it
+    takes), telling ``on_wait`` the seconds waited so far when it starts waiting and every
+    :data:`WAIT_REPORT_EVERY_S` after."""
+
+    seconds: float | None = WRITER_WAIT_S
+    on_wait: Callable[[float], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,9 +98,11 @@ class Catalog:
         read_only: bool = False,
         sandbox: bool = False,
         as_of: int | str | dt.datetime | None = None,
+        wait: WriterWait = WriterWait(),
     ) -> Catalog:
         """Open (creating it when writable) the catalog of ``layout``, its views showing the lake ``as_of`` a
-        version number or a time (the latest version by default).
+        version number or a time (the latest version by default). A writer waits for another process holding
+        the catalog as ``wait`` says.
 
         With ``sandbox`` (implies read-only) the connection is sealed for
         untrusted SQL (``distill sql``): the views read the lake and the
@@ -105,7 +119,7 @@ class Catalog:
         """
         read_only = read_only or sandbox
         layout.check(write=not read_only)
-        con = _connect_reader(layout) if read_only else connect_writer(layout)
+        con = _connect_reader(layout) if read_only else connect_writer(layout, wait)
         catalog = cls(layout, con, read_only, sandbox)
         try:
             if read_only:
@@ -522,16 +536,25 @@ def _refuse_other_format(found: str, layout: Layout) -> None:
     )
 
 
-def connect_writer(layout: Layout) -> duckdb.DuckDBPyConnection:
-    """The catalog, writable; a reader holding the live file (rare: see :func:`_connect_reader`) is waited for
-    briefly."""
-    deadline = time.monotonic() + WRITER_WAIT_S
+def connect_writer(layout: Layout, wait: WriterWait = WriterWait()) -> duckdb.DuckDBPyConnection:
+    """The catalog, writable; another process holding the live file (a writer, or a reader: rare, see
+    :func:`_connect_reader`) is waited for as ``wait`` says (by default briefly).
+
+    Raises:
+        CatalogError: still held when the wait ran out, or not openable at all.
+    """
+    started = time.monotonic()
+    reported: float | None = None
     while True:
         try:
             return duckdb.connect(str(layout.catalog))
         except duckdb.IOException as error:
-            if "lock" not in str(error).lower() or time.monotonic() > deadline:
+            waited = time.monotonic() - started
+            if "lock" not in str(error).lower() or (wait.seconds is not None and waited > wait.seconds):
                 raise _open_error(layout.catalog, error) from error
+            if wait.on_wait is not None and (reported is None or waited - reported >= WAIT_REPORT_EVERY_S):
+                wait.on_wait(waited)
+                reported = waited
         time.sleep(0.1)
 
 

@@ -25,10 +25,20 @@ def serve(
             help="Required on every request (Bearer header, or open /?token=...).",
         ),
     ] = None,
+    max_loops: Annotated[
+        int | None,
+        typer.Option(
+            "--max-loops",
+            min=1,
+            help="Loops running on the data root at once past which a start or resume is refused (HTTP 429); "
+            "default: half the cores, at least 2.",
+        ),
+    ] = None,
 ) -> None:
     """Watch and steer the loop in a browser: runs, generations, ratings, the lake; start, pause, resume, stop."""
     import uvicorn
 
+    from toolkit.serve.admission import DEFAULT_MAX_LOOPS
     from toolkit.serve.app import create_app
     from toolkit.serve.security import Access
 
@@ -41,7 +51,7 @@ def serve(
         markup=False,
     )
     uvicorn.run(
-        create_app(home, access),
+        create_app(home, access, max_loops or DEFAULT_MAX_LOOPS),
         host=host,
         port=port,
         log_level=os.environ.get("DISTILL_LOG_LEVEL", "warning"),

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_f
 
 from toolkit import __version__
 from toolkit.catalog.records import BatchRecord, FileRecord
-from toolkit.catalog.store import Catalog
+from toolkit.catalog.store import Catalog, WriterWait
 from toolkit.errors import FileReadError
 from toolkit.ingest.config import IngestConfig
 from toolkit.ingest.dedup import find_duplicates
@@ -96,13 +96,18 @@ def batch_id_for(sha256: str) -> str:
 
 
 def ingest_paths(
-    paths: list[Path], layout: Layout, config: IngestConfig | None = None, progress: ProgressFn | None = None
+    paths: list[Path],
+    layout: Layout,
+    config: IngestConfig | None = None,
+    progress: ProgressFn | None = None,
+    catalog_wait: WriterWait = WriterWait(),
 ) -> IngestResult:
     """Ingest files and folders into the lake under ``layout``.
 
     Args:
         paths: files or folders (searched recursively for decision logs).
         progress: told the rows done in the file being read (``item``) as work advances.
+        catalog_wait: how long to wait for the catalog another process writes (by default briefly).
 
     A file that cannot be read at all (a compressed stream cut short, or not
     what its name says) is reported as ``failed`` with the reason, none of it
@@ -115,7 +120,7 @@ def ingest_paths(
     config = config or IngestConfig()
     files = expand_paths(paths)
     result = IngestResult()
-    with Catalog.open(layout) as catalog:
+    with Catalog.open(layout, wait=catalog_wait) as catalog:
         for path in files:
             try:
                 result.files.append(_ingest_file(path, catalog, config, progress))

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from toolkit.config import map_paths
 from toolkit.datasets.config import HoldoutConfig
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import NAME_PATTERN, Layout
@@ -294,15 +295,7 @@ class LoopConfig(_Config):
         return "none" if self.retention == "keep" else "zstd"
 
     def recorded(self, layout: Layout) -> LoopConfig:
-        """This config as a run records and reads it: the files it names (bootstrap logs, the data gate's suite)
+        """This config as a run records and reads it: every file it names (bootstrap logs, the data gate's suite)
         relative to the data root when inside it, else absolute (``Layout.stored``; steps open them through
         ``Layout.resolve``)."""
-        suite = self.data_gate_suite
-        return self.model_copy(
-            update={
-                "bootstrap": self.bootstrap.model_copy(
-                    update={"logs": [Path(layout.stored(p)) for p in self.bootstrap.logs]}
-                ),
-                "data_gate_suite": Path(layout.stored(suite)) if suite else None,
-            }
-        )
+        return map_paths(self, lambda _where, path: Path(layout.stored(path)))

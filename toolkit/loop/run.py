@@ -37,6 +37,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from toolkit.catalog.store import WriterWait
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout, generation_label
 from toolkit.loop.config import LoopConfig
@@ -211,6 +212,7 @@ class _Loop:
             derive_seed(self.config.seed, gen.generation, gen.attempt, slot),
             gen.generation,
             gen.attempt,
+            WriterWait(None, on_wait=lambda seconds: self._say_waiting(name, seconds)),
         )
         started = time.perf_counter()
         result = fn(context, step_input)
@@ -229,6 +231,23 @@ class _Loop:
             {"generation": gen.generation, **record.model_dump(exclude={"input", "result"})},
         )
         return result
+
+    def _say_waiting(self, name: StepName, seconds: float) -> None:
+        """Progress of a step waiting for the catalog, which another process (another loop) writes; a stop or
+        pause asked meanwhile is honoured at once (the step has written nothing yet, and runs again on resume)."""
+        gen = self._gen()
+        self.progress(
+            Progress(
+                gen.generation,
+                self.config.max_generations + 1,
+                "generations",
+                f"{generation_label(gen.generation)} attempt {gen.attempt}: {name}: waiting for the catalog, which "
+                f"another process writes ({seconds:.0f} s)",
+            )
+        )
+        requested = self.run_folder.requested()
+        if requested:
+            raise _Halt(requested)
 
     def _gen(self) -> GenerationState:
         return self.state.gen(self.state.generation)
@@ -263,7 +282,14 @@ class _Loop:
             simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=[str(p) for p in boot.logs]),
             simulate.SimulateResult,
         )
-        found = self._ingest(logs.files, own=logs.simulated)
+        ingested = self._ingest(logs.files, own=logs.simulated)
+        found = ingested.batches
+        if ingested.rows == 0:
+            self._set_status(found, "rejected", "no valid decisions")
+            gen.outcome, gen.reason = "failed", _no_decisions(ingested)
+            self.state.status, self.state.message = "failed", gen.reason
+            self.run_folder.save(self.state)
+            return
         data = self._step(
             StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult
         )
@@ -301,7 +327,7 @@ class _Loop:
     def _attempt(self, g: int) -> tuple[bool, str]:
         """Self-play, gate and merge the teacher's data, then train and gate the student."""
         play = self._step(StepName.SELFPLAY, selfplay.run, self._selfplay_input(g), selfplay.SelfPlayResult)
-        found = self._ingest([str(f) for f in play.export.files], own=True)
+        found = self._ingest([str(f) for f in play.export.files], own=True).batches
         baseline = self.state.current_ppo or self.state.current_student
         gate = self._step(
             StepName.PPO_GATE,
@@ -334,14 +360,14 @@ class _Loop:
             self._promote(STUDENT, trained.checkpoint)
         return True, f"teacher and student promoted: {beat.reason}"
 
-    def _ingest(self, files: list[str], *, own: bool) -> list[str]:
+    def _ingest(self, files: list[str], *, own: bool) -> ingest.IngestStepResult:
         """Ingest ``files``; then, with ``retention: delete``, delete them if the loop wrote them (``own``) and they
-        were read (a file that could not be read stays). Returns the batches."""
+        were read (a file that could not be read stays)."""
         ingested = self._step(StepName.INGEST, ingest.run, ingest.IngestInput(files=files), ingest.IngestStepResult)
         done = [f for f in files if f not in set(ingested.failed)] if own else []
         if self.config.retention == "delete" and done:
             self._step(StepName.RETAIN, retain.run, retain.RetainInput(files=done), retain.RetainResult)
-        return ingested.batches
+        return ingested
 
     def _reject(self, found: list[str], reason: str) -> tuple[bool, str]:
         self._set_status(found, "rejected", reason)
@@ -481,6 +507,15 @@ class _Loop:
         else:
             self.state.generation = g + 1
         self.run_folder.save(self.state)
+
+
+def _no_decisions(ingested: ingest.IngestStepResult) -> str:
+    """Why a bootstrap whose logs gave no lake row cannot train a first student."""
+    unreadable = f"; {len(ingested.failed)} file(s) could not be read: {', '.join(ingested.failed)}"
+    return (
+        f"the bootstrap logs gave no valid decisions: {ingested.rejected} lines rejected, see "
+        f'`distill sql "select * from rejects"`{unreadable if ingested.failed else ""}'
+    )
 
 
 def converged(records: list[GenerationRecord], config: LoopConfig) -> str | None:

@@ -3,7 +3,9 @@
 Every response is a typed record; ``generations`` are the records
 ``distill loop history --json`` prints. Errors are ``{"detail": ...,
 "hint": ...}`` with 404 (no such run), 409 (the run's state refuses the
-control) or 422 (an invalid name or config).
+control), 422 (an invalid name or config, or one the dashboard does not
+start: see :mod:`toolkit.serve.admission`) or 429 (as many loops run as the
+server starts at once; ``Retry-After`` says when to ask again).
 """
 
 from __future__ import annotations
@@ -35,9 +37,13 @@ def status(request: Request, name: Name = "demo") -> RunStatus:
     return run_status(_layout(request), name)
 
 
-@router.post("/distill/start", response_model=control.ControlResult, summary="Start a new loop run in its own process")
+@router.post(
+    "/distill/start",
+    response_model=control.ControlResult,
+    summary="Start a new loop run in its own process (429 when the server runs as many loops as it allows)",
+)
 def start(request: Request, ask: control.StartRequest) -> control.ControlResult:
-    return control.start(_layout(request), ask)
+    return control.start(_layout(request), ask, request.app.state.slots)
 
 
 @router.post("/distill/stop", response_model=control.ControlResult, summary="Stop a loop run at its next step boundary")
@@ -58,7 +64,7 @@ def pause(request: Request, run: control.RunRef) -> control.ControlResult:
     summary="Resume a paused, stopped or interrupted loop run in its own process",
 )
 def resume(request: Request, run: control.RunRef) -> control.ControlResult:
-    return control.resume(_layout(request), run.name)
+    return control.resume(_layout(request), run.name, request.app.state.slots)
 
 
 @router.get(

@@ -15,14 +15,16 @@ from toolkit.errors import CatalogError, ConfigError, DistillError, UsageError
 from toolkit.layout import Layout
 from toolkit.loop.state import RunNotFoundError
 from toolkit.serve import api, control, pages
+from toolkit.serve.admission import DEFAULT_MAX_LOOPS, LoopLimitError, LoopSlots
 from toolkit.serve.security import Access, Guard
 
 CHART_JS_VERSION: Final = "4.6.1"
 STATIC = Path(__file__).parent / "static"
 
 
-def create_app(layout: Layout, access: Access) -> Guard:
-    """The dashboard over ``layout``, behind ``access`` (see :mod:`toolkit.serve.security`)."""
+def create_app(layout: Layout, access: Access, max_loops: int = DEFAULT_MAX_LOOPS) -> Guard:
+    """The dashboard over ``layout``, behind ``access`` (see :mod:`toolkit.serve.security`), starting loops while
+    fewer than ``max_loops`` run on the data root (see :mod:`toolkit.serve.admission`)."""
     app = FastAPI(
         title="Distill",
         version=__version__,
@@ -31,6 +33,7 @@ def create_app(layout: Layout, access: Access) -> Guard:
         description="Watch and steer Distill's closed loop: runs, generations, ratings, the lake.",
     )
     app.state.layout = layout
+    app.state.slots = LoopSlots(max_loops)
     app.add_api_route("/docs", _docs, include_in_schema=False)
     app.include_router(api.router)
     app.include_router(pages.router)
@@ -51,6 +54,8 @@ def _docs() -> HTMLResponse:
 
 
 def _status_code(error: DistillError) -> int:
+    if isinstance(error, LoopLimitError):
+        return 429
     if isinstance(error, RunNotFoundError):
         return 404
     if isinstance(error, control.ControlError):
@@ -64,11 +69,13 @@ def _status_code(error: DistillError) -> int:
 
 async def _distill_error(request: Request, error: DistillError) -> JSONResponse:
     code = _status_code(error)
+    headers = {"Retry-After": str(error.retry_after)} if isinstance(error, LoopLimitError) else None
     if not request.url.path.startswith("/api/"):
         return pages.templates.TemplateResponse(
             request,
             "error.html",
             {"error": error.message, "hint": error.hint, "home": str(request.app.state.layout.home)},
             status_code=code,
+            headers=headers,
         )
-    return JSONResponse({"detail": error.message, "hint": error.hint}, status_code=code)
+    return JSONResponse({"detail": error.message, "hint": error.hint}, status_code=code, headers=headers)

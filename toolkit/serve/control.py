@@ -9,8 +9,10 @@ refused. Pause and stop are the loop's step-boundary requests; a stop of a
 run no process runs (paused, interrupted) marks it stopped at once.
 
 Nothing from a request reaches a shell: the command is an argument list,
-the run name is checked against the loop's name pattern, and a config's
-paths must lie inside the data root.
+the run name is checked against the loop's name pattern, and a config is
+admitted by :mod:`toolkit.serve.admission` (its files resolved in the data
+root, its back end local) before the loop receives it. A start or resume
+takes one of the server's :class:`~toolkit.serve.admission.LoopSlots`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from toolkit.loop.config import NAME_PATTERN, LoopConfig
 from toolkit.loop.run import request, stop_idle
 from toolkit.loop.state import RunFolder
 from toolkit.loop.status import RunStatus, run_status
+from toolkit.serve.admission import LoopSlots, admit_config
 from toolkit.storage import write_text_atomic
 
 Action = Literal["start", "resume", "pause", "stop"]
@@ -68,16 +71,17 @@ class ControlResult(BaseModel):
 _spawn_lock = threading.Lock()
 
 
-def start(layout: Layout, ask: StartRequest) -> ControlResult:
+def start(layout: Layout, ask: StartRequest, slots: LoopSlots) -> ControlResult:
     """Spawn a new loop run; refused if a run of that name exists.
 
     Raises:
-        ConfigError: an invalid config, or a path in it outside the data root.
+        ConfigError: an invalid config, or one :func:`~toolkit.serve.admission.admit_config` refuses.
         ControlError: the run exists (resume it), or did not start.
+        LoopLimitError: the server runs as many loops as ``slots`` allow.
     """
     config = loop_config(layout, ask)
     run = RunFolder(layout, config.name)
-    with _spawn_lock:
+    with slots.claim(layout, config.name), _spawn_lock:
         if run.exists():
             raise ControlError(
                 f"a loop run named {config.name!r} exists ({_status_word(layout, config.name)})",
@@ -86,18 +90,22 @@ def start(layout: Layout, ask: StartRequest) -> ControlResult:
         layout.check(write=True)
         requested = run.root / "requested-config.json"
         write_text_atomic(requested, config.model_dump_json(indent=1))
-        _spawn(layout, run, ["loop", "run", "--config", str(requested)])
-        requested.unlink()  # read by the loop, which records its config in config.json
+        try:
+            _spawn(layout, run, ["loop", "run", "--config", str(requested)])
+        finally:
+            requested.unlink(missing_ok=True)  # read by the loop, which records its config in config.json
     return ControlResult(action="start", message=f"loop {config.name} started", status=run_status(layout, config.name))
 
 
-def resume(layout: Layout, name: str) -> ControlResult:
+def resume(layout: Layout, name: str, slots: LoopSlots) -> ControlResult:
     """Spawn ``loop resume`` for a run no process runs (paused, stopped, interrupted, failed).
 
     Raises:
         ControlError: it is running, or it finished or converged.
+        LoopLimitError: the server runs as many loops as ``slots`` allow.
     """
-    with _spawn_lock:
+    _allowed(layout, name, "resume")
+    with slots.claim(layout, name), _spawn_lock:
         _allowed(layout, name, "resume")
         _spawn(layout, RunFolder(layout, name), ["loop", "resume", "--name", name])
     return ControlResult(action="resume", message=f"loop {name} resumed", status=run_status(layout, name))
@@ -150,30 +158,15 @@ def _allowed(layout: Layout, name: str, action: str) -> RunStatus:
 
 
 def loop_config(layout: Layout, ask: StartRequest) -> LoopConfig:
-    """The config a start asks for: its fields over the defaults, the request's name, paths kept in the data root
-    (a relative path is read from the data root).
+    """The config a start asks for: its fields over the defaults, the request's name, admitted for a loop started
+    from the server (see :func:`~toolkit.serve.admission.admit_config`: a relative path is read from the data root).
 
     Raises:
-        ConfigError: naming each invalid field, or the path outside the data root.
+        ConfigError: naming each invalid or refused field.
     """
     fields = ask.config if isinstance(ask.config, dict) else _yaml(ask.config)
     overrides = {k: v for k, v in (("max_generations", ask.max_generations), ("seed", ask.seed)) if v is not None}
-    config = load_config(LoopConfig, None, {**fields, **overrides, "name": ask.name})
-    suite = _inside(layout, config.data_gate_suite) if config.data_gate_suite else None
-    logs = [_inside(layout, path) for path in config.bootstrap.logs]
-    return config.model_copy(
-        update={"bootstrap": config.bootstrap.model_copy(update={"logs": logs}), "data_gate_suite": suite}
-    )
-
-
-def _inside(layout: Layout, path: Path) -> Path:
-    resolved = (layout.home / path).resolve()
-    if not resolved.is_relative_to(layout.home):
-        raise ConfigError(
-            f"{path} is outside the data root {layout.home}",
-            hint="a loop started from the dashboard reads only files under the data root",
-        )
-    return resolved
+    return admit_config(layout, load_config(LoopConfig, None, {**fields, **overrides, "name": ask.name}))
 
 
 def _yaml(text: str | None) -> dict[str, Any]:

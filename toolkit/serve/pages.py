@@ -18,6 +18,7 @@ from toolkit.errors import ConfigError, DistillError
 from toolkit.loop.state import RunFolder
 from toolkit.loop.status import list_runs, run_status
 from toolkit.serve import control, views
+from toolkit.serve.admission import LoopLimitError
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -67,7 +68,7 @@ async def start_form(request: Request) -> Response:
                 "seed": fields.get("seed") or None,
             }
         )
-        result = control.start(layout, ask)
+        result = control.start(layout, ask, request.app.state.slots)
     except (DistillError, ValueError) as error:
         return _page(
             request, "index.html", status_code=_code(error), runs=list_runs(layout), error=_say(error), form=fields
@@ -77,14 +78,19 @@ async def start_form(request: Request) -> Response:
 
 @router.post("/runs/{name}/{action}")
 def control_form(request: Request, name: str, action: str) -> Response:
-    act = {"pause": control.pause, "resume": control.resume, "stop": control.stop}.get(action)
-    if act is None:
+    layout, slots = request.app.state.layout, request.app.state.slots
+    acts = {
+        "pause": lambda: control.pause(layout, name),
+        "resume": lambda: control.resume(layout, name, slots),
+        "stop": lambda: control.stop(layout, name),
+    }
+    if action not in acts:
         return _page(request, "error.html", status_code=404, error=f"unknown control {action!r}")
     try:
-        result = act(request.app.state.layout, name)
+        result = acts[action]()
     except DistillError as error:
-        return _back(f"/runs/{name}", f"{action} refused: {_say(error)}")
-    return _back(f"/runs/{name}", result.message)
+        return _back(f"/runs/{quote(name)}", f"{action} refused: {_say(error)}")
+    return _back(f"/runs/{quote(name)}", result.message)
 
 
 @router.get("/reports/{file_name}")
@@ -118,6 +124,8 @@ def _say(error: Exception) -> str:
 
 
 def _code(error: Exception) -> int:
+    if isinstance(error, LoopLimitError):
+        return 429
     return (
         409 if isinstance(error, control.ControlError) else 422 if isinstance(error, ConfigError | ValueError) else 500
     )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from pathlib import Path
 
 import numpy as np
 
+from toolkit.catalog.store import WriterWait
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 
@@ -51,7 +52,8 @@ def derive_seed(*parts: int) -> int:
 
 @dataclass(frozen=True)
 class StepContext:
-    """Where a step runs: the data root, the loop's config, its own output folder, its seed."""
+    """Where a step runs: the data root, the loop's config, its own output folder, its seed, and how it waits for
+    the catalog another process writes (a loop waits as long as it takes, saying so)."""
 
     layout: Layout
     config: LoopConfig
@@ -59,6 +61,7 @@ class StepContext:
     seed: int
     generation: int
     attempt: int
+    catalog_wait: WriterWait = field(default_factory=WriterWait)
 
     @property
     def folder(self) -> Path:

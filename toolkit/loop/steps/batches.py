@@ -22,6 +22,6 @@ class BatchStatusResult(BaseModel):
 
 def run(ctx: StepContext, step: BatchStatusInput) -> BatchStatusResult:
     if step.batches:
-        with Catalog.open(ctx.layout) as catalog:
+        with Catalog.open(ctx.layout, wait=ctx.catalog_wait) as catalog:
             catalog.set_batch_status(step.batches, step.status, step.reason)
     return BatchStatusResult(batches=step.batches, status=step.status, reason=step.reason)

@@ -1,4 +1,5 @@
-"""The lake suite on each new batch: blocking failures reject the generation's data."""
+"""The lake suite on each new batch: blocking failures reject the generation's data, and so does a batch with no
+valid decision (every line of its file was rejected: nothing of it reached the lake to check)."""
 
 from __future__ import annotations
 
@@ -28,11 +29,15 @@ def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
     from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 
     with Catalog.open(ctx.layout, read_only=True) as catalog:  # retired meanwhile: out of the lake, not checked
-        retired = {b.batch_id for b in catalog.require_batches(step.batches) if b.retired}
+        records = catalog.require_batches(step.batches)
+    retired = {b.batch_id for b in records if b.retired}
+    empty = [b for b in records if not b.retired and b.rows_valid == 0]
     suite = ctx.layout.resolve(config.data_gate_suite) if config.data_gate_suite else None
     check = CheckConfig(suite=suite, entropy_floor=config.data_gate_entropy_floor)
-    reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in step.batches if b not in retired]
-    failures = [
+    checked = [b.batch_id for b in records if b.batch_id not in retired and b.rows_valid > 0]
+    reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in checked]
+    failures = [f"{b.batch_id}: no valid decisions ({b.rows_rejected} lines rejected)" for b in empty]
+    failures += [
         f"{r.scope.get('batch')}: {', '.join(x.id for x in r.blocking_failures)}" for r in reports if not r.passed
     ]
     skipped = f"; {len(retired)} retired batch(es) not checked" if retired else ""

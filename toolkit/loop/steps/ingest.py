@@ -28,7 +28,8 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
 
     if not step.files:
         return IngestStepResult(batches=[], rows=0, rejected=0)
-    result = ingest_paths([ctx.layout.resolve(f) for f in step.files], ctx.layout, IngestConfig())
+    paths = [ctx.layout.resolve(f) for f in step.files]
+    result = ingest_paths(paths, ctx.layout, IngestConfig(), catalog_wait=ctx.catalog_wait)
     batches = sorted({f.batch_id for f in result.files if f.batch_id})
     with Catalog.open(ctx.layout, read_only=True) as catalog:
         recorded = [b for b in catalog.batches() if b.batch_id in set(batches)]
