@@ -67,6 +67,12 @@ class QueryError(UsageError):
     """A SQL statement was refused or failed."""
 
 
+class QueryInterrupted(QueryError):
+    """A SQL statement was interrupted (Ctrl-C) before it finished (exit code 130, as a shell gives SIGINT)."""
+
+    exit_code = 130
+
+
 class BuildError(DistillError):
     """A dataset could not be built, or a built dataset is missing, unknown or inconsistent."""
 

@@ -3,7 +3,8 @@
 Every stage that publishes a small file (a manifest pointer, a report, a
 checkpoint card, loop state, the rating pool) writes it with
 :func:`write_text_atomic`, and reads a versioned one back with
-:func:`read_versioned`; every content hash (an ingested file, a dataset
+:func:`read_versioned` (through :func:`toolkit.jsontext.loads_strict`: no
+nesting deeper than a limit, no key twice); every content hash (an ingested file, a dataset
 part, checkpoint weights) is :func:`file_sha256`.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from toolkit.errors import DistillError
+from toolkit.jsontext import JSONShapeError, loads_strict
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -53,20 +54,37 @@ def read_versioned(
 ) -> M:
     """A versioned JSON file (one with a ``format_version`` field) as ``model``, the one way Distill reads them.
 
-    Every problem raises ``error`` naming the file: missing, unreadable or not
-    JSON, of another format version than ``version`` and ``upgrades`` (hint:
-    the Distill version that wrote it), or not a valid ``what`` (each field
-    named). ``hint`` says how to get a good file back. ``upgrades`` maps an
-    older version to the function that turns its content into ``version``'s.
+    Every problem raises ``error`` naming the file: missing or unreadable;
+    not a valid ``what`` (not JSON, nested deeper than
+    :data:`~toolkit.jsontext.MAX_NESTING`, a key twice in one object, not an
+    object, no integer ``format_version``, or a field the model refuses: each
+    named); or of another format version than ``version`` and ``upgrades``
+    (hint: the Distill version that wrote it). ``hint`` says how to get a
+    good file back. ``upgrades`` maps an older version to the function that
+    turns its content into ``version``'s.
     """
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(f"no {what} at {path}", hint=hint) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as problem:
+    except (OSError, UnicodeDecodeError) as problem:
         raise error(f"{path} is unreadable: {problem}", hint=hint) from None
-    found = raw.get("format_version") if isinstance(raw, dict) else None
-    upgrade = (upgrades or {}).get(found) if isinstance(found, int) else None
+
+    def invalid(reason: str) -> DistillError:
+        return error(f"{path} is not a valid {what}: {reason}", hint=hint)
+
+    try:
+        raw = loads_strict(text)
+    except JSONShapeError as problem:
+        raise invalid(str(problem)) from None
+    except ValueError as problem:
+        raise invalid(f"not JSON ({problem})") from None
+    if not isinstance(raw, dict):
+        raise invalid(f"a JSON object is expected, not {type(raw).__name__}")
+    found = raw.get("format_version")
+    if type(found) is not int:
+        raise invalid(f"format_version: {'missing' if found is None else 'an integer is expected, not ' + repr(found)}")
+    upgrade = (upgrades or {}).get(found)
     if upgrade is not None:
         raw, found = {**upgrade(raw), "format_version": version}, version
     if found != version:
@@ -79,7 +97,7 @@ def read_versioned(
     except ValidationError as problem:
         from toolkit.config import validation_message
 
-        raise error(f"{path} is not a valid {what}: {validation_message(problem)}", hint=hint) from None
+        raise invalid(validation_message(problem)) from None
 
 
 def file_sha256(path: Path) -> str:

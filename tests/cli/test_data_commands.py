@@ -89,6 +89,32 @@ def test_sql_refuses_anything_but_one_read(logs, tmp_path: Path, statement: str)
     assert result.exit_code == 2 and "error" in result.stderr
 
 
+def test_sql_stops_a_statement_past_its_limits_with_a_message_and_checks_the_flags(logs, tmp_path: Path) -> None:
+    clean, _ = logs
+    home = tmp_path / "home"
+    run("ingest", str(clean), home=home)
+    endless = "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"
+    for form in ([], ["--csv"], ["--json"], ["--parquet", str(tmp_path / "out.parquet")]):
+        stopped = run("sql", *form, "--timeout", "0.2", endless, home=home)
+        assert stopped.exit_code == 2 and "time limit of 0.2 s" in stopped.stderr and "--timeout" in stopped.stderr
+        assert stopped.exception is None or isinstance(stopped.exception, SystemExit)
+    assert not (tmp_path / "out.parquet").exists() and not list(tmp_path.glob(".out.parquet*"))
+    greedy = run("sql", "--memory-limit", "32MB", "SELECT list(range) FROM range(100000000)", home=home)
+    assert greedy.exit_code == 2 and "more memory than its limit" in greedy.stderr
+    for flag, value in (("--timeout", "-1"), ("--memory-limit", "lots"), ("--memory-limit", "200%")):
+        refused = run("sql", flag, value, "SELECT 1", home=home)
+        assert refused.exit_code == 2 and flag in refused.stderr
+
+
+def test_sql_shows_at_most_max_rows_and_says_there_are_more(logs, tmp_path: Path) -> None:
+    clean, _ = logs
+    home = tmp_path / "home"
+    run("ingest", str(clean), home=home)
+    shown = run("sql", "--max-rows", "2", "SELECT range AS n FROM range(9223372036854775807)", home=home)
+    assert shown.exit_code == 0 and "more than 2 rows" in shown.stdout
+    assert [line.strip("│ ") for line in shown.stdout.splitlines() if line.startswith("│")] == ["0", "1"]
+
+
 def test_sql_without_a_catalog_says_what_to_do(tmp_path: Path) -> None:
     result = run("sql", "SELECT 1", home=tmp_path / "nothing")
     assert result.exit_code == 1 and "distill ingest" in result.stderr

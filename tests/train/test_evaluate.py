@@ -75,7 +75,7 @@ def test_a_recurrent_run_trains_checkpoints_and_plays_with_sanitised_actions(tmp
     )
     result = train_ppo(config, tmp_path)
     assert result.kind == "ppo-recurrent" and result.final.name.startswith("ppo-recurrent-test-")
-    assert checkpoints.read_card(result.final).arch["lstm_hidden"] == 16
+    assert checkpoints.read_card(result.final).arch.lstm_hidden == 16
     agent = load_agent(result.final)
     assert agent.recurrent is not None
     played = evaluate(agent.player, EvaluateConfig(opponents=("random",) * 3, games=8, seed=1))

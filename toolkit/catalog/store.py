@@ -99,18 +99,23 @@ class Catalog:
         sandbox: bool = False,
         as_of: int | str | dt.datetime | None = None,
         wait: WriterWait = WriterWait(),
+        limits: views.SandboxLimits | None = None,
     ) -> Catalog:
         """Open (creating it when writable) the catalog of ``layout``, its views showing the lake ``as_of`` a
         version number or a time (the latest version by default). A writer waits for another process holding
         the catalog as ``wait`` says.
 
         With ``sandbox`` (implies read-only) the connection is sealed for
-        untrusted SQL (``distill sql``): the views read the lake and the
-        quarantine through Arrow datasets opened beforehand, the generation
-        records are copied into a temporary table, and then DuckDB's own file
-        access is switched off, extension auto-loading with it, and the
-        configuration is locked. No statement on it can read or write a file,
-        attach a database, install an extension or undo those settings.
+        untrusted SQL (``distill sql``): it works on an in-memory copy of the
+        catalog's tables (no file of the data root is attached), the views
+        read the lake and the quarantine through Arrow datasets opened
+        beforehand, the generation records are copied into a temporary table,
+        and then DuckDB's own file access is switched off, extension
+        auto-loading with it, a statement's time and memory are bounded by
+        ``limits`` (default :class:`~toolkit.catalog.views.SandboxLimits`), and
+        the configuration is locked. No statement on it can read or write a
+        file, attach a database, install an extension, learn a path of this
+        machine or undo those settings.
 
         Raises:
             CatalogError: read-only on a data root with no catalog, a catalog
@@ -120,6 +125,8 @@ class Catalog:
         read_only = read_only or sandbox
         layout.check(write=not read_only)
         con = _connect_reader(layout) if read_only else connect_writer(layout, wait)
+        if sandbox:
+            con = views.copy_to_memory(con)
         catalog = cls(layout, con, read_only, sandbox)
         try:
             if read_only:
@@ -129,7 +136,7 @@ class Catalog:
             catalog.version = catalog._resolve(as_of)
             views.register(con, layout, catalog.version, sandbox=sandbox)
             if sandbox:
-                views.seal(con)
+                views.seal(con, limits)
         except BaseException:
             con.close()
             raise

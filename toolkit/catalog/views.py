@@ -14,11 +14,14 @@ read with those columns null, so every version reads with today's columns.
 from __future__ import annotations
 
 import glob
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Final
 
 import duckdb
 import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.layout import Layout, sql_literal
 from toolkit.schema import columns as col
@@ -41,6 +44,37 @@ QUARANTINE_SCHEMA = pa.schema(
 )
 
 VIEWS_HINT = "views: decisions, games, batches, files, rejects, generations, versions"
+DEFAULT_TIMEOUT_S: Final = 300.0
+DEFAULT_MEMORY_LIMIT: Final = "25%"
+NO_HOME: Final = "/nonexistent"
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)\s*$", re.IGNORECASE)
+
+
+class SandboxLimits(BaseModel):
+    """What one statement on a sandboxed catalog (``distill sql``) may spend; set by :func:`seal`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout: float = Field(
+        DEFAULT_TIMEOUT_S, ge=0, description="Seconds a statement may run, its output included; 0: no limit."
+    )
+    memory_limit: str = Field(
+        DEFAULT_MEMORY_LIMIT,
+        description="Memory DuckDB may use: a size (512MB, 4GB, 2GiB) or a share of this machine's (25%).",
+    )
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _a_size_or_a_share(cls, value: str) -> str:
+        found = _SIZE.match(value)
+        if found is None or float(found[1]) <= 0 or (found[2] == "%" and float(found[1]) > 100):
+            raise ValueError(f"give a size such as 4GB or 512MiB, or a share such as 25% (not {value!r})")
+        return value.strip()
+
+    @property
+    def timeout_ms(self) -> int:
+        """DuckDB's ``max_execution_time``: milliseconds, 0 for none."""
+        return 0 if self.timeout == 0 else max(1, round(self.timeout * 1000))
 
 
 def live_files_sql(version: int) -> str:
@@ -193,13 +227,59 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
     con.execute(f"CREATE OR REPLACE TEMP {kind} generations AS {body}")
 
 
-def seal(con: duckdb.DuckDBPyConnection) -> None:
-    """No file access, no extension loading, and no way to turn either back on (see ``Catalog.open``)."""
-    for setting in (
-        "autoinstall_known_extensions",
-        "autoload_known_extensions",
-        "allow_community_extensions",
-        "enable_external_access",
-    ):
-        con.execute(f"SET {setting} = false")
+def copy_to_memory(source: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A connection to a new in-memory database holding the tables of ``source``, which is closed.
+
+    A sandboxed catalog works on this copy, so its connection holds no file
+    of the data root: ``duckdb_databases()`` names no path, and the catalog
+    file is not among the files DuckDB lets a sealed connection read (it
+    lets one read the files of the databases it has attached). The tables
+    go through Arrow, into tables made by their own ``CREATE`` statements
+    (so a JSON column stays JSON); the catalog's tables are small.
+    """
+    memory = duckdb.connect(":memory:")
+    try:
+        tables = source.execute(
+            "SELECT table_name, sql FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+        ).fetchall()
+        for name, create in tables:
+            memory.execute(create)
+            memory.register("_copied", source.sql(f'SELECT * FROM "{name}"').to_arrow_table())
+            memory.execute(f'INSERT INTO "{name}" SELECT * FROM _copied')
+            memory.unregister("_copied")
+    except BaseException:
+        memory.close()
+        raise
+    finally:
+        source.close()
+    return memory
+
+
+def seal(con: duckdb.DuckDBPyConnection, limits: SandboxLimits | None = None) -> None:
+    """No file access, no extension loading, no secrets, no path of this machine to show, the ``limits`` on time
+    and memory, times in UTC, and no way to change any of it (see ``Catalog.open``).
+
+    Nothing is spilled to disk: a statement holds what it sorts or joins in
+    memory, up to the limit. ``max_execution_time`` is DuckDB's own clock on
+    a statement (its output included); interrupted, the statement raises
+    DuckDB's ``INTERRUPT`` error.
+    """
+    limits = limits or SandboxLimits()
+    settings = {
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "false",
+        "allow_community_extensions": "false",
+        "allow_persistent_secrets": "false",
+        "python_enable_replacements": "false",  # no reading the caller's Python variables by name
+        "enable_progress_bar": "false",  # DuckDB's own bar would print into the output
+        "temp_directory": "''",
+        "secret_directory": "''",
+        "home_directory": f"'{NO_HOME}'",  # what the extension and secret folders are named after
+        "memory_limit": f"'{sql_literal(limits.memory_limit)}'",
+        "max_execution_time": str(limits.timeout_ms),
+        "TimeZone": "'UTC'",  # times print the same on every machine (Distill's times are UTC)
+        "enable_external_access": "false",
+    }
+    for setting, value in settings.items():
+        con.execute(f"SET {setting} = {value}")
     con.execute("SET lock_configuration = true")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from toolkit.cli.app import AsOfOpt, JsonOpt, app, console, err_console, layout, print_json, progress_bar
-from toolkit.errors import UsageError
+from toolkit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
+    from toolkit.catalog.query import QueryResult
+    from toolkit.catalog.views import SandboxLimits
     from toolkit.ingest.config import ReadOptions
 
 PathsArg = Annotated[
@@ -134,54 +137,128 @@ def sql(
     statement: Annotated[
         str, typer.Argument(help="One SELECT over decisions, games, files, batches, rejects, versions, generations.")
     ],
-    as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout (every row, streamed).")] = False,
     as_json: JsonOpt = False,
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the result to a Parquet FILE.")] = None,
-    max_rows: Annotated[int, typer.Option("--max-rows", help="Rows shown as a table.")] = 100,
+    max_rows: Annotated[int, typer.Option("--max-rows", min=0, help="Rows shown as a table.")] = 100,
     as_of: AsOfOpt = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Seconds the statement may run, its output included (default: 300; 0: none)."),
+    ] = None,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option("--memory-limit", help="Memory it may use: 4GB, 512MiB, or a share of RAM (default: 25%)."),
+    ] = None,
 ) -> None:
     """Query the catalog with DuckDB SQL (read-only), as the lake is now or was --as-of a version or time."""
-    from toolkit.catalog.query import run_query
+    from toolkit.catalog.query import interrupt_on_sigint, start_query
     from toolkit.catalog.store import Catalog
 
     if sum([as_csv, as_json, parquet is not None]) > 1:
         raise UsageError("choose one of --csv, --json, --parquet")
-    with Catalog.open(layout(), sandbox=True, as_of=as_of) as catalog:
-        result = run_query(catalog, statement)
-    if parquet is not None:
-        import pyarrow.parquet as pq
-
-        pq.write_table(result, parquet)
-        console.print(f"wrote {result.num_rows:,} rows to {parquet}")
-    elif as_json:
-        print_json([{k: _plain(v) for k, v in row.items()} for row in result.to_pylist()])
-    elif as_csv:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(result.column_names)
-        for row in result.to_pylist():
-            writer.writerow([_cell(v) for v in row.values()])
-    else:
-        table = Table(*result.column_names)
-        for row in result.slice(0, max_rows).to_pylist():
-            table.add_row(*[_cell(v)[:80] for v in row.values()])
-        console.print(table)
-        if result.num_rows > max_rows:
-            console.print(f"({result.num_rows:,} rows, {max_rows} shown: --max-rows, --csv or --json for all)")
+    limits = _sandbox_limits(timeout, memory_limit)
+    with Catalog.open(layout(), sandbox=True, as_of=as_of, limits=limits) as catalog, interrupt_on_sigint(catalog):
+        result = start_query(catalog, statement)
+        if parquet is not None:
+            console.print(f"wrote {_write_parquet(result, parquet):,} rows to {parquet}", markup=False)
+            return
+        try:
+            if as_json:
+                _write_json(result)
+            elif as_csv:
+                _write_csv(result)
+            else:
+                _print_table(result, max_rows)
+        except BrokenPipeError:  # the reader stopped early (| head): the rest is not wanted
+            _silence_stdout()
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="backslashreplace")
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+def _sandbox_limits(timeout: float | None, memory_limit: str | None) -> SandboxLimits:
+    from pydantic import ValidationError
+
+    from toolkit.catalog.views import SandboxLimits
+    from toolkit.config import validation_message
+
+    given = {"timeout": timeout, "memory_limit": memory_limit}
+    try:
+        return SandboxLimits(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as error:
+        raise ConfigError(validation_message(error, as_flags=True), hint="see distill sql --help") from None
 
 
-def _cell(value: Any) -> str:
+def _write_parquet(result: QueryResult, path: Path) -> int:
+    """Stream the rows into a Parquet file (written whole or not at all); returns how many."""
+    import pyarrow.parquet as pq
+
+    result.check_parquet()
+    temporary = path.with_name(f".{path.name}.tmp")
+    rows, writer = 0, None
+    try:
+        for batch in result.arrow_batches():
+            if writer is None:
+                writer = pq.ParquetWriter(temporary, batch.schema)
+            writer.write_batch(batch)
+            rows += batch.num_rows
+        if writer is None:  # no rows: the columns still
+            pq.write_table(result.to_arrow_table(), temporary)
+        else:
+            writer.close()
+            writer = None
+        temporary.replace(path)
+    finally:
+        if writer is not None:
+            writer.close()
+        temporary.unlink(missing_ok=True)
+    return rows
+
+
+def _write_json(result: QueryResult) -> None:
+    """One JSON array, one row (an object) a line, written as the rows come."""
+    out = sys.stdout
+    out.write("[")
+    separator = "\n"
+    for row in result.json_rows():
+        out.write(separator + row)
+        separator = ",\n"
+    out.write("\n]\n" if separator != "\n" else "]\n")
+
+
+def _write_csv(result: QueryResult) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(result.columns)
+    writer.writerows(result.text_rows())
+
+
+def _print_table(result: QueryResult, max_rows: int) -> None:
+    table = Table()
+    for name in result.columns:
+        table.add_column(_terminal_cell(name))
+    shown = 0
+    for row in result.text_rows(max_rows + 1):
+        if shown == max_rows:
+            console.print(table)
+            console.print(f"(more than {max_rows:,} rows; --max-rows N, --csv or --json for all)", markup=False)
+            return
+        table.add_row(*[_terminal_cell(value) for value in row])
+        shown += 1
+    console.print(table)
+
+
+_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), *range(0x7F, 0xA0))} | {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+
+
+def _terminal_cell(value: str | None, width: int = 80) -> Text:
+    """A value as a table cell: NULL dimmed, control characters escaped (no terminal sequence gets through), no
+    markup read, cut at ``width`` characters."""
     if value is None:
-        return ""
-    if isinstance(value, (list, dict)):
-        return json.dumps(_plain(value), default=str)
-    return str(_plain(value))
+        return Text("NULL", style="dim")
+    shown = value.translate(_CONTROL)
+    return Text(shown if len(shown) <= width else shown[: width - 1] + "…")
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of it does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

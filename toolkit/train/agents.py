@@ -34,6 +34,7 @@ from toolkit.train.checkpoints import Card, card_path, load_tensors, read_weight
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, check_spec, greedy_policy
 
 FALLBACK_ACTION = rules.PASS  # what an illegal request becomes: always legal
+DEFAULT_LSTM_HIDDEN = 128  # a recurrent card that names no LSTM size
 
 
 @dataclass
@@ -137,14 +138,16 @@ def player_ref(name: str) -> PlayerRef:
 
 
 def _agent(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> Agent:
-    spec = PolicySpec(**{k: v for k, v in card.arch.items() if k in PolicySpec.model_fields})
+    spec = card.arch.spec
     if card.kind == "ppo-recurrent":
-        policy = make_recurrent_policy(spec, int(card.arch.get("lstm_hidden", 128)))
+        _check_recurrent_sizes(card, tensors, path)
+        policy = make_recurrent_policy(spec, card.arch.lstm_hidden or DEFAULT_LSTM_HIDDEN)
         try:
             policy.load_state_dict(tensors, strict=True)
         except RuntimeError as error:
             raise TrainError(
-                f"{path}: weights do not fit a recurrent policy of {card.arch}: {error}", hint="re-train the checkpoint"
+                f"{path}: weights do not fit a recurrent policy of {card.arch.model_dump()}: {error}",
+                hint="re-train the checkpoint",
             ) from None
         policy.set_training_mode(False)
         return Agent(card, path, recurrent=policy)
@@ -154,6 +157,34 @@ def _agent(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> Agent:
     actor.load_state_dict(state, strict=True)
     actor.eval()
     return Agent(card, path, actor=actor)
+
+
+def _check_recurrent_sizes(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """Refuse a recurrent card whose layer sizes are not its weights' before a network of its sizes is built
+    (the weights were checked against the card's sha256: sizes they confirm are sizes that fit in memory)."""
+    said = {
+        "mlp_extractor.policy_net": card.arch.pi,
+        "mlp_extractor.value_net": card.arch.vf,
+        "lstm_actor": (card.arch.lstm_hidden or DEFAULT_LSTM_HIDDEN,),
+    }
+    found = {
+        "mlp_extractor.policy_net": _layer_sizes(tensors, "mlp_extractor.policy_net"),
+        "mlp_extractor.value_net": _layer_sizes(tensors, "mlp_extractor.value_net"),
+        "lstm_actor": tuple(int(t.shape[-1]) for k, t in tensors.items() if k == "lstm_actor.weight_hh_l0"),
+    }
+    if found != said:
+        raise TrainError(
+            f"{path}: the card's network {said} is not its weights' {found}",
+            hint="the checkpoint's card and weights disagree: re-export the checkpoint",
+        )
+
+
+def _layer_sizes(tensors: dict[str, torch.Tensor], net: str) -> tuple[int, ...]:
+    """The output sizes of the linear layers ``net.0``, ``net.2``, ... (an activation sits between them)."""
+    sizes = []
+    while (weight := tensors.get(f"{net}.{2 * len(sizes)}.weight")) is not None:
+        sizes.append(int(weight.shape[0]))
+    return tuple(sizes)
 
 
 def make_recurrent_policy(spec: PolicySpec, lstm_hidden: int) -> Any:

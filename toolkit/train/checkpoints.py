@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 from safetensors.torch import load, save_file
 
 from toolkit import __version__
@@ -33,6 +33,7 @@ from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import CARD_FORMAT_VERSION
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import file_sha256, read_versioned, write_text_atomic
+from toolkit.train.policy import PolicySpec
 
 Kind = Literal["bc", "ppo", "ppo-recurrent"]
 KINDS: Final = ("bc", "ppo", "ppo-recurrent")
@@ -49,6 +50,17 @@ class DatasetRef(BaseModel):
     fingerprint: str
 
 
+class Arch(PolicySpec):
+    """The network a card describes: the policy's shape, plus the LSTM's size for a recurrent one."""
+
+    lstm_hidden: PositiveInt | None = Field(None, description="LSTM hidden size (ppo-recurrent; None: 128).")
+
+    @property
+    def spec(self) -> PolicySpec:
+        """The policy's shape alone."""
+        return PolicySpec(pi=self.pi, vf=self.vf, activation=self.activation)
+
+
 class Card(BaseModel):
     """Everything needed to trust, reload and compare a checkpoint."""
 
@@ -60,17 +72,17 @@ class Card(BaseModel):
     tag: str
     created: str = Field(description="UTC time the checkpoint was written, ISO 8601.")
     code_version: str = Field(__version__, description="toolkit.__version__ of the code that wrote it.")
-    feature_version: int = FEATURE_VERSION
-    feature_size: int = FEATURE_SIZE
-    n_actions: int = N_ACTIONS
-    arch: dict[str, Any] = Field(description="Network shape: PolicySpec fields, plus lstm_hidden for recurrent.")
+    feature_version: PositiveInt = FEATURE_VERSION
+    feature_size: PositiveInt = FEATURE_SIZE
+    n_actions: PositiveInt = Field(N_ACTIONS, description="Actions the policy chooses among (the game's).")
+    arch: Arch = Field(description="Network shape: PolicySpec fields, plus lstm_hidden for recurrent.")
     dataset: DatasetRef | None = Field(None, description="The dataset trained on (BC), or the BC model's (PPO).")
     generation: int | None = Field(None, ge=0, description="Loop generation the model belongs to.")
     parent: str | None = Field(None, description="Checkpoint this one was warm-started from (file name).")
     config: dict[str, Any] = Field(default_factory=dict, description="The training config, as run.")
     metrics: dict[str, Any] = Field(default_factory=dict, description="Holdout / evaluation figures at this point.")
     weights: str = Field(description="File name of the safetensors weights, next to the card.")
-    weights_sha256: str
+    weights_sha256: str = Field(pattern="^[0-9a-f]{64}$")
 
     @field_validator("weights")
     @classmethod
@@ -159,7 +171,9 @@ def read_card(path: Path) -> Card:
     """The card of the checkpoint at ``path`` (card, weights or stem).
 
     Raises:
-        TrainError: missing, unreadable, of an unknown format, or for other features than this code's.
+        TrainError: missing or unreadable; not a valid checkpoint card (not JSON, nested too deep, a key twice, a
+            field out of its range: each named); of an unknown format; or for other features or actions than
+            this code's.
     """
     card_file = card_path(path)
     card = read_versioned(
@@ -174,6 +188,11 @@ def read_card(path: Path) -> Card:
         raise TrainError(
             f"{card_file} was trained on features v{card.feature_version} ({card.feature_size} floats); "
             f"this code encodes v{FEATURE_VERSION} ({FEATURE_SIZE})",
+            hint="retrain on a dataset built by this version (distill build, then distill train)",
+        )
+    if card.n_actions != N_ACTIONS:
+        raise TrainError(
+            f"{card_file} chooses among {card.n_actions} actions; this code's game has {N_ACTIONS}",
             hint="retrain on a dataset built by this version (distill build, then distill train)",
         )
     return card

@@ -19,7 +19,7 @@ from typing import Final, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from torch import nn
 
 from toolkit.errors import TrainError
@@ -36,8 +36,8 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pi: tuple[int, ...] = Field((128, 128), min_length=1, description="Hidden sizes of the actor (policy) MLP.")
-    vf: tuple[int, ...] = Field(
+    pi: tuple[PositiveInt, ...] = Field((128, 128), min_length=1, description="Hidden sizes of the actor (policy) MLP.")
+    vf: tuple[PositiveInt, ...] = Field(
         (128, 128), min_length=1, description="Hidden sizes of the critic (value) MLP (PPO only)."
     )
     activation: Literal["tanh", "relu"] = Field("tanh", description="Activation between layers, actor and critic.")
@@ -125,11 +125,19 @@ def sb3_greedy_policy(sb3_policy: nn.Module) -> Callable[[np.ndarray, np.ndarray
 
 
 def check_spec(state: Mapping[str, torch.Tensor], spec: PolicySpec) -> None:
-    """Raise :class:`TrainError` unless ``state`` holds exactly an :class:`ActorNet` of ``spec``."""
-    try:
-        ActorNet(spec).load_state_dict(dict(state), strict=True)
-    except RuntimeError as error:
+    """Raise :class:`TrainError` unless ``state`` holds exactly an :class:`ActorNet` of ``spec``.
+
+    The spec's network is laid out on the ``meta`` device (shapes, no
+    memory), so a spec far larger than its weights (a hostile card) costs
+    nothing to refuse.
+    """
+    with torch.device("meta"):
+        expected = {key: tuple(t.shape) for key, t in ActorNet(spec).state_dict().items()}
+    found = {key: tuple(t.shape) for key, t in state.items()}
+    if found != expected:
+        differ = sorted(k for k in expected.keys() | found.keys() if expected.get(k) != found.get(k))
         raise TrainError(
-            f"weights do not match the network spec {spec.model_dump()}: {error}",
+            f"weights do not match the network spec {spec.model_dump()}: "
+            + "; ".join(f"{k}: the spec has {expected.get(k)}, the weights {found.get(k)}" for k in differ[:4]),
             hint="the checkpoint's card and weights disagree: re-export the checkpoint",
-        ) from None
+        )

@@ -516,10 +516,11 @@ def _warm_start(config: PPOConfig, model: Any) -> tuple[str, checkpoints.Dataset
         return agent.name, agent.card.dataset
     if agent.actor.spec.pi != config.policy.pi or agent.actor.spec.activation != config.policy.activation:
         raise TrainError(
-            f"the warm-start network {agent.card.arch} differs from policy {config.policy.model_dump()}",
+            f"the warm-start network {agent.card.arch.spec.model_dump()} differs from policy "
+            f"{config.policy.model_dump()}",
             hint="set policy.pi / policy.activation to the BC checkpoint's (see its card)",
         )
-    if agent.card.kind == "ppo" and tuple(agent.card.arch.get("vf", ())) == config.policy.vf:
+    if agent.card.kind == "ppo" and agent.card.arch.vf == config.policy.vf:
         _, tensors = checkpoints.load_tensors(config.warm_start)  # type: ignore[arg-type]
         model.policy.load_state_dict(tensors, strict=True)  # in place: the optimizer keeps these tensors
     else:
