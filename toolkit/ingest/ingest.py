@@ -5,6 +5,11 @@ validated rows go to the lake with lineage columns, bad lines go byte for
 byte to the quarantine, duplicates of decisions already seen (in the file or
 in the lake) are quarantined with a pointer to the first. A file whose
 content was ingested before is a no-op that says so.
+
+Memory stays flat whatever a file holds: lines are read in bounded chunks
+(a line over the length limit is skipped unread), rejects stream to the
+quarantine, and duplicates are read back from DuckDB and the file a batch at
+a time.
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.catalog.store import Catalog
 from toolkit.errors import FileReadError
 from toolkit.ingest.config import IngestConfig
-from toolkit.ingest.dedup import find_duplicates
+from toolkit.ingest.dedup import DuplicateSet
 from toolkit.ingest.parts import FileReport, PackedPart, Part, Reject
-from toolkit.ingest.reader import expand_paths, read_chunks
+from toolkit.ingest.reader import expand_paths, read_raw_lines
 from toolkit.ingest.staging import Lineage, StagedBatch
 from toolkit.ingest.validate import validate_file
 from toolkit.layout import Layout
@@ -137,8 +142,10 @@ def ingest_paths(
 # another thread (~1.5 s for 2 GB, in which the other core validates ~100k
 # rows). They wait packed (~210 B a row: ~55 MB at most), so the bound costs
 # little memory; a file whose hash takes longer than validating this many rows
-# stalls validation until the hash is done.
+# stalls validation until the hash is done. A reject weighs as much as
+# REJECT_WEIGHT packed rows (its line and problems, ~1-3 KB, stay Python objects).
 ROWS_BEFORE_HASH = 262_144
+REJECT_WEIGHT = 8
 
 
 def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
@@ -176,21 +183,22 @@ def _already(catalog: Catalog, batch_id: str, stored: str) -> str:
 
 def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) -> tuple[str, list[PackedPart]]:
     """The file's SHA-256, and the parts validated meanwhile (at most about
-    ``ROWS_BEFORE_HASH`` rows, packed): hashing takes one core for a while, and
-    the other core need not sit idle. A file seen before at this path and size
-    is most likely a re-run, so it is only hashed."""
+    ``ROWS_BEFORE_HASH`` rows, packed, a reject counting as ``REJECT_WEIGHT``):
+    hashing takes one core for a while, and the other core need not sit idle. A
+    file seen before at this path and size is most likely a re-run, so it is
+    only hashed."""
     if catalog.has_file(path, path.stat().st_size):
         return file_sha256(path), []
     early: list[PackedPart] = []
-    rows = 0
+    weight = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-sha256") as hasher:
         digest = hasher.submit(file_sha256, path)
-        while not digest.done() and rows < ROWS_BEFORE_HASH:
+        while not digest.done() and weight < ROWS_BEFORE_HASH:
             part = next(parts, None)
             if part is None:
                 break
             early.append(PackedPart.pack(part))
-            rows += part.table.num_rows
+            weight += part.table.num_rows + REJECT_WEIGHT * len(part.rejects)
         return digest.result(), early
 
 
@@ -221,7 +229,7 @@ def _stage_and_publish(
             staged.write(part)
             if progress is not None:
                 progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
-        if report.lines == report.blank and not staged.rejects:
+        if report.lines == report.blank and not staged.rejected:
             shutil.rmtree(staged.root, ignore_errors=True)
             return FileIngest(
                 path=str(path),
@@ -232,7 +240,7 @@ def _stage_and_publish(
                 note="file holds no record: nothing ingested",
             )
         staged.finish_rows()
-        duplicates = _quarantine_duplicates(path, staged, catalog, report)
+        duplicates = _quarantine_duplicates(path, staged, catalog, report, config)
         staged.close()
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
@@ -247,29 +255,23 @@ def _stage_and_publish(
     )
 
 
-def _quarantine_duplicates(path: Path, staged: StagedBatch, catalog: Catalog, report: FileReport) -> int:
+def _quarantine_duplicates(
+    path: Path, staged: StagedBatch, catalog: Catalog, report: FileReport, config: IngestConfig
+) -> int:
+    """Move the rows that repeat a decision (of the file or the lake) to the quarantine, their lines read
+    again from the file, a batch of duplicates at a time."""
     # The staged lake files carry every accepted row's key and line.
-    duplicates = find_duplicates(catalog.con, staged.lake_files, existing="decisions")
-    if not duplicates:
-        return 0
-    lines = {d.line for d in duplicates}
-    staged.drop_lines(lines)
-    raw = read_lines(path, lines)
-    for duplicate in duplicates:
-        problem = duplicate.problem()
-        staged.rejects.append(Reject(str(path), duplicate.line, raw[duplicate.line], [problem]))
-        report.demote(problem)
-    return len(duplicates)
-
-
-def read_lines(path: Path, wanted: set[int]) -> dict[int, bytes]:
-    """The exact bytes of the given (1-based) lines of ``path``."""
-    found: dict[int, bytes] = {}
-    for chunk in read_chunks(path):
-        last = chunk.first_line + len(chunk.lines) - 1
-        for line in (n for n in wanted if chunk.first_line <= n <= last):
-            found[line] = chunk.raw(line - chunk.first_line)
-    return found
+    with DuplicateSet(catalog.con, staged.lake_files, existing="decisions") as found:
+        if not found.count:
+            return 0
+        staged.drop_lines(found.lines())
+        duplicates, wanted = itertools.tee(found)  # one pass over both: the tee holds a duplicate or two
+        raws = read_raw_lines(path, (d.line for d in wanted), config.read.max_line_bytes)
+        for duplicate, raw in zip(duplicates, raws, strict=True):
+            problem = duplicate.problem()
+            staged.quarantine.add([Reject(str(path), duplicate.line, raw, [problem])])
+            report.demote(problem)
+        return found.count
 
 
 def _batch_record(
