@@ -24,6 +24,9 @@ class ReadOptions(BaseModel):
         ge=1024,
         description="Longer lines are rejected unread: skipped to their newline, their first 4 KiB kept.",
     )
+    max_stdin_bytes: int = Field(
+        default=64 << 30, ge=1, description="Standard input (path '-') longer than this is refused, not spooled."
+    )
     chunk_bytes: int = Field(default=CHUNK_BYTES, ge=1 << 10, description="Bytes of lines parsed per chunk.")
     workers: int = Field(default=2, ge=1, le=64, description="Threads parsing chunks on the fast path.")
 

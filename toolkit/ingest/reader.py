@@ -29,7 +29,7 @@ from typing import BinaryIO, Final
 import numpy as np
 import pyarrow as pa
 
-from toolkit.errors import FileReadError, UsageError
+from toolkit.errors import FileReadError
 from toolkit.ingest.memory import memory_pool
 
 SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".jsonl.gz", ".jsonl.zst", ".ndjson", ".ndjson.gz", ".ndjson.zst")
@@ -144,26 +144,6 @@ def _first_newline(octets: np.ndarray) -> int:
 def is_log_file(path: Path) -> bool:
     """Whether ``path`` has a decision-log suffix we read."""
     return path.name.endswith(SUFFIXES)
-
-
-def expand_paths(paths: list[Path]) -> list[Path]:
-    """Files named, plus log files found (recursively, sorted) under folders named.
-
-    Raises:
-        UsageError: a path does not exist, or a folder holds no log file.
-    """
-    found: list[Path] = []
-    for path in paths:
-        if not path.exists():
-            raise UsageError(f"{path}: no such file or folder", hint="check the path, or quote a glob")
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and is_log_file(p))
-            if not files:
-                raise UsageError(f"{path}: folder holds no {', '.join(SUFFIXES[:3])} file")
-            found.extend(files)
-        else:
-            found.append(path)
-    return list(dict.fromkeys(p.resolve() for p in found))
 
 
 def open_decompressed(path: Path) -> BinaryIO:
