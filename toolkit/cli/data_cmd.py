@@ -36,7 +36,8 @@ MaxLineOpt = Annotated[
     int | None,
     typer.Option(
         "--max-line-bytes",
-        help="Longer lines are rejected unread, only their first 4 KiB quarantined [default: 4 MiB].",
+        min=1024,
+        help="Longer lines are rejected unread, only their first 4 KiB quarantined (default 4 MiB).",
         show_default=False,
     ),
 ]
@@ -121,8 +122,7 @@ def ingest(
 ) -> None:
     """Validate logs and add them to the lake: one batch per file, bad lines to quarantine.
 
-    Reads regular files only; `-` reads standard input once (plain, gzip or zstd), spooled under the data
-    root and recorded as <stdin>: cat f.jsonl | distill ingest -
+    Regular files only; - reads standard input once (plain, gzip or zstd), recorded as <stdin>.
     """
     from toolkit.ingest.config import IngestConfig
     from toolkit.ingest.ingest import ingest_paths
