@@ -26,7 +26,7 @@ from toolkit.layout import Layout
 
 REPO = Path(__file__).resolve().parents[2]
 # Allowed above a tiny clean file's peak RSS: a chunk in flight, a row group of rejects, a decompressed burst.
-MARGIN_MB = 256
+MARGIN_MB = 320
 # Address space allowed above a tiny clean file's (its reservations: thread stacks, allocator arenas).
 LIMIT_MARGIN_MB = 512
 MB = 1 << 20
