@@ -15,6 +15,7 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
         batch=<id>/rejects.parquet
       staging/                       work in progress; never read by queries
         <id>/...                     a batch or a lake change being written (published, or removed by recovery)
+      spool/stdin-<pid>-<id>.jsonl   standard input being ingested (distill ingest -), deleted after
       builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
         train/part-<n>.parquet       one row per decision (see toolkit.datasets.dataset)
       builds/<name>/LATEST           the fingerprint of the name's latest build
@@ -129,6 +130,12 @@ class Layout:
     @property
     def staging(self) -> Path:
         return self.home / "staging"
+
+    @property
+    def spool(self) -> Path:
+        """Where standard input is kept while it is ingested (outside ``staging/``, whose every entry is a
+        change to recover)."""
+        return self.home / "spool"
 
     @property
     def builds(self) -> Path:

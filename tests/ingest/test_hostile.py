@@ -159,3 +159,21 @@ def test_fuzz_every_line_lands_in_decisions_or_rejects_byte_for_byte(tmp_path_fa
             assert rejected[number] == line + b"\n"  # byte for byte
         elif line.strip():
             assert number in accepted
+
+
+def test_a_line_with_a_hundred_thousand_unknown_keys_gets_a_bounded_reason(tmp_path: Path) -> None:
+    from toolkit.ingest.rowpath import MAX_FIELD_CHARS, MAX_PROBLEMS, MORE_PROBLEMS
+
+    many = good(1)[:-1] + b"".join(b',"k%d":0' % i for i in range(100_000)) + b"}"  # ~1 MB
+    long_key = good(2)[:-1] + b',"' + b"k" * (1 << 20) + b'":0}'  # one unknown key of 1 MB
+    path = tmp_path / "keys.jsonl"
+    path.write_bytes(b"\n".join([good(0), many, long_key, good(3)]) + b"\n")
+    result = ingest_paths([path], Layout.at(tmp_path / "home"))
+    assert (result.rows_valid, result.rows_rejected) == (2, 2)
+    assert result.files[0].report.reasons == {"extra_forbidden": 2}  # the count of the others is no reason
+    with Catalog.open(Layout.at(tmp_path / "home"), read_only=True) as catalog:
+        rows = catalog.con.execute("SELECT source_line, reason, problems FROM rejects ORDER BY 1").fetchall()
+    (_, reason, problems), (_, long_reason, [long_problem]) = rows
+    assert len(problems) == MAX_PROBLEMS + 1 and len(reason) < 4000
+    assert problems[-1] == {"field": "", "code": MORE_PROBLEMS, "message": "99,984 more problems on this line"}
+    assert len(long_problem["field"]) < MAX_FIELD_CHARS + 40 and len(long_reason) < 2000

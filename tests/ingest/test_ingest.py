@@ -216,3 +216,31 @@ def test_interleaved_partitions_keep_every_row_in_line_order(write_log, layout: 
 
         lines = pq.read_table(path, columns=["source_line"])["source_line"].to_pylist()
         assert lines == sorted(lines) and len(lines) == 200
+
+
+def test_rejects_stream_to_the_quarantine_in_row_groups_with_duplicates_last(write_log, layout, monkeypatch) -> None:
+    import pyarrow.parquet as pq
+
+    from toolkit.ingest import staging
+
+    monkeypatch.setattr(staging, "QUARANTINE_GROUP_REJECTS", 3)
+    monkeypatch.setattr(staging, "ROW_GROUP_ROWS", 4)  # several row groups per lake file: rewritten one by one
+    lines = [encode(good(i)) if i % 3 else b'{"broken": ' for i in range(30)] + [encode(good(1)), encode(good(2))]
+    result = ingest_paths([write_log("a.jsonl", lines)], layout)
+    assert (result.rows_valid, result.rows_rejected, result.files[0].duplicates) == (20, 12, 2)
+    [path] = layout.quarantine.rglob("*.parquet")
+    groups = [pq.ParquetFile(path).read_row_group(i)["source_line"].to_pylist() for i in range(4)]
+    assert groups == [[1, 4, 7], [10, 13, 16], [19, 22, 25], [28, 31, 32]]  # each group in line order
+    assert query(layout, "SELECT source_line FROM rejects WHERE reason LIKE '%duplicate%' ORDER BY 1") == [(31,), (32,)]
+    lake = query(layout, "SELECT source_line FROM decisions")
+    assert [line for (line,) in lake] == [n + 1 for n in range(30) if n % 3]  # in line order, duplicates gone
+
+
+def test_a_line_repeating_both_the_lake_and_its_own_file_points_at_the_lake(write_log, layout: Layout) -> None:
+    first = ingest_paths([write_log("a.jsonl", [good(0), good(1)])], layout).batches[0]
+    result = ingest_paths([write_log("b.jsonl", [good(1), good(2), good(1), good(2)])], layout)
+    assert (result.rows_valid, result.files[0].duplicates) == (1, 3)
+    reasons = query(layout, "SELECT source_line, reason FROM rejects ORDER BY 1")
+    assert [line for line, _ in reasons] == [1, 3, 4]
+    assert f"(batch {first})" in reasons[0][1] and f"(batch {first})" in reasons[1][1]
+    assert reasons[2][1].endswith("b.jsonl:2")  # a repeat of its own file's line 2, which the lake lacks

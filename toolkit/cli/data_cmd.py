@@ -22,7 +22,12 @@ if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command
     from toolkit.ingest.config import ReadOptions
 
 PathsArg = Annotated[
-    list[Path], typer.Argument(help="Files or folders (.jsonl, .jsonl.gz, .jsonl.zst).", show_default=False)
+    list[Path],
+    typer.Argument(
+        help="Regular files or folders (.jsonl, .jsonl.gz, .jsonl.zst), or - for standard input (read once). "
+        "Pipes and devices given as paths are refused; in folders they are skipped and reported.",
+        show_default=False,
+    ),
 ]
 DialectOpt = Annotated[
     str | None, typer.Option("--dialect", help="Force a dialect: canonical, forge, sim, ds, ppo_legacy.")
@@ -30,12 +35,22 @@ DialectOpt = Annotated[
 SourceOpt = Annotated[
     str | None, typer.Option("--source", help="Force the source role of every row (e.g. forge, ppo).")
 ]
+MaxLineOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-line-bytes",
+        min=1024,
+        help="Longer lines are rejected unread, only their first 4 KiB quarantined (default 4 MiB).",
+        show_default=False,
+    ),
+]
 
 
-def _read_options(dialect: str | None, source: str | None) -> ReadOptions:
+def _read_options(dialect: str | None, source: str | None, max_line_bytes: int | None) -> ReadOptions:
     from toolkit.ingest.config import ReadOptions
 
-    return ReadOptions(dialect=dialect, source=source)
+    limits = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
+    return ReadOptions(dialect=dialect, source=source, **limits)
 
 
 def _counts_table(title: str, rows: list[dict[str, Any]], columns: list[str]) -> Table:
@@ -66,6 +81,7 @@ def validate(
     paths: PathsArg,
     dialect: DialectOpt = None,
     source: SourceOpt = None,
+    max_line_bytes: MaxLineOpt = None,
     as_json: JsonOpt = False,
     errors_out: Annotated[Path | None, typer.Option("--errors-out", help="Write every problem to FILE.")] = None,
     max_errors: Annotated[int, typer.Option("--max-errors", help="Problems shown in the terminal.")] = 30,
@@ -74,7 +90,7 @@ def validate(
     from toolkit.ingest.dry_run import validate_paths
 
     with progress_bar("validate", enabled=not as_json) as progress:
-        result = validate_paths(paths, _read_options(dialect, source), progress)
+        result = validate_paths(paths, _read_options(dialect, source, max_line_bytes), progress)
     if errors_out is not None:
         errors_out.write_text("".join(p.render() + "\n" for p in result.problems), encoding="utf-8")
     if as_json:
@@ -87,6 +103,8 @@ def validate(
                 ["lines", "valid", "invalid", "blank", "dialects", "reasons"],
             )
         )
+        for skipped in result.skipped:
+            console.print(f"{skipped.path}: {skipped.reason}", markup=False, soft_wrap=True)
         for problem in result.problems[:max_errors]:
             console.print(problem.render(), markup=False, soft_wrap=True)
         hidden = len(result.problems) - max_errors
@@ -101,14 +119,18 @@ def ingest(
     paths: PathsArg,
     dialect: DialectOpt = None,
     source: SourceOpt = None,
+    max_line_bytes: MaxLineOpt = None,
     as_json: JsonOpt = False,
     fail_on_reject: Annotated[bool, typer.Option("--fail-on-reject", help="Exit 1 if any line was rejected.")] = False,
 ) -> None:
-    """Validate logs and add them to the lake: one batch per file, bad lines to quarantine."""
+    """Validate logs and add them to the lake: one batch per file, bad lines to quarantine.
+
+    Regular files only; - reads standard input once (plain, gzip or zstd), recorded as <stdin>.
+    """
     from toolkit.ingest.config import IngestConfig
     from toolkit.ingest.ingest import ingest_paths
 
-    config = IngestConfig(read=_read_options(dialect, source))
+    config = IngestConfig(read=_read_options(dialect, source, max_line_bytes))
     with progress_bar("ingest", enabled=not as_json) as progress:
         result = ingest_paths(paths, layout(), config, progress)
     if as_json:

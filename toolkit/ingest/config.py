@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.errors import ConfigError
-from toolkit.ingest.reader import CHUNK_BYTES
+from toolkit.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES
 from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
 
 
@@ -19,7 +19,14 @@ class ReadOptions(BaseModel):
 
     dialect: str | None = Field(default=None, description="Force this dialect for every line (default: detect).")
     source: str | None = Field(default=None, description="Force this source role on every row.")
-    max_line_bytes: int = Field(default=4 << 20, ge=1024, description="Longer lines are rejected unread.")
+    max_line_bytes: int = Field(
+        default=MAX_LINE_BYTES,
+        ge=1024,
+        description="Longer lines are rejected unread: skipped to their newline, their first 4 KiB kept.",
+    )
+    max_stdin_bytes: int = Field(
+        default=64 << 30, ge=1, description="Standard input (path '-') longer than this is refused, not spooled."
+    )
     chunk_bytes: int = Field(default=CHUNK_BYTES, ge=1 << 10, description="Bytes of lines parsed per chunk.")
     workers: int = Field(default=2, ge=1, le=64, description="Threads parsing chunks on the fast path.")
 

@@ -10,6 +10,7 @@ files, which carry the keys and lineage anyway.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from toolkit.ingest.rowpath import Problem
 from toolkit.schema import columns as col
 
 _KEY = f"{col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX}"
+_FILE, _LINE = col.SOURCE_FILE, col.SOURCE_LINE
 _KEY_SCHEMA = pa.schema(
     [
         (col.GAME_ID, pa.string()),
@@ -99,64 +101,102 @@ class Duplicate:
 def find_duplicates(
     con: duckdb.DuckDBPyConnection, key_files: list[Path], *, existing: str | None = None
 ) -> list[Duplicate]:
-    """Duplicates among the keys in ``key_files`` and against the relation
-    ``existing`` (e.g. ``decisions``), whose rows all come first.
+    """Every duplicate of :class:`DuplicateSet` (same arguments) in a list, by file and line."""
+    with DuplicateSet(con, key_files, existing=existing) as found:
+        return list(found)
+
+
+class DuplicateSet:
+    """Duplicates among the keys in ``key_files`` and against the relation ``existing`` (e.g. ``decisions``),
+    whose rows all come first; held in a DuckDB temporary table (spilled to disk beyond
+    :data:`QUERY_MEMORY_LIMIT`) and read back by file and line a batch at a time, so that a file repeating
+    millions of decisions (a log appended to and ingested again) costs no memory per duplicate.
 
     Args:
-        con: a DuckDB connection (the catalog's, when ``existing`` is given).
+        con: a DuckDB connection (the catalog's, when ``existing`` is given); not to be used for anything
+            else while the duplicates are iterated.
         key_files: closed Parquet files with the key columns, source_file and
             source_line: a :class:`KeyLog`'s, whose ``ordinal`` gives the order
             of the input files, or the staged lake files of one input file.
         existing: a relation with the key columns plus batch_id, source_file
             and source_line.
     """
-    if not key_files:
-        return []
-    con.execute(f"SET memory_limit = '{QUERY_MEMORY_LIMIT}'")
-    paths = ", ".join("'" + str(path).replace("'", "''") + "'" for path in key_files)
-    ordinal = "ordinal" if "ordinal" in pq.read_schema(key_files[0]).names else "0 AS ordinal"
-    con.execute(
-        f"""CREATE OR REPLACE TEMP VIEW _new_keys AS
-            SELECT {_KEY}, {col.SOURCE_FILE}, {col.SOURCE_LINE}, {ordinal} FROM read_parquet([{paths}])"""
-    )
-    try:
-        # A cheap hash aggregate first: the ranking below sorts every key, and
-        # most batches repeat none.
-        repeats = con.execute(
+
+    _TABLE = "_duplicates"
+    _FETCH_ROWS = 8192
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, key_files: list[Path], *, existing: str | None = None) -> None:
+        self.con = con
+        self.count = 0
+        if not key_files:
+            return
+        con.execute(f"SET memory_limit = '{QUERY_MEMORY_LIMIT}'")
+        paths = ", ".join("'" + str(path).replace("'", "''") + "'" for path in key_files)
+        ordinal = "ordinal" if "ordinal" in pq.read_schema(key_files[0]).names else "0 AS ordinal"
+        con.execute(
+            f"""CREATE OR REPLACE TEMP VIEW _new_keys AS
+                SELECT {_KEY}, {_FILE}, {_LINE}, {ordinal} FROM read_parquet([{paths}])"""
+        )
+        try:
+            query = self._query(existing)
+            if query is None:
+                return
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {self._TABLE} AS {query}")
+        finally:
+            con.execute("DROP VIEW IF EXISTS _new_keys")
+        found = con.execute(f"SELECT count(*) FROM {self._TABLE}").fetchone()
+        self.count = int(found[0]) if found else 0
+
+    def _query(self, existing: str | None) -> str | None:
+        """The query of the duplicates; None when there can be none."""
+        # A cheap hash aggregate first: the ranking sorts every key, and most batches repeat none.
+        repeats = self.con.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM _new_keys GROUP BY {_KEY} HAVING count(*) > 1)"
         ).fetchone()
-        rows = (
-            []
-            if not (repeats and repeats[0])
-            else con.execute(
-                f"""
-            WITH ranked AS (
-                SELECT *, row_number() OVER w AS rank,
-                       first_value({col.SOURCE_FILE}) OVER w AS first_file,
-                       first_value({col.SOURCE_LINE}) OVER w AS first_line
-                FROM _new_keys
-                WINDOW w AS (PARTITION BY {_KEY} ORDER BY ordinal, {col.SOURCE_LINE})
-            )
-            SELECT {col.SOURCE_FILE}, {col.SOURCE_LINE}, first_file, first_line, NULL AS first_batch
-            FROM ranked WHERE rank > 1
-            """
-            ).fetchall()
+        within = (
+            f"""SELECT {_FILE}, {_LINE}, first_file, first_line, NULL::VARCHAR AS first_batch FROM (
+                    SELECT {_FILE}, {_LINE}, row_number() OVER w AS rank,
+                           first_value({_FILE}) OVER w AS first_file, first_value({_LINE}) OVER w AS first_line
+                    FROM _new_keys WINDOW w AS (PARTITION BY {_KEY} ORDER BY ordinal, {_LINE})
+                ) WHERE rank > 1"""
+            if repeats and repeats[0]
+            else None
         )
-        if existing is not None:
-            rows += con.execute(
-                f"""
-                SELECT n.{col.SOURCE_FILE}, n.{col.SOURCE_LINE},
-                       any_value(e.{col.SOURCE_FILE}), min(e.{col.SOURCE_LINE}), any_value(e.{col.BATCH_ID})
-                FROM _new_keys n JOIN (SELECT {_KEY}, {col.BATCH_ID}, {col.SOURCE_FILE}, {col.SOURCE_LINE}
-                                       FROM {existing}) e USING ({_KEY})
-                GROUP BY n.{col.SOURCE_FILE}, n.{col.SOURCE_LINE}
-                """
-            ).fetchall()
-    finally:
-        con.execute("DROP VIEW IF EXISTS _new_keys")
-    found: dict[tuple[str, int], Duplicate] = {}
-    for file, line, first_file, first_line, first_batch in rows:
+        if existing is None:
+            return within
         # A line that repeats a lake row is reported against the lake.
-        if (file, line) not in found or first_batch is not None:
-            found[(file, line)] = Duplicate(file, line, first_file, first_line, first_batch)
-    return sorted(found.values(), key=lambda d: (d.file, d.line))
+        lake = f"""SELECT n.{_FILE}, n.{_LINE}, any_value(e.{_FILE}) AS first_file, min(e.{_LINE}) AS first_line,
+                          any_value(e.{col.BATCH_ID}) AS first_batch
+                   FROM _new_keys n JOIN (SELECT {_KEY}, {col.BATCH_ID}, {_FILE}, {_LINE} FROM {existing}) e
+                   USING ({_KEY}) GROUP BY n.{_FILE}, n.{_LINE}"""
+        if within is None:
+            return lake
+        return f"""WITH lake AS ({lake}), within AS ({within})
+                   SELECT * FROM lake UNION ALL (SELECT * FROM within ANTI JOIN lake USING ({_FILE}, {_LINE}))"""
+
+    def lines(self) -> np.ndarray:
+        """The line numbers of the duplicates (of every file), ascending."""
+        if not self.count:
+            return np.empty(0, dtype=np.int64)
+        found = self.con.execute(f"SELECT {_LINE} FROM {self._TABLE} ORDER BY 1").fetchnumpy()
+        return np.asarray(found[_LINE], dtype=np.int64)
+
+    def __iter__(self) -> Iterator[Duplicate]:
+        """The duplicates by file and line, fetched a batch at a time."""
+        if not self.count:
+            return
+        result = self.con.execute(
+            f"SELECT {_FILE}, {_LINE}, first_file, first_line, first_batch FROM {self._TABLE} ORDER BY 1, 2"
+        )
+        while rows := result.fetchmany(self._FETCH_ROWS):
+            for file, line, first_file, first_line, first_batch in rows:
+                yield Duplicate(file, line, first_file, first_line, first_batch)
+
+    def close(self) -> None:
+        self.con.execute(f"DROP TABLE IF EXISTS {self._TABLE}")
+
+    def __enter__(self) -> DuplicateSet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from toolkit.errors import FileReadError
 from toolkit.ingest.config import ReadOptions
 from toolkit.ingest.dedup import KeyLog, find_duplicates
+from toolkit.ingest.inputs import Input, SkippedFile, find_inputs, opened_inputs
 from toolkit.ingest.parts import FileReport
-from toolkit.ingest.reader import expand_paths
 from toolkit.ingest.rowpath import Problem
 from toolkit.ingest.validate import validate_file
 from toolkit.progress import Progress, ProgressFn
@@ -39,10 +39,12 @@ class LineProblem(BaseModel):
 
 
 class ValidateResult(BaseModel):
-    """Per-file counts and every problem found, in file and line order."""
+    """Per-file counts and every problem found, in file and line order; folder entries not read (``skipped``:
+    not regular files)."""
 
     reports: list[FileReport] = Field(default_factory=list)
     problems: list[LineProblem] = Field(default_factory=list)
+    skipped: list[SkippedFile] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -51,7 +53,7 @@ class ValidateResult(BaseModel):
 
     @model_serializer(mode="wrap")
     def _ok_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        body = handler(self)  # JSON: {"ok", "files" (the reports), "problems"}
+        body = handler(self)  # JSON: {"ok", "files" (the reports), "problems", "skipped"}
         return {"ok": body.pop("ok"), "files": body.pop("reports"), **body}
 
 
@@ -61,31 +63,37 @@ def validate_paths(
     """Validate every log file under ``paths``: contract, dialects, duplicates.
 
     An empty file (no record at all) is a problem at line 0. Duplicates are
-    judged across all the files given, first occurrence winning.
+    judged across all the files given, first occurrence winning. Standard
+    input (``-``) is read once into a temporary file.
 
     Raises:
-        UsageError: a path is missing or a folder holds no log file.
+        UsageError: a path is missing or not a regular file or folder, a folder holds no log file, or
+            standard input is a terminal or too long.
     """
     options = options or ReadOptions()
-    result = ValidateResult()
-    files = expand_paths(paths)
-    with tempfile.TemporaryDirectory(prefix="distill-validate-") as scratch:
+    found = find_inputs(paths)
+    result = ValidateResult(skipped=found.skipped)
+    with (
+        tempfile.TemporaryDirectory(prefix="distill-validate-") as scratch,
+        opened_inputs(found, Path(scratch) / "spool", options.max_stdin_bytes) as inputs,
+    ):
         keys = KeyLog(Path(scratch) / "keys.parquet")
-        for ordinal, path in enumerate(files):
-            report = FileReport(path=str(path))
+        for ordinal, source in enumerate(inputs):
+            name = source.name
+            report = FileReport(path=name)
             try:
-                _validate_file(path, ordinal, options, report, keys, result, progress)
+                _validate_file(source, ordinal, options, report, keys, result, progress)
             except FileReadError as error:
                 report.reasons["unreadable_file"] += 1
                 result.problems.append(
-                    LineProblem(file=str(path), line=0, field="", code="unreadable_file", reason=error.reason)
+                    LineProblem(file=name, line=0, field="", code="unreadable_file", reason=error.reason)
                 )
                 result.reports.append(report)
                 continue
             if report.lines == report.blank:
                 report.reasons["empty_file"] += 1
                 result.problems.append(
-                    LineProblem(file=str(path), line=0, field="", code="empty_file", reason="file holds no record")
+                    LineProblem(file=name, line=0, field="", code="empty_file", reason="file holds no record")
                 )
             result.reports.append(report)
         keys.close()
@@ -95,7 +103,7 @@ def validate_paths(
 
 
 def _validate_file(
-    path: Path,
+    source: Input,
     ordinal: int,
     options: ReadOptions,
     report: FileReport,
@@ -103,12 +111,12 @@ def _validate_file(
     result: ValidateResult,
     progress: ProgressFn | None,
 ) -> None:
-    for part in validate_file(path, options, report):
+    for part in validate_file(source.path, options, report, source.name):
         for reject in part.rejects:
             result.problems.extend(LineProblem.of(reject.file, reject.line, p) for p in reject.problems)
-        keys.add(part.table, part.lines, str(path), ordinal)
+        keys.add(part.table, part.lines, source.name, ordinal)
         if progress is not None:
-            progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
+            progress(Progress(report.valid + report.invalid, None, "rows", source.name))
 
 
 def _add_duplicates(keys: KeyLog, scratch: Path, result: ValidateResult) -> None:

@@ -48,6 +48,15 @@ _REST_WHOLE = 256
 # Unknown fields are looked for by name (one more parse, unknown fields
 # allowed) only in blocks this small; larger ones are split first.
 _NAME_UNKNOWN_MAX = 512
+# Keys (counted as ``":``) of a line whose unknown fields are looked for by inferring its types: Arrow builds a
+# column per distinct field (~9 KB each), so a 1 MB line of 100k unknown keys took ~700 MB. A canonical record
+# has ~200; a line with more goes to the per-row path unread here.
+_INFER_KEYS_MAX = 4096
+# Parsed pieces of a split block held before they are combined into one table. A
+# very dirty chunk splits down to many one-line tables, each with buffers for every
+# column of the schema (~20 KB): 16k lines of short bad lines interleaved with
+# parseable ones held ~200 MB of them per chunk in flight.
+_PIECES_HELD = 64
 # Arrow ends some parse errors with the (0-based) row of the block that failed.
 _ERROR_ROW = re.compile(r" in row (\d+)$")
 _UNKNOWN_FIELD = "unexpected field"
@@ -124,12 +133,17 @@ def _lines_naming_unknown_fields(lines: list[bytes]) -> np.ndarray | str:
     """Which lines mention a field the schema lacks (by its name as JSON text), or
     why the block failed even with unknown fields allowed.
 
-    Inferring types recurses into every value: a line nested too deep for it
-    is set aside first, unread (the per-row path rejects it with the reason).
+    Inferring types recurses into every value and makes a column of every
+    field: a line nested too deep or with too many keys is set aside first,
+    unread (the per-row path rejects it with the reason).
     """
-    deep = np.fromiter((too_deep(line) is not None for line in lines), dtype=bool, count=len(lines))
-    if deep.any():
-        return deep
+    unfit = np.fromiter(
+        (line.count(b'":') > _INFER_KEYS_MAX or too_deep(line) is not None for line in lines),
+        dtype=bool,
+        count=len(lines),
+    )
+    if unfit.any():
+        return unfit
     table = _parse(lines, unknown="infer")
     if isinstance(table, str):
         return table
@@ -166,13 +180,19 @@ class _Pieces:
             lines, ids, error = pending.pop()
             parsed = _parse(lines) if error is None else error
             if not isinstance(parsed, str):
-                self.tables.append(parsed)
-                self.kept.append(ids)
+                self._keep(parsed, ids)
             elif len(lines) == 1:
                 self.failed.append(ids)
             else:
                 blocks = [(part, part_ids, None) for part, part_ids in self._split(lines, ids, parsed) if part]
                 pending.extend(reversed(blocks))
+
+    def _keep(self, table: pa.Table, ids: np.ndarray) -> None:
+        self.tables.append(table)
+        self.kept.append(ids)
+        if len(self.tables) >= _PIECES_HELD:  # combined, in order: one set of buffers instead of many
+            self.tables = [pa.concat_tables(self.tables).combine_chunks(memory_pool=memory_pool())]
+            self.kept = [np.concatenate(self.kept)]
 
     def _split(self, lines: list[bytes], ids: np.ndarray, error: str) -> list[Block]:
         """Blocks to parse next (maybe empty), after setting aside the lines guessed to break the block."""

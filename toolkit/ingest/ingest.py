@@ -5,6 +5,12 @@ validated rows go to the lake with lineage columns, bad lines go byte for
 byte to the quarantine, duplicates of decisions already seen (in the file or
 in the lake) are quarantined with a pointer to the first. A file whose
 content was ingested before is a no-op that says so.
+
+Memory stays flat whatever a file holds: lines are read in bounded chunks
+(a line over the length limit is skipped unread), rejects stream to the
+quarantine, and duplicates are read back from DuckDB and the file a batch at
+a time. Only regular files are read, and standard input once (see
+:mod:`toolkit.ingest.inputs`), before the catalog is locked.
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.catalog.store import Catalog, WriterWait
 from toolkit.errors import FileReadError
 from toolkit.ingest.config import IngestConfig
-from toolkit.ingest.dedup import find_duplicates
+from toolkit.ingest.dedup import DuplicateSet
+from toolkit.ingest.inputs import Input, SkippedFile, find_inputs, opened_inputs
 from toolkit.ingest.parts import FileReport, PackedPart, Part, Reject
-from toolkit.ingest.reader import expand_paths, read_chunks
+from toolkit.ingest.reader import read_raw_lines
 from toolkit.ingest.staging import Lineage, StagedBatch
 from toolkit.ingest.validate import validate_file
 from toolkit.layout import Layout
@@ -39,7 +46,7 @@ class FileIngest(BaseModel):
 
     path: str
     sha256: str
-    status: Literal["ingested", "already_ingested", "empty", "failed"]
+    status: Literal["ingested", "already_ingested", "empty", "failed", "skipped"]
     batch_id: str | None
     report: FileReport
     duplicates: int = 0
@@ -78,6 +85,11 @@ class IngestResult(BaseModel):
         """Files that could not be read at all (nothing of them was ingested; the note says why)."""
         return [f for f in self.files if f.status == "failed"]
 
+    @property
+    def skipped(self) -> list[FileIngest]:
+        """Entries of folders that were not read (not regular files; the note says why)."""
+        return [f for f in self.files if f.status == "skipped"]
+
     @model_serializer(mode="wrap")
     def _summary_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         body = handler(self)  # JSON: the totals, the failed files' paths, then each file
@@ -105,64 +117,85 @@ def ingest_paths(
     """Ingest files and folders into the lake under ``layout``.
 
     Args:
-        paths: files or folders (searched recursively for decision logs).
+        paths: regular files or folders (searched recursively for decision logs), or ``-`` for
+            standard input (read once, into a spool file under the data root, before the catalog is locked).
         progress: told the rows done in the file being read (``item``) as work advances.
         catalog_wait: how long to wait for the catalog another process writes (by default briefly).
 
     A file that cannot be read at all (a compressed stream cut short, or not
     what its name says) is reported as ``failed`` with the reason, none of it
-    is ingested, and the other files go on.
+    is ingested, and the other files go on. An entry of a folder that is not a
+    regular file (a FIFO, a device) is reported as ``skipped``.
 
     Raises:
-        UsageError: a path is missing or a folder holds no log file.
+        UsageError: a path is missing or not a regular file or folder, a folder holds no log file, or
+            standard input is a terminal or too long.
         CatalogError: the catalog cannot be opened.
+        IngestError: standard input cannot be spooled.
     """
     config = config or IngestConfig()
-    files = expand_paths(paths)
-    result = IngestResult()
-    with Catalog.open(layout, wait=catalog_wait) as catalog:
-        for path in files:
+    found = find_inputs(paths)
+    result = IngestResult(files=[_skipped(s) for s in found.skipped])
+    layout.check(write=True)
+    with (
+        opened_inputs(found, layout.spool, config.read.max_stdin_bytes) as inputs,
+        Catalog.open(layout, wait=catalog_wait) as catalog,
+    ):
+        for source in inputs:
             try:
-                result.files.append(_ingest_file(path, catalog, config, progress))
+                result.files.append(_ingest_file(source, catalog, config, progress))
             except FileReadError as error:
                 result.files.append(
                     FileIngest(
-                        path=str(path),
+                        path=source.name,
                         sha256="",
                         status="failed",
                         batch_id=None,
-                        report=FileReport(path=str(path)),
+                        report=FileReport(path=source.name),
                         note=error.reason,
                     )
                 )
     return result
 
 
+def _skipped(skipped: SkippedFile) -> FileIngest:
+    return FileIngest(
+        path=skipped.path,
+        sha256="",
+        status="skipped",
+        batch_id=None,
+        report=FileReport(path=skipped.path),
+        note=skipped.reason,
+    )
+
+
 # Rows validated while the file's SHA-256 (which names its batch) is computed on
 # another thread (~1.5 s for 2 GB, in which the other core validates ~100k
 # rows). They wait packed (~210 B a row: ~55 MB at most), so the bound costs
 # little memory; a file whose hash takes longer than validating this many rows
-# stalls validation until the hash is done.
+# stalls validation until the hash is done. A reject weighs as much as
+# REJECT_WEIGHT packed rows (its line and problems, ~1-3 KB, stay Python objects).
 ROWS_BEFORE_HASH = 262_144
+REJECT_WEIGHT = 8
 
 
-def _ingest_file(path: Path, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
-    report = FileReport(path=str(path))
-    parts = validate_file(path, config.read, report)
+def _ingest_file(source: Input, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
+    report = FileReport(path=source.name)
+    parts = validate_file(source.path, config.read, report, source.name)
     try:
-        sha, early = _hash_while_validating(path, parts, catalog)
+        sha, early = _hash_while_validating(source, parts, catalog)
         earlier = catalog.batch_for_file(sha)
         if earlier is not None and not catalog.batch_vacuumed(earlier[0]):
             return FileIngest(
-                path=str(path),
+                path=source.name,
                 sha256=sha,
                 status="already_ingested",
                 batch_id=earlier[0],
-                report=FileReport(path=str(path)),
+                report=FileReport(path=source.name),
                 note=_already(catalog, *earlier),
             )
         return _stage_and_publish(
-            path, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress
+            source, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress
         )
     finally:
         parts.close()
@@ -179,23 +212,25 @@ def _already(catalog: Catalog, batch_id: str, stored: str) -> str:
     return note
 
 
-def _hash_while_validating(path: Path, parts: Iterator[Part], catalog: Catalog) -> tuple[str, list[PackedPart]]:
+def _hash_while_validating(source: Input, parts: Iterator[Part], catalog: Catalog) -> tuple[str, list[PackedPart]]:
     """The file's SHA-256, and the parts validated meanwhile (at most about
-    ``ROWS_BEFORE_HASH`` rows, packed): hashing takes one core for a while, and
-    the other core need not sit idle. A file seen before at this path and size
-    is most likely a re-run, so it is only hashed."""
-    if catalog.has_file(path, path.stat().st_size):
+    ``ROWS_BEFORE_HASH`` rows, packed, a reject counting as ``REJECT_WEIGHT``):
+    hashing takes one core for a while, and the other core need not sit idle. A
+    file seen before at this path and size is most likely a re-run, so it is
+    only hashed."""
+    path = source.path
+    if not source.is_stdin and catalog.has_file(path, path.stat().st_size):
         return file_sha256(path), []
     early: list[PackedPart] = []
-    rows = 0
+    weight = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-sha256") as hasher:
         digest = hasher.submit(file_sha256, path)
-        while not digest.done() and rows < ROWS_BEFORE_HASH:
+        while not digest.done() and weight < ROWS_BEFORE_HASH:
             part = next(parts, None)
             if part is None:
                 break
             early.append(PackedPart.pack(part))
-            rows += part.table.num_rows
+            weight += part.table.num_rows + REJECT_WEIGHT * len(part.rejects)
         return digest.result(), early
 
 
@@ -207,7 +242,7 @@ def _unpacked(early: list[PackedPart]) -> Iterator[Part]:
 
 
 def _stage_and_publish(
-    path: Path,
+    source: Input,
     sha: str,
     parts: Iterator[Part],
     report: FileReport,
@@ -220,16 +255,17 @@ def _stage_and_publish(
     layout = catalog.layout
     if layout.staging_for(batch_id).exists():  # left by an earlier attempt: finish or undo it first
         catalog.settle(layout.staging_for(batch_id))
-    staged = StagedBatch(layout, Lineage(batch_id, layout.stored(path), sha))
+    recorded = _recorded(layout, source)
+    staged = StagedBatch(layout, Lineage(batch_id, recorded, sha))
     try:
         for part in parts:
             staged.write(part)
             if progress is not None:
-                progress(Progress(report.valid + report.invalid, None, "rows", str(path)))
-        if report.lines == report.blank and not staged.rejects:
+                progress(Progress(report.valid + report.invalid, None, "rows", source.name))
+        if report.lines == report.blank and not staged.rejected:
             shutil.rmtree(staged.root, ignore_errors=True)
             return FileIngest(
-                path=str(path),
+                path=source.name,
                 sha256=sha,
                 status="empty",
                 batch_id=None,
@@ -237,7 +273,7 @@ def _stage_and_publish(
                 note="file holds no record: nothing ingested",
             )
         staged.finish_rows()
-        duplicates = _quarantine_duplicates(path, staged, catalog, report)
+        duplicates = _quarantine_duplicates(source, staged, catalog, report, config)
         staged.close()
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
@@ -245,36 +281,35 @@ def _stage_and_publish(
     catalog.publish_batch(
         staged.root,
         _batch_record(batch_id, sha, staged, report, duplicates, config),
-        _file_record(layout, path, sha, batch_id, report),
+        _file_record(source, recorded, sha, batch_id, report),
     )
     return FileIngest(
-        path=str(path), sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates
+        path=source.name, sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates
     )
 
 
-def _quarantine_duplicates(path: Path, staged: StagedBatch, catalog: Catalog, report: FileReport) -> int:
+def _recorded(layout: Layout, source: Input) -> str:
+    """How the file is recorded in the data root (its lineage): its path, or ``<stdin>``."""
+    return source.name if source.is_stdin else layout.stored(source.path)
+
+
+def _quarantine_duplicates(
+    source: Input, staged: StagedBatch, catalog: Catalog, report: FileReport, config: IngestConfig
+) -> int:
+    """Move the rows that repeat a decision (of the file or the lake) to the quarantine, their lines read
+    again from the file, a batch of duplicates at a time."""
     # The staged lake files carry every accepted row's key and line.
-    duplicates = find_duplicates(catalog.con, staged.lake_files, existing="decisions")
-    if not duplicates:
-        return 0
-    lines = {d.line for d in duplicates}
-    staged.drop_lines(lines)
-    raw = read_lines(path, lines)
-    for duplicate in duplicates:
-        problem = duplicate.problem()
-        staged.rejects.append(Reject(str(path), duplicate.line, raw[duplicate.line], [problem]))
-        report.demote(problem)
-    return len(duplicates)
-
-
-def read_lines(path: Path, wanted: set[int]) -> dict[int, bytes]:
-    """The exact bytes of the given (1-based) lines of ``path``."""
-    found: dict[int, bytes] = {}
-    for chunk in read_chunks(path):
-        last = chunk.first_line + len(chunk.lines) - 1
-        for line in (n for n in wanted if chunk.first_line <= n <= last):
-            found[line] = chunk.raw(line - chunk.first_line)
-    return found
+    with DuplicateSet(catalog.con, staged.lake_files, existing="decisions") as found:
+        if not found.count:
+            return 0
+        staged.drop_lines(found.lines())
+        duplicates, wanted = itertools.tee(found)  # one pass over both: the tee holds a duplicate or two
+        raws = read_raw_lines(source.path, (d.line for d in wanted), config.read.max_line_bytes)
+        for duplicate, raw in zip(duplicates, raws, strict=True):
+            problem = duplicate.problem()
+            staged.quarantine.add([Reject(source.name, duplicate.line, raw, [problem])])
+            report.demote(problem)
+        return found.count
 
 
 def _batch_record(
@@ -295,11 +330,11 @@ def _batch_record(
     )
 
 
-def _file_record(layout: Layout, path: Path, sha: str, batch_id: str, report: FileReport) -> FileRecord:
+def _file_record(source: Input, recorded: str, sha: str, batch_id: str, report: FileReport) -> FileRecord:
     return FileRecord(
         file_sha256=sha,
-        path=layout.stored(path),
-        size_bytes=path.stat().st_size,
+        path=recorded,
+        size_bytes=source.path.stat().st_size,
         batch_id=batch_id,
         lines=report.lines,
         blank_lines=report.blank,

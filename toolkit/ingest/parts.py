@@ -13,7 +13,7 @@ import pyarrow.ipc as ipc
 from pydantic import BaseModel, Field, field_serializer
 
 from toolkit.ingest.memory import memory_pool
-from toolkit.ingest.rowpath import Problem
+from toolkit.ingest.rowpath import MORE_PROBLEMS, Problem
 from toolkit.schema import columns as col
 
 
@@ -81,7 +81,7 @@ class FileReport(BaseModel):
 
     def add_reject(self, reject: Reject) -> None:
         self.invalid += 1
-        self.reasons.update({problem.code for problem in reject.problems})
+        self.reasons.update({problem.code for problem in reject.problems if problem.code != MORE_PROBLEMS})
 
     def demote(self, problem: Problem) -> None:
         """A row counted valid turned out bad (a duplicate, found once the file is read): count it rejected."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from pydantic import ValidationError
@@ -22,6 +22,13 @@ from toolkit.ingest.nesting import MAX_NESTING, too_deep
 from toolkit.schema.models import DecisionSnapshot
 
 _NON_FINITE = re.compile(rb"(?<![\"\w])-?(NaN|Infinity)(?![\"\w])")
+# Problems kept of one line; the others are counted in a last one, coded MORE_PROBLEMS. (A 1 MB line of
+# 100k unknown keys had 100k problems: a 4 MB reason.)
+MAX_PROBLEMS: Final = 16
+MORE_PROBLEMS: Final = "more_problems"
+# Characters kept of a problem's field and message: a key (an unknown field's name) can be megabytes long.
+MAX_FIELD_CHARS: Final = 200
+MAX_MESSAGE_CHARS: Final = 1000
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,22 @@ class Problem:
 
     def render(self) -> str:
         return f"{self.field or '-'}: {self.message}"
+
+
+def bounded(problems: list[Problem]) -> list[Problem]:
+    """``problems`` cut to what a reject keeps: at most :data:`MAX_PROBLEMS` (plus one counting the others),
+    each field and message cut to a bounded length."""
+    kept = [
+        Problem(_cut(p.field, MAX_FIELD_CHARS), p.code, _cut(p.message, MAX_MESSAGE_CHARS))
+        for p in problems[:MAX_PROBLEMS]
+    ]
+    if len(problems) > MAX_PROBLEMS:
+        kept.append(Problem("", MORE_PROBLEMS, f"{len(problems) - MAX_PROBLEMS:,} more problems on this line"))
+    return kept
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _json_problem(error: orjson.JSONDecodeError, text: bytes, at_open_end: bool) -> Problem:
@@ -128,6 +151,11 @@ class RowOutcome:
     record: dict[str, Any] | None
     problems: list[Problem]
 
+    @classmethod
+    def rejected(cls, line: int, problems: list[Problem]) -> RowOutcome:
+        """A rejected line's verdict: its problems, :func:`bounded`."""
+        return cls(line, None, bounded(problems))
+
 
 class RowValidator:
     """Streams one file's lines through dialect adaptation and Pydantic validation."""
@@ -144,17 +172,17 @@ class RowValidator:
         for earlier lines the dialect adapter held back)."""
         value, problem = parse_line(text, at_open_end=at_open_end)
         if problem is not None:
-            return [RowOutcome(line, None, [problem])]
+            return [RowOutcome.rejected(line, [problem])]
         if not isinstance(value, dict):
             kind = type(value).__name__ if value is not None else "null"
             return [
-                RowOutcome(line, None, [Problem("", "not_an_object", f"a record must be a JSON object, got {kind}")])
+                RowOutcome.rejected(line, [Problem("", "not_an_object", f"a record must be a JSON object, got {kind}")])
             ]
         try:
             emitted = self.adapter.feed(line, value)
         except DialectError as error:
             code = "dialect" if error.field else "unknown_dialect"
-            return [RowOutcome(line, None, [Problem(error.field, code, error.message)])]
+            return [RowOutcome.rejected(line, [Problem(error.field, code, error.message)])]
         return self._judge(emitted)
 
     def finish(self) -> list[RowOutcome]:
@@ -166,5 +194,5 @@ class RowValidator:
         outcomes = []
         for line, record in emitted:
             normalised, problems = validate_canonical(record)
-            outcomes.append(RowOutcome(line, normalised, problems))
+            outcomes.append(RowOutcome.rejected(line, problems) if problems else RowOutcome(line, normalised, []))
         return outcomes

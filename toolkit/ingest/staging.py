@@ -6,11 +6,12 @@ batch visible by moving it into place and committing it as a lake version.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -30,6 +31,10 @@ from toolkit.schema.arrow import lake_schema
 # at 1M rows, ~100 MB less peak memory.
 ROW_GROUP_ROWS = 65_536
 _WRITER_THREADS = 2
+# Rejects held before they are written to the quarantine as one row group (in line order within it): a
+# reject holds its line's bytes and its problems (~1-3 KB), so memory stays flat however many lines are bad.
+QUARANTINE_GROUP_REJECTS = 4096
+QUARANTINE_GROUP_BYTES = 32 << 20  # of raw lines (a line may be up to ReadOptions.max_line_bytes long)
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,67 @@ class _PartitionWriter:
             self.closed = True
 
 
+class _QuarantineWriter:
+    """Writes a batch's rejects to its quarantine file as they come, a row group at a time (opened at the
+    first reject: a batch without rejects has no quarantine file)."""
+
+    def __init__(self, path: Path, lineage: Lineage) -> None:
+        self.path = path
+        self.lineage = lineage
+        self.pending: list[Reject] = []
+        self.pending_bytes = 0
+        self.count = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def add(self, rejects: Iterable[Reject]) -> None:
+        for reject in rejects:
+            self.pending.append(reject)
+            self.pending_bytes += len(reject.raw)
+            self.count += 1
+            if len(self.pending) >= QUARANTINE_GROUP_REJECTS or self.pending_bytes >= QUARANTINE_GROUP_BYTES:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write the rejects held as one row group, in line order."""
+        if not self.pending:
+            return
+        if self._writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self.path, QUARANTINE_SCHEMA, **PARQUET_OPTIONS)
+        table = _rejects_table(sorted(self.pending, key=lambda r: r.line), self.lineage)
+        self._writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        self.pending, self.pending_bytes = [], 0
+
+    def close(self) -> None:
+        self.flush()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _rejects_table(rejects: list[Reject], lineage: Lineage) -> pa.Table:
+    return pa.Table.from_pylist(
+        [
+            {
+                col.BATCH_ID: lineage.batch_id,
+                col.SOURCE_FILE: r.file,
+                col.SOURCE_LINE: r.line,
+                col.FILE_SHA256: lineage.sha256,
+                "raw": r.raw,
+                "reason": "; ".join(p.render() for p in r.problems),
+                "problems": [{"field": p.field, "code": p.code, "message": p.message} for p in r.problems],
+            }
+            for r in rejects
+        ],
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
 class StagedBatch:
     """Collects a batch's accepted rows and rejects under ``staging/<batch>/``.
+
+    Rejects are written to the quarantine file as they come, a row group of a
+    few thousand at a time, each in line order (duplicates, found once the
+    rows are written, come last): readers order them by line.
 
     Rows are buffered for the whole batch and flushed, one row group per
     partition, once ``ROW_GROUP_ROWS`` are waiting: the buffer holds zero-copy
@@ -81,14 +145,14 @@ class StagedBatch:
         self.partitions: dict[PartitionKey, _PartitionWriter] = {}
         self.buffer: dict[PartitionKey, list[pa.Table]] = {}
         self.buffered = 0
-        self.rejects: list[Reject] = []
+        self.quarantine = _QuarantineWriter(Layout(self.root).quarantine_file(lineage.batch_id), lineage)
         self.rows = 0
         self._writer = ThreadPoolExecutor(max_workers=_WRITER_THREADS, thread_name_prefix="distill-parquet")
         self._pending: list[Future[None]] = []
 
     def write(self, part: Part) -> None:
-        """Stage a validated part: rows to their partitions, rejects to the quarantine list."""
-        self.rejects.extend(part.rejects)
+        """Stage a validated part: rows to their partitions, rejects to the quarantine."""
+        self.quarantine.add(part.rejects)
         if part.table.num_rows == 0:
             return
         table = self._with_lineage(part)
@@ -137,23 +201,24 @@ class StagedBatch:
         """The staged lake files, one per partition."""
         return [writer.path for writer in self.partitions.values()]
 
-    def drop_lines(self, lines: set[int]) -> int:
+    @property
+    def rejected(self) -> int:
+        """Rejects staged so far."""
+        return self.quarantine.count
+
+    def drop_lines(self, lines: np.ndarray) -> int:
         """Remove staged rows by line number (duplicates found after writing).
 
-        Rewrites only the partitions that hold such lines; returns rows removed.
+        Rewrites only the partitions that hold such lines, a row group at a
+        time; returns rows removed.
         """
         self._close_writers()
         removed = 0
-        wanted = pa.array(sorted(lines), pa.int64())
-        for writer in self.partitions.values():
-            table = pq.read_table(writer.path)
-            keep = pc.invert(pc.is_in(table[col.SOURCE_LINE], value_set=wanted))
-            kept = table.filter(keep)
-            removed += table.num_rows - kept.num_rows
-            if kept.num_rows != table.num_rows:
-                pq.write_table(kept, writer.path, row_group_size=ROW_GROUP_ROWS, **lake_parquet_options())
+        wanted = pa.array(lines, pa.int64())
         for key, writer in list(self.partitions.items()):
-            if pq.read_metadata(writer.path).num_rows == 0:
+            dropped, left = _drop_rows(writer.path, wanted)
+            removed += dropped
+            if not left:
                 writer.path.unlink()
                 del self.partitions[key]
         self.rows -= removed
@@ -162,10 +227,7 @@ class StagedBatch:
     def close(self) -> None:
         """Finish every staged file (rows and quarantine)."""
         self._close_writers()
-        if self.rejects:
-            path = Layout(self.root).quarantine_file(self.lineage.batch_id)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(self._rejects_table(), path, **PARQUET_OPTIONS)
+        self.quarantine.close()
 
     def _close_writers(self) -> None:
         self._flush()
@@ -174,24 +236,6 @@ class StagedBatch:
         for writer in self.partitions.values():
             writer.close()
 
-    def _rejects_table(self) -> pa.Table:
-        rejects = sorted(self.rejects, key=lambda r: r.line)
-        return pa.Table.from_pylist(
-            [
-                {
-                    col.BATCH_ID: self.lineage.batch_id,
-                    col.SOURCE_FILE: r.file,
-                    col.SOURCE_LINE: r.line,
-                    col.FILE_SHA256: self.lineage.sha256,
-                    "raw": r.raw,
-                    "reason": "; ".join(p.render() for p in r.problems),
-                    "problems": [{"field": p.field, "code": p.code, "message": p.message} for p in r.problems],
-                }
-                for r in rejects
-            ],
-            schema=QUARANTINE_SCHEMA,
-        )
-
     @property
     def sources(self) -> list[str]:
         return sorted({source for source, _ in self.partitions})
@@ -199,6 +243,33 @@ class StagedBatch:
     @property
     def generations(self) -> list[int]:
         return sorted({gen for _, gen in self.partitions if gen is not None})
+
+
+def _drop_rows(path: Path, lines: pa.Array) -> tuple[int, int]:
+    """Remove the rows at ``lines`` from the lake file at ``path`` (rewritten a row group at a time, only
+    if it holds one); returns the rows removed and the rows left."""
+    with pq.ParquetFile(path) as source:
+        total = source.metadata.num_rows
+        groups = range(source.num_row_groups)
+        if not any(_holds(source.read_row_group(i, columns=[col.SOURCE_LINE]), lines) for i in groups):
+            return 0, total
+        left = 0
+        rewritten = path.with_name(path.name + ".rewrite")
+        with pq.ParquetWriter(
+            rewritten, source.schema_arrow, memory_pool=memory_pool(), **lake_parquet_options()
+        ) as out:
+            for i in groups:
+                group = source.read_row_group(i)
+                kept = group.filter(pc.invert(pc.is_in(group[col.SOURCE_LINE], value_set=lines)))
+                if kept.num_rows:
+                    out.write_table(kept, row_group_size=kept.num_rows)
+                left += kept.num_rows
+    rewritten.replace(path)
+    return total - left, left
+
+
+def _holds(table: pa.Table, lines: pa.Array) -> bool:
+    return bool(pc.any(pc.is_in(table[col.SOURCE_LINE], value_set=lines)).as_py())
 
 
 def _partition_runs(table: pa.Table) -> Iterator[tuple[PartitionKey, pa.Table]]:

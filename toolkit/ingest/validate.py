@@ -32,7 +32,7 @@ from toolkit.ingest.fastpath import (
     validate_lines,
 )
 from toolkit.ingest.parts import FileReport, Part, Reject, group_by_partition
-from toolkit.ingest.reader import UTF8_BOM, Chunk, read_chunks, read_chunks_ahead
+from toolkit.ingest.reader import LONG_LINE_HEAD_BYTES, UTF8_BOM, Chunk, read_chunks, read_chunks_ahead, read_head
 from toolkit.ingest.rowpath import Problem, RowOutcome, RowValidator
 from toolkit.ingest.suspects import Suspects, find_suspects
 from toolkit.schema import columns as col
@@ -54,21 +54,27 @@ def _clean(line: bytes) -> bytes:
 
 def _sniff_canonical(path: Path, options: ReadOptions) -> bool:
     """Whether the file should take the fast path: canonical by force, or by its
-    first parseable record."""
+    first parseable record among its first ``chunk_bytes`` (the fast path hands
+    lines of other dialects to the per-row path, so a wrong guess costs speed only)."""
     if options.dialect is not None:
         return options.dialect == "canonical"
-    seen = 0
-    for chunk in read_chunks(path, options.chunk_bytes):
-        for raw in chunk.lines:
-            text = _clean(raw).removeprefix(UTF8_BOM).strip()
-            if not text or len(text) > options.max_line_bytes:
-                continue
-            seen += 1
-            try:
-                return detect_dialect(orjson.loads(text)) == "canonical"
-            except (orjson.JSONDecodeError, DialectError):
-                if seen >= _SNIFF_LINES:
-                    return True
+    head = read_head(path, options.chunk_bytes)
+    seen = start = 0
+    while seen < _SNIFF_LINES and start < len(head):
+        stop = head.find(b"\n", start)
+        if stop < 0:
+            if len(head) == options.chunk_bytes:  # a line cut short by the sniff's end
+                break
+            stop = len(head)
+        text = _clean(head[start:stop]).removeprefix(UTF8_BOM).strip()
+        start = stop + 1
+        if not text or len(text) > options.max_line_bytes:
+            continue
+        seen += 1
+        try:
+            return detect_dialect(orjson.loads(text)) == "canonical"
+        except (orjson.JSONDecodeError, DialectError):
+            continue
     return True
 
 
@@ -179,9 +185,9 @@ def _without_suspects(prepared: _Prepared) -> tuple[bytes | bytearray | memoryvi
 class _FileValidation:
     """State of one file's validation across its chunks."""
 
-    def __init__(self, path: Path, options: ReadOptions, report: FileReport) -> None:
+    def __init__(self, path: Path, options: ReadOptions, report: FileReport, name: str) -> None:
         self.path = path
-        self.name = str(path)
+        self.name = name
         self.options = options
         self.report = report
         self.rows = RowValidator(dialect=options.dialect, source=options.source)
@@ -213,6 +219,10 @@ class _FileValidation:
         report = self.report
         report.lines += chunk.n_lines
         report.ends_without_newline = chunk.ends_open
+        if chunk.long_line is not None:
+            return _Prepared(
+                chunk, None, [], np.empty(0, dtype=np.int64), [], [self._too_long(chunk, 0, chunk.long_line)]
+            )
         clean = self._clean_lines(chunk) if fast else np.zeros(chunk.n_lines, dtype=bool)
         ids = np.arange(chunk.first_line, chunk.first_line + chunk.n_lines, dtype=np.int64)
         patterns = self.suspects.snapshot()
@@ -230,13 +240,7 @@ class _FileValidation:
                 text = text[len(UTF8_BOM) :]
                 report.bom = True
             if len(text) > self.options.max_line_bytes:
-                problem = Problem(
-                    "",
-                    "line_too_long",
-                    f"line of {len(text)} bytes exceeds the limit of "
-                    f"{self.options.max_line_bytes} bytes (--max-line-bytes)",
-                )
-                rejects.append(Reject(self.name, line, chunk.raw(i), [problem]))
+                rejects.append(self._too_long(chunk, i, len(text)))
                 continue
             text = text.strip()
             if not text:
@@ -255,6 +259,17 @@ class _FileValidation:
             order = np.argsort(fast_ids, kind="stable").tolist()
             fast_lines, fast_ids = [fast_lines[j] for j in order], [fast_ids[j] for j in order]
         return _Prepared(chunk, None, fast_lines, np.asarray(fast_ids, dtype=np.int64), slow, rejects, patterns)
+
+    def _too_long(self, chunk: Chunk, index: int, length: int) -> Reject:
+        """The reject of line ``index`` of ``chunk``, ``length`` bytes long, over the length limit: only its first
+        bytes are kept."""
+        problem = Problem(
+            "",
+            "line_too_long",
+            f"line of {length:,} bytes exceeds the limit of {self.options.max_line_bytes:,} bytes "
+            f"(--max-line-bytes); only its first {LONG_LINE_HEAD_BYTES:,} bytes are kept",
+        )
+        return Reject(self.name, chunk.first_line + index, chunk.raw(index)[:LONG_LINE_HEAD_BYTES], [problem])
 
     def complete(self, prepared: _Prepared, fast: FastResult | None) -> Part:
         """Run the per-row path on what the fast path left, and assemble the part."""
@@ -334,16 +349,17 @@ def _yield_to_other_threads() -> None:
         pass
 
 
-def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Iterator[Part]:
+def validate_file(path: Path, options: ReadOptions, report: FileReport, name: str | None = None) -> Iterator[Part]:
     """Validate ``path`` chunk by chunk; counts accumulate in ``report``.
 
     Yields parts in file order; rows held back by a dialect adapter arrive
     in a final part. Duplicate decisions are not judged here (see
-    ``toolkit.ingest.dedup``): they need every file of the run.
+    ``toolkit.ingest.dedup``): they need every file of the run. ``name``: the
+    file as rejects name it (default: its path).
     """
-    state = _FileValidation(path, options, report)
+    state = _FileValidation(path, options, report, str(path) if name is None else name)
     if not _sniff_canonical(path, options):
-        for chunk in read_chunks(path, options.chunk_bytes):
+        for chunk in read_chunks(path, options.chunk_bytes, options.max_line_bytes):
             yield state.complete(state.prepare(chunk, fast=False), None)
         yield state.finish()
         return
@@ -352,7 +368,7 @@ def validate_file(path: Path, options: ReadOptions, report: FileReport) -> Itera
         max_workers=options.workers, thread_name_prefix="distill-parse", initializer=_yield_to_other_threads
     ) as pool:
         try:
-            for chunk in read_chunks_ahead(path, options.chunk_bytes, depth=1):
+            for chunk in read_chunks_ahead(path, options.chunk_bytes, options.max_line_bytes, depth=1):
                 prepared = state.prepare(chunk, fast=True)
                 in_flight.append((pool.submit(_fast_job, prepared), prepared))
                 if len(in_flight) > _QUEUE_PER_WORKER * options.workers:
