@@ -14,7 +14,7 @@ from tests.conftest import DIALECT_CASES, encode
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
 from toolkit.ingest.ingest import ingest_paths
-from toolkit.ingest.nesting import MAX_NESTING, nesting_depth
+from toolkit.jsontext import MAX_NESTING, nesting_depth
 from toolkit.layout import Layout
 
 REPO = Path(__file__).resolve().parents[2]

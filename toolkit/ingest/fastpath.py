@@ -30,9 +30,9 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from toolkit.ingest.memory import memory_pool
-from toolkit.ingest.nesting import too_deep
 from toolkit.ingest.parts import group_by_partition
 from toolkit.ingest.rules import find_bad_rows
+from toolkit.jsontext import too_deep
 from toolkit.schema.arrow import snapshot_schema
 
 # A failing block is split in this many parts (down to single lines, which then

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from toolkit.dialects import FileAdapter
 from toolkit.errors import DialectError
-from toolkit.ingest.nesting import MAX_NESTING, too_deep
+from toolkit.jsontext import MAX_NESTING, too_deep
 from toolkit.schema.models import DecisionSnapshot
 
 _NON_FINITE = re.compile(rb"(?<![\"\w])-?(NaN|Infinity)(?![\"\w])")
@@ -72,7 +72,7 @@ def parse_line(text: bytes, *, at_open_end: bool = False) -> tuple[Any, Problem 
     """Decode one cleaned line (no terminator, no BOM) into a Python object.
 
     Refused before any parser sees it: a line nested deeper than
-    :data:`~toolkit.ingest.nesting.MAX_NESTING`. Refused after: an object
+    :data:`~toolkit.jsontext.MAX_NESTING`. Refused after: an object
     holding a key twice (JSON parsers keep the last value; such a record is
     ambiguous, so it is rejected naming the key).
     """
