@@ -42,9 +42,10 @@ def test_bc_learns_the_heuristic_and_writes_a_complete_card(tiny_dataset, tmp_pa
 
 
 def test_same_seed_same_weights_and_another_seed_differs(tiny_dataset, tmp_path: Path) -> None:
+    """Same seed, same weights, whether the decoded split is kept in memory or read again every epoch."""
     layout, _ = tiny_dataset
     a = train_bc(layout, _config(epochs=2, class_weighting="balanced"), out=tmp_path / "a")
-    b = train_bc(layout, _config(epochs=2, class_weighting="balanced"), out=tmp_path / "b")
+    b = train_bc(layout, _config(epochs=2, class_weighting="balanced", cache_mb=0), out=tmp_path / "b")
     c = train_bc(layout, _config(epochs=2, class_weighting="balanced", seed=1), out=tmp_path / "c")
     ta, tb, tc = (checkpoints.load_tensors(r.checkpoint)[1] for r in (a, b, c))
     assert all(torch.equal(ta[k], tb[k]) for k in ta)

@@ -23,8 +23,11 @@ shuffles).
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,6 +65,12 @@ class BCConfig(BaseModel):
     epochs: int = Field(20, ge=1, le=10_000, description="Most passes over the train split (--epochs).")
     batch_size: int = Field(1024, ge=1, description="Rows per gradient step (--batch-size).")
     read_batch_rows: int = Field(65_536, ge=1, description="Rows read from Parquet at a time (and shuffled together).")
+    cache_mb: int = Field(
+        2048,
+        ge=0,
+        description="Keep the decoded train split in memory across epochs when it takes at most this many MiB "
+        "(0: read it from Parquet every epoch). The minibatches are the same either way.",
+    )
     learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate (--lr).")
     weight_decay: float = Field(0.0, ge=0, description="Adam weight decay.")
     use_sample_weights: bool = Field(True, description="Weight each row's loss by its sample_weight.")
@@ -130,19 +139,22 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
     _check_dataset(dataset)
     out = out or layout.runs / "train"
     run_id = config.run_id or checkpoints.new_run_id()
-    actor = ActorNet(config.policy)
-    optimizer = torch.optim.Adam(actor.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    class_weights = _class_weights(dataset, config)
-    holdout = read_split(dataset, HOLDOUT)
-    history: list[EpochMetrics] = []
-    best_state, best_loss, best_epoch, waited = None, float("inf"), 0, 0
-    samples, train_seconds = 0, 0.0
     out.mkdir(parents=True, exist_ok=True)
     stem = checkpoints.checkpoint_stem("bc", run_id, "metrics")
-    with MetricsWriter(out, stem, "bc", run_id, tensorboard=config.tensorboard) as metrics:
+    with (
+        MetricsWriter(out, stem, "bc", run_id, tensorboard=config.tensorboard) as metrics,
+        closing(_Split(dataset, config)) as split,  # its first epoch is read from now on, while the rest is set up
+    ):
+        actor = ActorNet(config.policy)
+        optimizer = torch.optim.Adam(actor.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+        class_weights = _class_weights(dataset, config)
+        holdout = read_split(dataset, HOLDOUT)
+        history: list[EpochMetrics] = []
+        best_state, best_loss, best_epoch, waited = None, float("inf"), 0, 0
+        samples, train_seconds = 0, 0.0
         for epoch in range(1, config.epochs + 1):
             start = time.perf_counter()
-            train_loss, n = _train_epoch(actor, optimizer, dataset, config, class_weights, epoch)
+            train_loss, n = _train_epoch(actor, optimizer, split, config, class_weights, epoch)
             seconds = time.perf_counter() - start
             samples, train_seconds = samples + n, train_seconds + seconds
             epoch_metrics = _measure(actor, holdout, epoch, train_loss, n, seconds)
@@ -219,16 +231,17 @@ def _arrays(batch: pa.RecordBatch | pa.Table) -> tuple[np.ndarray, np.ndarray, n
             column = column.combine_chunks()
         return column.flatten().to_numpy(zero_copy_only=False)
 
-    features = flat(FEATURES).astype(np.float32).reshape(m, FEATURE_SIZE)
-    masks = flat(LEGAL_MASK).astype(bool).reshape(m, N_ACTIONS)
-    labels = batch.column(LABEL).to_numpy().astype(np.int64)
-    weights = batch.column(SAMPLE_WEIGHT).to_numpy().astype(np.float32)
+    features = flat(FEATURES).astype(np.float32, copy=False).reshape(m, FEATURE_SIZE)
+    masks = flat(LEGAL_MASK).astype(bool, copy=False).reshape(m, N_ACTIONS)
+    labels = batch.column(LABEL).to_numpy().astype(np.int64, copy=False)
+    weights = batch.column(SAMPLE_WEIGHT).to_numpy().astype(np.float32, copy=False)
     return features, labels, masks, weights
 
 
 def read_split(dataset: Dataset, split: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A whole split as (features [M,F] float32, labels [M], masks [M,8] bool, weights [M] float32)."""
-    return _arrays(dataset.read(split, _COLUMNS))
+    """A whole split as (features [M,F] float32, labels [M], masks [M,8] bool, weights [M] float32), writable."""
+    features, labels, masks, weights = (np.require(a, requirements="W") for a in _arrays(dataset.read(split, _COLUMNS)))
+    return features, labels, masks, weights
 
 
 def _class_weights(dataset: Dataset, config: BCConfig) -> np.ndarray:
@@ -244,32 +257,137 @@ def _class_weights(dataset: Dataset, config: BCConfig) -> np.ndarray:
     return weights
 
 
-def _minibatches(dataset: Dataset, config: BCConfig, epoch: int) -> Iterator[tuple[np.ndarray, ...]]:
-    """Shuffled minibatches of the train split, streamed file by file, read batch by read batch."""
-    rng = np.random.default_rng([config.seed, epoch])
-    files = dataset.files(TRAIN)
-    import pyarrow.parquet as pq
+# Bytes of one decoded row: features (float32), label (int64), legal mask (bool), weight (float32).
+_ROW_BYTES = FEATURE_SIZE * 4 + 8 + N_ACTIONS + 4
+_Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
-    for index in rng.permutation(len(files)):
-        for batch in pq.ParquetFile(files[index]).iter_batches(batch_size=config.read_batch_rows, columns=_COLUMNS):
-            arrays = _arrays(batch)
-            order = rng.permutation(batch.num_rows)
-            for start in range(0, batch.num_rows, config.batch_size):
-                rows = order[start : start + config.batch_size]
-                yield tuple(a[rows] for a in arrays)
+
+class _Split:
+    """The train split's read batches, decoded, epoch by epoch.
+
+    An epoch's files come in a seeded order; a reader thread decodes them ahead of the training (Parquet
+    decoding and torch's kernels release the GIL, so on two cores the reading hides behind the training), and
+    when the decoded split fits ``cache_mb`` it is kept for the next epochs. The first epoch's reading starts
+    as soon as the split is opened, while the holdout is read and the network built.
+    """
+
+    def __init__(self, dataset: Dataset, config: BCConfig) -> None:
+        self.files = dataset.files(TRAIN)
+        self.config = config
+        rows = dataset.manifest.splits[TRAIN].rows
+        self.cache: list[list[_Arrays]] | None = None
+        self.keep = rows * _ROW_BYTES <= config.cache_mb * 2**20
+        self.next: tuple[int, np.random.Generator, Iterator[_Arrays]] | None = None
+        self._reader: _ReadAhead | None = None
+        self._start(1)
+
+    def _start(self, epoch: int) -> None:
+        rng = np.random.default_rng([self.config.seed, epoch])
+        order = rng.permutation(len(self.files))
+        if self.cache is not None:
+            reader: Iterator[_Arrays] = (arrays for index in order for arrays in self.cache[index])
+        else:
+            self._reader = _ReadAhead(self._read(order))
+            reader = iter(self._reader)
+        self.next = (epoch, rng, reader)
+
+    def _read(self, order: np.ndarray) -> Iterator[_Arrays]:
+        import pyarrow.parquet as pq
+
+        decoded: list[list[_Arrays]] = [[] for _ in self.files]
+        for index in order:
+            parquet = pq.ParquetFile(self.files[index])
+            for batch in parquet.iter_batches(batch_size=self.config.read_batch_rows, columns=_COLUMNS):
+                arrays = _arrays(batch)
+                if self.keep:
+                    decoded[index].append(arrays)
+                yield arrays
+        if self.keep:
+            self.cache = decoded
+
+    def epoch(self, epoch: int) -> tuple[np.random.Generator, Iterator[_Arrays]]:
+        """Epoch ``epoch``'s generator (its file order drawn) and its read batches, in that order."""
+        if self.next is None or self.next[0] != epoch:
+            self._start(epoch)
+        assert self.next is not None
+        _, rng, reader = self.next
+        self.next = None
+        return rng, reader
+
+    def close(self) -> None:
+        """Stop a reader still running (an epoch cut short by an error)."""
+        if self._reader is not None:
+            self._reader.close()
+
+
+class _ReadAhead:
+    """``source``'s items, produced by a thread (started at once) up to ``depth`` items ahead of the consumer;
+    its errors re-raised in the consumer. ``close()`` stops it."""
+
+    def __init__(self, source: Iterator[_Arrays], depth: int = 2) -> None:
+        self._items: queue.Queue[tuple[str, Any]] = queue.Queue(depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, args=(source,), name="bc-reader", daemon=True)
+        self._thread.start()
+
+    def _produce(self, source: Iterator[_Arrays]) -> None:
+        try:
+            for item in source:
+                if not self._put(("item", item)):
+                    return
+            self._put(("end", None))
+        except BaseException as error:  # handed to the consumer, raised there
+            self._put(("error", error))
+
+    def _put(self, entry: tuple[str, Any]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._items.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[_Arrays]:
+        try:
+            while True:
+                kind, value = self._items.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                yield value
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _minibatches(split: _Split, config: BCConfig, epoch: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """Shuffled minibatches of the train split: files in a seeded order, each read batch's rows shuffled."""
+    rng, batches = split.epoch(epoch)
+    for arrays in batches:
+        order = rng.permutation(len(arrays[1]))
+        # One gather per read batch, then contiguous slices (views): the same minibatches as gathering each
+        # minibatch's rows, at a fraction of the calls.
+        shuffled = tuple(a[order] for a in arrays)
+        for start in range(0, len(order), config.batch_size):
+            yield tuple(a[start : start + config.batch_size] for a in shuffled)
 
 
 def _train_epoch(
     actor: ActorNet,
     optimizer: torch.optim.Optimizer,
-    dataset: Dataset,
+    split: _Split,
     config: BCConfig,
     class_weights: np.ndarray,
     epoch: int,
 ) -> tuple[float, int]:
     actor.train()
     total, weight_sum, n = 0.0, 0.0, 0
-    for features, labels, masks, weights in _minibatches(dataset, config, epoch):
+    for features, labels, masks, weights in _minibatches(split, config, epoch):
         w = (weights if config.use_sample_weights else np.ones_like(weights)) * class_weights[labels]
         w_t = torch.from_numpy(w)
         logits = actor.masked_logits(torch.from_numpy(features), torch.from_numpy(masks))
