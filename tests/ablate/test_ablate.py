@@ -55,7 +55,8 @@ def _config(kind: str, **changes: Any) -> AblateConfig:
 def _comparable(table: dict[str, Any]) -> dict[str, Any]:
     """The record without what differs between runs of the same ablation: timings, the back end, resumption."""
     table = {k: v for k, v in table.items() if k not in {"seconds", "created_at", "backend"}}
-    table["variants"] = [{k: v for k, v in x.items() if k not in {"seconds", "resumed", "build_reused"}} for x in table["variants"]]
+    volatile = {"seconds", "resumed", "build_reused"}
+    table["variants"] = [{k: v for k, v in x.items() if k not in volatile} for x in table["variants"]]
     return table
 
 
