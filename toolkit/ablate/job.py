@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Final
 
 from toolkit.ablate.result import VariantRun
+from toolkit.errors import ConfigError
 from toolkit.jobs.plan import Shard
-from toolkit.layout import Layout
-from toolkit.storage import write_text_atomic
+from toolkit.layout import ABLATION_FORMAT_VERSION, Layout
+from toolkit.storage import read_versioned, write_text_atomic
 
 RESULT_FILE: Final = "result.json"
 STAGING: Final = ".staging"
@@ -87,9 +88,19 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
 
 
 def finished(folder: Path) -> VariantRun | None:
-    """The run published in ``folder``, or None when there is none (or it is of an unknown format)."""
+    """The run published in ``folder``, or None when there is none.
+
+    Raises:
+        ConfigError: its ``result.json`` is unreadable or of another format version.
+    """
     path = folder / RESULT_FILE
     if not path.exists():
         return None
-    run = VariantRun.model_validate_json(path.read_text(encoding="utf-8"))
-    return run if run.format_version == VariantRun.model_fields["format_version"].default else None
+    return read_versioned(
+        path,
+        VariantRun,
+        ABLATION_FORMAT_VERSION,
+        what="ablation variant",
+        error=ConfigError,
+        hint=f"delete {folder} to run the variant again",
+    )

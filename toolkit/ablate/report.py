@@ -18,7 +18,7 @@ from toolkit.charts_svg import Bar, bar_chart
 from toolkit.checks.report_html import _CSS
 from toolkit.errors import ConfigError
 from toolkit.layout import ABLATION_FORMAT_VERSION, Layout
-from toolkit.storage import write_text_atomic
+from toolkit.storage import read_versioned, write_text_atomic
 
 RECORD_FILE: Final = "ablation.json"
 PAGE_FILE: Final = "ablation.html"
@@ -38,15 +38,16 @@ def read_ablation(path: Path) -> AblationResult:
     """An ``ablation.json``.
 
     Raises:
-        ConfigError: of a format version this Distill does not read.
+        ConfigError: unreadable, invalid, or of a format version this Distill does not read.
     """
-    table = AblationResult.model_validate_json(path.read_text(encoding="utf-8"))
-    if table.format_version != ABLATION_FORMAT_VERSION:
-        raise ConfigError(
-            f"{path} is an ablation of format {table.format_version}; this Distill reads {ABLATION_FORMAT_VERSION}",
-            hint="run the ablation again with this version of Distill",
-        )
-    return table
+    return read_versioned(
+        path,
+        AblationResult,
+        ABLATION_FORMAT_VERSION,
+        what="ablation",
+        error=ConfigError,
+        hint="run the ablation again with this version of Distill (distill ablate)",
+    )
 
 
 def percent(value: float | None, signed: bool = False) -> str:
