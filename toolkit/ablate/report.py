@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Final
 
+from toolkit.ablate.grid import show
 from toolkit.ablate.result import AblationResult, TableScore, VariantResult
 from toolkit.charts_svg import Bar, bar_chart
 from toolkit.checks.report_html import _CSS
@@ -91,11 +92,15 @@ def _header(table: AblationResult) -> str:
 
 def _table_section(table: AblationResult, name: str) -> str:
     head = (
-        "<tr><th>variant</th><th class=num>win rate</th><th>95% interval</th><th class=num>vs first (points)</th>"
-        "<th>95% interval</th><th class=num>holdout acc</th><th class=num>train rows</th><th>shares</th></tr>"
+        "<tr><th>#</th><th>variant</th><th class=num>win rate</th><th>95% interval</th>"
+        "<th class=num>vs first (points)</th><th>95% interval</th><th class=num>holdout acc</th>"
+        "<th class=num>train rows</th><th>shares</th></tr>"
     )
     rows = "".join(_row(v, v.tables[name]) for v in table.variants)
-    bars = [Bar(v.label, v.tables[name].win_rate, percent(v.tables[name].win_rate)) for v in table.variants]
+    bars = [
+        Bar(_short(v), v.tables[name].win_rate, f"{v.label}: {percent(v.tables[name].win_rate)}")
+        for v in table.variants
+    ]
     chart = bar_chart(bars, title=f"win rate vs {name}", x_label="win rate", value_format=percent)
     opponents = ", ".join(table.tables[name])
     return (
@@ -106,6 +111,7 @@ def _table_section(table: AblationResult, name: str) -> str:
 def _row(v: VariantResult, s: TableScore) -> str:
     shares = ", ".join(f"{k} {x:.0%}" for k, x in sorted(v.shares.items()) if x > 0)
     cells = [
+        f"<td>{v.index + 1}</td>",
         f"<td>{escape(v.label)}</td>",
         f"<td class=num>{percent(s.win_rate)}</td>",
         f"<td>{interval(s.win_low, s.win_high)}</td>",
@@ -116,6 +122,11 @@ def _row(v: VariantResult, s: TableScore) -> str:
         f"<td>{escape(shares)}</td>",
     ]
     return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _short(v: VariantResult) -> str:
+    """A bar's label: the variant's number and its values (the table names the fields)."""
+    return f"#{v.index + 1}: " + ", ".join(show(x) for x in v.settings.values())
 
 
 def _footer(table: AblationResult) -> str:
