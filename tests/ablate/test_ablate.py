@@ -161,3 +161,21 @@ def test_a_loop_base_varies_the_loop_config_and_builds_as_the_loop_does(loop_hom
     assert [v.build.wins_only for v in variants] == [[], ["ppo"], [], ["ppo"]]
     assert {v.build.name for v in variants} == {"ablate-ablation"} and all(v.build.batches for v in variants)
     assert variants[0].tables == {"heuristic": ("heuristic",) * 3, "tuned": ("tuned",) * 3}
+
+
+def test_an_unknown_player_is_refused_before_anything_is_written(lakes: tuple[Layout, Layout], tmp_path: Path) -> None:
+    config = tmp_path / "build.yaml"
+    config.write_text("name: base\nsources: [forge]\n", encoding="utf-8")
+    args = [
+        "--build-config",
+        str(config),
+        "--name",
+        "players",
+        "--vary",
+        "data.seed=1,2",
+        "--table",
+        "t=heuristic,nobody",
+    ]
+    result = runner.invoke(app, ["--home", str(lakes[1].home), "ablate", *args])
+    assert result.exit_code == 2 and "unknown player 'nobody'" in result.output
+    assert not lakes[1].ablation_dir("players").exists() and not (lakes[1].builds / "ablate-players").exists()
