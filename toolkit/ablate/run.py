@@ -62,7 +62,7 @@ def run_ablation(layout: Layout, config: AblateConfig, *, progress: ProgressFn |
     root = layout.ablation_dir(config.name)
     jobs = [_job(layout, root, config, v, info) for v, info in zip(variants, builds, strict=True)]
     done = {job.key: run for job in jobs if (run := finished(layout.resolve(job.folder))) is not None}
-    todo = [job for job in jobs if job.key not in done]
+    todo = list({job.key: job for job in jobs if job.key not in done}.values())  # variants running the same: once
     ran = run_shards(run_variant, shards(len(todo), 1), todo, config.backend, progress=progress, unit="variants")
     runs = {**done, **{r.key: r for r in ran}}
     results = _results(layout, variants, builds, jobs, runs, resumed=set(done))
