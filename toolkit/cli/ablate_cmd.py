@@ -113,18 +113,24 @@ def ablate(
 
 
 def _render(result: AblationResult) -> None:
+    from toolkit.ablate.grid import show
     from toolkit.ablate.report import interval, percent
 
+    fields = ", ".join(result.fields)
     for name, opponents in result.tables.items():
-        shown = Table(title=f"ablation {result.name}: vs {name} ({', '.join(opponents)}), {result.games:,} games each")
-        for column in ("variant", "win rate [95%]", "vs first, points [95%]", "holdout acc", "train rows", "shares"):
+        shown = Table(
+            title=f"ablation {result.name}: vs {name} ({', '.join(opponents)}), {result.games:,} games each",
+            caption=f"values of: {fields}",
+        )
+        for column in ("#", "values", "win rate [95%]", "vs #1, points [95%]", "holdout acc", "train rows", "shares"):
             shown.add_column(column)
         for v in result.variants:
             s = v.tables[name]
             diff = f"{percent(s.diff, signed=True)} {interval(s.diff_low, s.diff_high, signed=True)}"
             shares = ", ".join(f"{k} {x:.0%}" for k, x in sorted(v.shares.items()) if x > 0)
             shown.add_row(
-                v.label,
+                str(v.index + 1),
+                ", ".join(show(x) for x in v.settings.values()),
                 f"{percent(s.win_rate)} {interval(s.win_low, s.win_high)}",
                 diff if v.index else "baseline",
                 f"{v.holdout_accuracy:.3f}",
