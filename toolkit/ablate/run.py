@@ -86,17 +86,19 @@ def run_ablation(layout: Layout, config: AblateConfig, *, progress: ProgressFn |
 
 
 def _check_players(variants: list[Variant]) -> None:
-    from toolkit.game.players import make_player
+    from toolkit.game.players import PLAYER_TYPES, make_player
 
     problems = []
     for table, opponents in variants[0].tables.items():
         for name in opponents:
             try:
                 make_player(name)
-            except Exception:  # noqa: BLE001 - any refusal is an unknown player name here
+            except ConfigError:
                 problems.append(f"table {table}: unknown player {name!r}")
     if problems:
-        raise ConfigError("; ".join(problems), hint="seat random, heuristic or tuned players (--table NAME=P,P,P)")
+        raise ConfigError(
+            "; ".join(problems), hint=f"seat players among {', '.join(PLAYER_TYPES)} (--table NAME=P,P,P)"
+        )
 
 
 def _build_all(layout: Layout, variants: list[Variant]) -> list[BuildInfo]:
