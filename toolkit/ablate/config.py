@@ -40,12 +40,6 @@ class Vary(BaseModel):
     def path(self) -> tuple[str, ...]:
         return tuple(self.field.split("."))
 
-    def flag(self) -> str:
-        """How the field is written on the command line."""
-        return f"--vary {self.field}=" + ",".join(
-            yaml.safe_dump(v, default_flow_style=True).strip() for v in self.values
-        )
-
 
 class AblateConfig(BaseModel):
     """An ablation (``distill ablate``): one base, a grid of variants, one student each on the same seeds, every
@@ -68,7 +62,12 @@ class AblateConfig(BaseModel):
     )
     vary: list[Vary] = Field(min_length=1, description="The varied fields (--vary FIELD=V1,V2,...).")
     zip: bool = Field(False, description="Pair the i-th values of every --vary instead of their product (--zip).")
-    seed: int = Field(0, ge=0, description="Seeds every variant's build sampling, its student and the deals (--seed).")
+    seed: int = Field(
+        0,
+        ge=0,
+        description="Seeds every student and the deals, and a loop base's build sampling (a build base keeps its "
+        "data.seed) (--seed).",
+    )
     games: int = Field(1000, ge=4, description="Games per student and table, seats rotated (--games).")
     tables: dict[str, tuple[str, ...]] | None = Field(
         None,

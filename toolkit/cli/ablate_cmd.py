@@ -57,7 +57,9 @@ def ablate(
     ] = False,
     name: Annotated[str, typer.Option("--name", help="Output ablations/NAME/ (and builds ablate-NAME).")] = "ablation",
     games: Annotated[int, typer.Option("--games", help="Games per student and table, seats rotated.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the builds' sampling, the students and the deals.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the students, the deals and a loop base's build sampling.")
+    ] = 0,
     table: Annotated[
         list[str] | None,
         typer.Option(
