@@ -179,3 +179,17 @@ def test_an_unknown_player_is_refused_before_anything_is_written(lakes: tuple[La
     result = runner.invoke(app, ["--home", str(lakes[1].home), "ablate", *args])
     assert result.exit_code == 2 and "unknown player 'nobody'" in result.output
     assert not lakes[1].ablation_dir("players").exists() and not (lakes[1].builds / "ablate-players").exists()
+
+
+def test_the_command_prints_the_table_of_a_finished_ablation(
+    lakes: tuple[Layout, Layout], ablated: tuple[Any, Any], tmp_path: Path
+) -> None:
+    config = tmp_path / "build.yaml"
+    config.write_text("name: base\nsources: [forge]\n", encoding="utf-8")
+    args = ["--build-config", str(config), "--name", "tiny", "--games", "32", "--backend", "inprocess"]
+    args += ["--vary", "data.weights.forge=1.0,0.5", "--vary", "student.hidden=[16, 16]"]
+    args += ["--table", "heuristic=heuristic,heuristic,heuristic", "--table", "random=random,random,random"]
+    result = runner.invoke(app, ["--home", str(lakes[0].home), "ablate", *args])
+    assert result.exit_code == 0, result.output
+    assert "0.5, [16," in result.output and "baseline" in result.output
+    assert "2 variants (2 finished earlier)" in result.output

@@ -115,6 +115,8 @@ def ablate(
 
 
 def _render(result: AblationResult) -> None:
+    from rich.markup import escape
+
     from toolkit.ablate.grid import show
     from toolkit.ablate.report import interval, percent
 
@@ -132,7 +134,7 @@ def _render(result: AblationResult) -> None:
             shares = ", ".join(f"{k} {x:.0%}" for k, x in sorted(v.shares.items()) if x > 0)
             shown.add_row(
                 str(v.index + 1),
-                ", ".join(show(x) for x in v.settings.values()),
+                escape(", ".join(show(x) for x in v.settings.values())),  # [ppo] is text, not markup
                 f"{percent(s.win_rate)} {interval(s.win_low, s.win_high)}",
                 diff if v.index else "baseline",
                 f"{v.holdout_accuracy:.3f}",
