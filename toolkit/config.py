@@ -52,7 +52,7 @@ def validation_message(error: ValidationError, *, as_flags: bool = False) -> str
     """Every problem of a Pydantic validation error, each naming its field (``a.b: msg``, or ``--a-b: msg``)."""
 
     def where(loc: tuple[int | str, ...]) -> str:
-        if as_flags:
+        if as_flags and loc:
             return "--" + "-".join(map(str, loc)).replace("_", "-")
         return ".".join(map(str, loc)) or "(config)"
 

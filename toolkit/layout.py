@@ -23,6 +23,8 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       builds/.locks/<name>.lock      held while <name> is being built, or builds of it removed
       reports/                       gate reports (JSON + HTML)
       runs/<loop>/gen-NNN/           checkpoints, exports, per-step state
+      ablations/<name>/              distill ablate: ablation.json and ablation.html, the table of its variants
+        variants/<key>/              one variant's student (checkpoint), its evaluations and result.json
 
 Rows keep ``source``, ``generation`` and ``batch_id`` as columns; the folder
 names only make the lake easy to browse. Which files are live at a version is
@@ -53,12 +55,13 @@ CARD_FORMAT_VERSION: Final = 1  # a checkpoint's card.json
 STATE_FORMAT_VERSION: Final = 3  # runs/<loop>/state.json (3: paths relative to the data root; 2 is read too)
 POOL_FORMAT_VERSION: Final = 2  # a rating pool (runs/<loop>/ratings.json)
 REPORT_FORMAT_VERSION: Final = 1  # reports/<id>.json, a gate report
+ABLATION_FORMAT_VERSION: Final = 1  # ablations/<name>/ablation.json and variants/<key>/result.json
 SUITE_FORMAT_VERSION: Final = 1  # an expectation suite (checks/*.json)
 CATALOG_FILE: Final = "catalog.duckdb"
 CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
 NO_GENERATION: Final = "none"
 # The data root's top-level folders: where a path recorded in another (moved) root is re-anchored (Layout.resolve).
-ROOT_FOLDERS: Final = ("builds", "lake", "quarantine", "reports", "runs", "staging")
+ROOT_FOLDERS: Final = ("ablations", "builds", "lake", "quarantine", "reports", "runs", "staging")
 LAKE_PART_FILE: Final = "part-00000.parquet"  # one file per lake partition of a batch
 QUARANTINE_FILE: Final = "rejects.parquet"  # one file per batch
 # Names that become folders under the data root (builds, loop runs): 1-64 characters, lowercase letters, digits,
@@ -148,6 +151,14 @@ class Layout:
     @property
     def runs(self) -> Path:
         return self.home / "runs"
+
+    @property
+    def ablations(self) -> Path:
+        return self.home / "ablations"
+
+    def ablation_dir(self, name: str) -> Path:
+        """Folder of one ablation (``distill ablate --name``): its table and its variants."""
+        return self.ablations / name
 
     def stored(self, path: str | os.PathLike[str]) -> str:
         """How a path is recorded in the data root's files: relative to the root (POSIX) when it lies inside it,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # Each import registers its commands on `app`.
 from toolkit.cli import (  # noqa: E402,F401
+    ablate_cmd,
     build_cmd,  # noqa: E402,F401
     check_cmd,  # noqa: E402,F401
     data_cmd,

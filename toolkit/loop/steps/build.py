@@ -3,12 +3,18 @@ FIXED holdout."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
 from toolkit.catalog.store import Catalog
 from toolkit.datasets.dataset import Share
 from toolkit.layout import Layout
+from toolkit.loop.config import LoopConfig
 from toolkit.loop.steps.base import StepContext
+
+if TYPE_CHECKING:
+    from toolkit.datasets.config import BuildConfig
 
 
 class BuildInput(BaseModel):
@@ -34,7 +40,6 @@ class BuildStepResult(BaseModel):
 def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
     """Build ``loop-<name>`` from every usable batch: not rejected, not retired, not another run's, not left out."""
     from toolkit.datasets.build import build_dataset
-    from toolkit.datasets.config import BuildConfig
 
     data = ctx.config.data
     with Catalog.open(ctx.layout, read_only=True) as catalog:
@@ -47,21 +52,7 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
             for b in catalog.batches()
             if b.status != "rejected" and not b.retired and b.batch_id not in skip
         ]
-    present = {s for _, sources in usable for s in sources}
-    if ctx.generation == 0:  # the first student learns the bootstrap data, all of it
-        weights, mode = {s: 1.0 for s in present}, "ratio"
-    else:
-        weights, mode = {s: w for s, w in data.weights.items() if s in present}, data.weight_mode
-    config = BuildConfig(
-        name=ctx.config.dataset,
-        weight_mode=mode,
-        weights=weights,
-        min_reward=data.min_reward,
-        wins_only=[s for s in data.wins_only if s in present],
-        holdout=data.holdout,
-        seed=ctx.seed,
-        batches=[batch for batch, _ in usable] if skip else None,
-    )
+    config = dataset_config(ctx.config, ctx.generation, usable, seed=ctx.seed, pin=bool(skip))
     info = build_dataset(ctx.layout, config)
     m = info.manifest
     return BuildStepResult(
@@ -77,6 +68,42 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
         duplicates=m.duplicates,
         holdout_content=m.holdout.content,
         batches=[i.batch_id for i in m.inputs],
+    )
+
+
+def dataset_config(
+    config: LoopConfig, generation: int, usable: list[tuple[str, list[str]]], *, seed: int, pin: bool
+) -> BuildConfig:
+    """The build a loop makes in ``generation`` from the ``usable`` batches (id, sources): generation 0 learns
+    every source's rows alike, later generations the shares of ``config.data``, restricted to the sources present.
+
+    Args:
+        config: the loop's config (its ``data`` section and dataset name).
+        generation: the generation building.
+        usable: the batches the build may read, with their sources.
+        seed: the build's sampling seed.
+        pin: name the batches in the build config (when some of the lake's batches are left out).
+
+    Raises:
+        pydantic.ValidationError: the data section gives no source present a weight.
+    """
+    from toolkit.datasets.config import BuildConfig
+
+    data = config.data
+    present = {s for _, sources in usable for s in sources}
+    if generation == 0:  # the first student learns the bootstrap data, all of it
+        weights, mode = {s: 1.0 for s in present}, "ratio"
+    else:
+        weights, mode = {s: w for s, w in data.weights.items() if s in present}, data.weight_mode
+    return BuildConfig(
+        name=config.dataset,
+        weight_mode=mode,
+        weights=weights,
+        min_reward=data.min_reward,
+        wins_only=[s for s in data.wins_only if s in present],
+        holdout=data.holdout,
+        seed=seed,
+        batches=[batch for batch, _ in usable] if pin else None,
     )
 
 

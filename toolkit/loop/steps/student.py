@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
+from toolkit.loop.config import StudentConfig
 from toolkit.loop.steps.base import StepContext
+
+if TYPE_CHECKING:
+    from toolkit.train.bc import BCConfig
 
 
 class StudentInput(BaseModel):
@@ -23,23 +29,9 @@ class StudentResult(BaseModel):
 
 
 def run(ctx: StepContext, step: StudentInput) -> StudentResult:
-    from toolkit.train.bc import BCConfig, train_bc
-    from toolkit.train.policy import PolicySpec
+    from toolkit.train.bc import train_bc
 
-    s = ctx.config.student
-    config = BCConfig(
-        dataset=step.dataset,
-        fingerprint=step.fingerprint,
-        run_id=step.run_id,
-        seed=ctx.seed,
-        epochs=s.epochs,
-        batch_size=s.batch_size,
-        learning_rate=s.learning_rate,
-        select=s.select,
-        patience=s.patience,
-        policy=PolicySpec(pi=s.hidden, vf=s.hidden),
-        generation=ctx.generation,
-    )
+    config = bc_config(ctx.config.student, step, seed=ctx.seed, generation=ctx.generation)
     result = train_bc(ctx.layout, config, ctx.folder)
     return StudentResult(
         checkpoint=ctx.layout.stored(result.checkpoint),
@@ -48,4 +40,24 @@ def run(ctx: StepContext, step: StudentInput) -> StudentResult:
         epochs=len(result.epochs),
         train_rows=result.train_rows,
         samples_per_second=result.samples_per_second,
+    )
+
+
+def bc_config(student: StudentConfig, step: StudentInput, *, seed: int, generation: int | None) -> BCConfig:
+    """The behaviour cloning a loop's student gets: ``student``'s settings on the dataset ``step`` names."""
+    from toolkit.train.bc import BCConfig
+    from toolkit.train.policy import PolicySpec
+
+    return BCConfig(
+        dataset=step.dataset,
+        fingerprint=step.fingerprint,
+        run_id=step.run_id,
+        seed=seed,
+        epochs=student.epochs,
+        batch_size=student.batch_size,
+        learning_rate=student.learning_rate,
+        select=student.select,
+        patience=student.patience,
+        policy=PolicySpec(pi=student.hidden, vf=student.hidden),
+        generation=generation,
     )

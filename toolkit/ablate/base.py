@@ -1,0 +1,135 @@
+"""The base of an ablation: the config every variant changes, and what it reads.
+
+Two kinds of base, one field grammar. A loop base (``--loop RUN``,
+``--loop-config FILE``) is varied as a :class:`~toolkit.loop.config.LoopConfig`
+(``data.weights.forge``, ``data.wins_only``, ``student.epochs``...); each
+variant's dataset is the one the loop's build step would make from it
+(:func:`toolkit.loop.steps.build.dataset_config`) over the batches the run's
+last build read. A build base (``--build NAME``, ``--build-config FILE``) is
+varied as :class:`BuildSubject`: ``data`` is the build config
+(``data.weights.forge``, ``data.min_reward``...), ``student`` the loop's
+student settings. A build named by ``--build`` keeps the batches it read, so
+data ingested since changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.ablate.config import AblateConfig, read_yaml_model
+from toolkit.catalog.store import Catalog
+from toolkit.datasets.config import BuildConfig
+from toolkit.errors import ConfigError
+from toolkit.layout import Layout
+from toolkit.loop.config import LoopConfig, StudentConfig
+from toolkit.loop.state import RunFolder
+from toolkit.loop.steps.base import StepName
+
+
+class BuildSubject(BaseModel):
+    """What a build base varies: the build config and the student trained on it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data: BuildConfig = Field(description="The build (every `distill build` field).")
+    student: StudentConfig = Field(default_factory=StudentConfig, description="The student (the loop's settings).")
+
+
+@dataclass(frozen=True)
+class Base:
+    """A resolved base: the model its variants are validated as, its config as data, and the lake it reads."""
+
+    kind: Literal["build", "loop"]
+    description: str
+    model: type[BaseModel]
+    document: dict[str, Any]
+    usable: list[tuple[str, list[str]]] = field(default_factory=list)  # loop base: (batch, sources) to build from
+    generation: int = 1  # loop base: the generation whose build rule applies
+
+
+def resolve_base(layout: Layout, config: AblateConfig) -> Base:
+    """The base ``config`` names, read from the data root (nothing is written).
+
+    Raises:
+        ConfigError: the build, run or file does not exist or is invalid.
+    """
+    if config.build is not None:
+        return _named_build(layout, config.build)
+    if config.build_config is not None:
+        subject = BuildSubject(data=config.build_config)
+        return Base("build", "a build config", BuildSubject, subject.model_dump(mode="json"))
+    if config.loop is not None:
+        run = RunFolder(layout, config.loop)
+        if not run.exists():
+            raise ConfigError(
+                f"no loop run named {config.loop!r} in {layout.home}",
+                hint="name a run `distill loop status` lists with --loop, or give --loop-config FILE",
+            )
+        loop = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
+        return _loop_base(layout, loop, f"loop run {config.loop}")
+    assert config.loop_config is not None  # the config's validator asks for exactly one base
+    return _loop_base(layout, config.loop_config, f"loop config {config.loop_config.name}")
+
+
+def load_base_file(kind: Literal["build", "loop"], path: Any) -> BuildConfig | LoopConfig:
+    """The YAML file of ``--build-config`` or ``--loop-config``.
+
+    Raises:
+        ConfigError: unreadable or invalid.
+    """
+    if kind == "build":
+        return read_yaml_model(BuildConfig, path, "--build-config")
+    return read_yaml_model(LoopConfig, path, "--loop-config")
+
+
+def _named_build(layout: Layout, ref: str) -> Base:
+    from toolkit.datasets.dataset import open_dataset
+    from toolkit.errors import BuildError
+
+    name, _, fingerprint = ref.partition("@")
+    try:
+        dataset = open_dataset(layout, name, fingerprint or None)
+    except BuildError as error:
+        raise ConfigError(error.message, hint=error.hint or "name a build `distill datasets list` shows") from None
+    data = dataset.manifest.config
+    if data.batches is None:  # the batches it read, not whatever the lake holds now
+        data = data.model_copy(update={"batches": [i.batch_id for i in dataset.manifest.inputs]})
+    subject = BuildSubject(data=data)
+    return Base("build", f"build {name}@{dataset.fingerprint}", BuildSubject, subject.model_dump(mode="json"))
+
+
+def _loop_base(layout: Layout, loop: LoopConfig, description: str) -> Base:
+    """A loop base over its run's last build's batches, or, without a run, every usable batch of the lake."""
+    batches, generation = _last_build(layout, loop.name)
+    with Catalog.open(layout, read_only=True) as catalog:
+        every = catalog.batches()
+    if batches is None:
+        usable = [(b.batch_id, list(b.sources)) for b in every if b.status != "rejected" and not b.retired]
+    else:
+        sources = {b.batch_id: list(b.sources) for b in every}
+        missing = sorted(set(batches) - set(sources))
+        if missing:
+            raise ConfigError(
+                f"the last build of loop run {loop.name!r} read batches the catalog no longer holds: {missing[:3]}",
+                hint="restore them (distill lake restore), or give --build-config with the batches you want",
+            )
+        usable = [(b, sources[b]) for b in batches]
+    if not usable:
+        raise ConfigError(f"the lake of {layout.home} holds no usable batch", hint="ingest logs or run a loop first")
+    return Base("loop", description, LoopConfig, loop.model_dump(mode="json"), usable, max(1, generation))
+
+
+def _last_build(layout: Layout, name: str) -> tuple[list[str] | None, int]:
+    """The batches and generation of the run ``name``'s last build step (None: no such run or build)."""
+    run = RunFolder(layout, name)
+    if not run.exists():
+        return None, 1
+    for gen in reversed(run.load().generations):
+        builds = [s for s in gen.steps.values() if s.name == StepName.BUILD]
+        if builds:
+            last = max(builds, key=lambda s: s.attempt)
+            return list(last.result["batches"]), gen.generation
+    return None, 1
