@@ -167,6 +167,7 @@ READ_ONLY = {
     "values": "VALUES (1, 'a')",
     "table": "TABLE versions",
     "a listing pragma": "PRAGMA table_info('games')",
+    "a listing pragma, then a semicolon": "PRAGMA show_tables;",
 }
 
 

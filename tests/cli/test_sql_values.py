@@ -261,6 +261,7 @@ def test_schema_lists_the_views_and_describes_one(home: Path) -> None:
     assert _visible(gain["type"]) in types and _visible(gain["description"]) in _column(
         sql(home, "--schema", "generations"), 2
     )
+    assert "lineup[i]seati" in _column(sql(home, "--schema", "decisions"), 2)  # no markup read in descriptions
     refused = runner.invoke(app, ["--home", str(home), "sql", "--schema", "batch_log"])
     assert refused.exit_code == 2 and "no view is named 'batch_log'" in refused.output
 

@@ -121,7 +121,9 @@ def _words(text: str) -> list[str]:
 def _lists(text: str) -> bool:
     """A ``PRAGMA name`` or ``PRAGMA name(arguments)`` among :data:`_LISTING_PRAGMAS` (not ``PRAGMA name = x``)."""
     tokens = _tokens(text)
-    if len(tokens) < 2 or text[tokens[1][0] :].split("(")[0].strip().lower() not in _LISTING_PRAGMAS:
+    if tokens and text.startswith(";", tokens[-1][0]):
+        tokens = tokens[:-1]
+    if len(tokens) < 2 or _word_at(text, tokens[1][0]).lower() not in _LISTING_PRAGMAS:
         return False
     return len(tokens) == 2 or text.startswith("(", tokens[2][0])
 
@@ -130,6 +132,8 @@ def _multi_kind(con: duckdb.DuckDBPyConnection, text: str) -> str:
     """The kind of the statement DuckDB runs last for ``text`` (a PIVOT it splits): the first word of the statement,
     past a leading WITH clause; "SELECT" for a query (or a parenthesis), the explained kind for an EXPLAIN."""
     tokens = _tokens(text)
+    if not tokens:
+        return "MULTI"
     words = [_word_at(text, start) for start, _ in tokens]
     first = 0
     if words[:1] == ["WITH"]:  # the statement after the CTEs: the first word at depth 0 that can open one
@@ -141,7 +145,7 @@ def _multi_kind(con: duckdb.DuckDBPyConnection, text: str) -> str:
                 break
         else:
             return "MULTI"
-    if not tokens or text.startswith("(", tokens[first][0]) or words[first] in _QUERY_WORDS:
+    if text.startswith("(", tokens[first][0]) or words[first] in _QUERY_WORDS:
         return "SELECT"
     if words[first] == "EXPLAIN":
         return _explained_kind(con, text[tokens[first][0] :])

@@ -186,7 +186,7 @@ VIEWS: Final = MappingProxyType(
             ViewDoc(
                 "rejects",
                 "One row per quarantined line of the batches that are not retired.",
-                "its batch (as batches), then source_line",
+                "batch (as in batches), then source_line",
                 MappingProxyType(_REJECTS),
             ),
             ViewDoc(

@@ -275,10 +275,8 @@ _GENERATION_TYPES: Final = {
     **dict.fromkeys(("loop", "outcome", "reason", "student", "ppo"), "VARCHAR"),
     **dict.fromkeys(("generation", "retries"), "BIGINT"),
     **dict.fromkeys(("teacher_promoted", "student_promoted"), "BOOLEAN"),
-    **dict.fromkeys(
-        ("holdout_accuracy", "previous_accuracy", "student_win_rate", "student_win_low", "student_win_high"), "DOUBLE"
-    ),
-    **dict.fromkeys(("ppo_win_rate", "seconds"), "DOUBLE"),
+    **dict.fromkeys(("holdout_accuracy", "previous_accuracy", "ppo_win_rate", "seconds"), "DOUBLE"),
+    **dict.fromkeys(("student_win_rate", "student_win_low", "student_win_high"), "DOUBLE"),
     "recorded_at": "TIMESTAMPTZ",
 }
 

@@ -226,6 +226,7 @@ def sql(
 
 
 def _print_schema(catalog: Catalog, view: str | None, as_json: bool) -> None:
+    """The views (``view`` None) or one view's columns, as a table (no markup read in them) or JSON."""
     from toolkit.catalog.query import describe_views
 
     described = describe_views(catalog, view)
@@ -233,20 +234,21 @@ def _print_schema(catalog: Catalog, view: str | None, as_json: bool) -> None:
         print_json(described[0].model_dump() if view else [v.model_dump() for v in described])
         return
     if view is None:
-        table = Table(title="views: distill sql --schema VIEW lists a view's columns", title_justify="left")
+        table = Table(title="views (distill sql --schema VIEW lists a view's columns)", title_justify="left")
         for name in ("view", "columns", "ordered by", "description"):
             table.add_column(name, overflow="fold", justify="right" if name == "columns" else "left")
         for one in described:
-            table.add_row(one.name, str(len(one.columns)), one.order or "-", one.description)
+            order = one.order or "none (use ORDER BY)"
+            table.add_row(*map(Text, (one.name, str(len(one.columns)), order, one.description)))
         console.print(table)
         return
     (one,) = described
-    order = f"ordered by {one.order}" if one.order else "in no order: use ORDER BY"
-    table = Table(title=f"{one.name}: {one.description} Rows {order}.", title_justify="left")
+    order = f"ordered by {one.order}" if one.order else "in no order (use ORDER BY)"
+    table = Table(title=Text(f"{one.name}: {one.description} Rows {order}."), title_justify="left")
     for name in ("column", "type", "description"):
         table.add_column(name, overflow="fold")
     for column in one.columns:
-        table.add_row(column.name, column.type, column.description)
+        table.add_row(*map(Text, (column.name, column.type, column.description)))
     console.print(table)
 
 
