@@ -63,6 +63,7 @@ def test_types_are_written_in_full(home: Layout) -> None:
     types = {c.name: c.type for c in generations.columns}
     assert types["student_gain"].startswith("STRUCT(heuristic STRUCT(")
     assert types["student_gain"].endswith("high DOUBLE))") and "…" not in types["student_gain"]
+    assert (types["ppo"], types["previous_accuracy"]) == ("VARCHAR", "DOUBLE")  # null in every record
 
 
 def test_generations_has_every_column_before_any_loop_ran(tmp_path: Path) -> None:

@@ -257,10 +257,16 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
     pattern = str(layout.runs / "*" / "generations.jsonl")
     if glob.glob(pattern):
         source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
-        found = [row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+        found = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
         ordered = [n for n in GENERATION_COLUMNS if n in found] + [n for n in found if n not in GENERATION_COLUMNS]
+        columns = [  # a column null in every record has no type of its own: the one it has when it is not null
+            f"{_quoted(n)}::{_GENERATION_TYPES[n]} AS {_quoted(n)}"
+            if found[n] == '"NULL"' and n in _GENERATION_TYPES
+            else _quoted(n)
+            for n in ordered
+        ]
         body = (
-            f"SELECT {', '.join(_quoted(n) for n in ordered)} FROM {source} "
+            f"SELECT {', '.join(columns)} FROM {source} "
             "QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
         )
     else:  # no loop ran: every documented column, none of its rows
