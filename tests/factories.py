@@ -180,3 +180,50 @@ def normalised(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return value
 
     return clean(records)
+
+
+def make_generation_record(generation: int, *, loop: str = "demo", **overrides: Any) -> dict[str, Any]:
+    """A finished generation's record, as the loop writes it (a line of ``runs/<loop>/generations.jsonl``)."""
+    from toolkit.loop.record import GenerationRecord
+
+    score = {"games": 1000, "wins": 354, "win_rate": 0.354, "win_low": 0.325, "win_high": 0.3841}
+    gain = {"deals": 250, "diff": 0.404, "low": 0.3697, "high": 0.4383}
+    record = {
+        "loop": loop,
+        "generation": generation,
+        "outcome": "passed",
+        "reason": "student promoted",
+        "retries": 0,
+        "teacher_promoted": generation > 0,
+        "student_promoted": True,
+        "student": f"runs/{loop}/gen-{generation:03d}/student/card.json",
+        "ppo": None,
+        "holdout_accuracy": 0.91,
+        "previous_accuracy": None,
+        "student_win_rate": 0.354,
+        "student_win_low": 0.325,
+        "student_win_high": 0.3841,
+        "ppo_win_rate": None,
+        "evaluation": {
+            "student": {t: {**score, "placement_score": 0.5, "truncations": 0} for t in ("heuristic", "tuned")}
+        },
+        "student_gain": {t: gain for t in ("heuristic", "tuned")} if generation else None,
+        "rows_by_source": {"forge": 32187},
+        "shares": {"forge": {"target": None, "achieved": 1.0}},
+        "ratings": [
+            {
+                "name": "student",
+                "elo": 1500.0,
+                "elo_se": 20.0,
+                "mu": 25.0,
+                "sigma": 2.0,
+                "ordinal": 19.0,
+                "games": 100,
+                "wins": 30,
+            }
+        ],
+        "attempts": [],
+        "seconds": 12.5,
+        "recorded_at": f"2026-01-01T00:00:{generation:02d}+00:00",
+    }
+    return GenerationRecord.model_validate({**record, **overrides}).model_dump(mode="json")

@@ -16,6 +16,7 @@ import pytest
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
 from toolkit.catalog.query import interrupt_on_sigint, run_query, start_query
+from toolkit.catalog.view_docs import VIEWS
 from toolkit.catalog.views import SandboxLimits
 from toolkit.errors import QueryError, QueryInterrupted
 from toolkit.ingest.ingest import ingest_paths
@@ -93,11 +94,24 @@ ESCAPES = {
     "copy to": "COPY batches TO '{outside}/b.csv'",
     "copy from": "COPY batches FROM '{secret}'",
     "delete": "DELETE FROM batches",
+    "update a view": "UPDATE batches SET status = 'accepted'",
+    "insert into versions": "INSERT INTO versions SELECT * FROM versions",
     "create table": "CREATE TABLE t (a INT)",
+    "import database": "IMPORT DATABASE '{outside}'",
+    "force install": "FORCE INSTALL httpfs",
+    # a PIVOT DuckDB splits in several statements (MULTI), wrapping a write or a file read
+    "copy a pivot": "COPY (PIVOT decisions ON seat USING count(*)) TO '{outside}/p.csv'",
+    "explain analyze copy of a pivot": "EXPLAIN ANALYZE COPY (PIVOT decisions ON seat USING count(*)) "
+    "TO '{outside}/p.csv'",
+    "create table as a pivot": "CREATE TABLE t AS PIVOT decisions ON seat USING count(*)",
+    "insert after a pivot": "WITH p AS (PIVOT decisions ON seat USING count(*)) "
+    "INSERT INTO batches SELECT * FROM batches",
+    "pivot of a file": "PIVOT read_csv('{secret}') ON column0 USING count(*)",
+    "pivot in a CTE reading a file": "WITH p AS (PIVOT read_text('{secret}') ON size USING count(*)) SELECT * FROM p",
 }
 # The sandbox's own in-memory database takes these (as DuckDB's temp schema does on any connection): no file
 # changes, and the statement check refuses them anyway.
-IN_MEMORY = {"create table", "explain analyze create", "explain create"}
+IN_MEMORY = {"create table", "explain analyze create", "explain create", "create table as a pivot"}
 
 
 @pytest.mark.parametrize("name", sorted(ESCAPES))
@@ -124,19 +138,61 @@ def test_no_escape_writes_or_reads_a_file(home: Layout, tmp_path: Path, name: st
     assert query(home, "SELECT count(*) AS n FROM decisions") == visible == [{"n": 12}]
 
 
-def test_refusals_say_why(home: Layout, tmp_path: Path) -> None:
-    with pytest.raises(QueryError, match="file access is switched off"):
-        query(home, f"SELECT * FROM read_text('{tmp_path}/x')")
-    with pytest.raises(QueryError, match="a COPY statement is refused"):
-        query(home, f"EXPLAIN ANALYZE COPY (SELECT 1) TO '{tmp_path}/x.csv'")
-    with pytest.raises(QueryError, match="an INSTALL statement is refused"):
-        query(home, "INSTALL httpfs")
+def test_refusals_say_why(lake: Layout, tmp_path: Path) -> None:
+    with pytest.raises(QueryError, match="read_text would read files outside the lake: .*file access is switched off"):
+        query(lake, f"SELECT * FROM read_text('{tmp_path}/x')")
+    with pytest.raises(
+        QueryError, match=r"a COPY statement is refused \(it would write or read files outside the lake"
+    ):
+        query(lake, f"EXPLAIN ANALYZE COPY (SELECT 1) TO '{tmp_path}/x.csv'")
+    with pytest.raises(QueryError, match=r"an INSERT statement is refused \(it would change the catalog"):
+        query(lake, "WITH p AS (PIVOT decisions ON seat USING count(*)) INSERT INTO batches SELECT * FROM batches")
+    with pytest.raises(QueryError, match=r"an INSTALL statement is refused \(it would install or load an extension"):
+        query(lake, "INSTALL httpfs")
+    with pytest.raises(QueryError, match=r"a SET statement is refused \(it would change a setting"):
+        query(lake, "SET threads = 1")
     with pytest.raises(QueryError, match="exactly one statement"):
-        query(home, "SELECT 1; SELECT 2")
+        query(lake, "SELECT 1; SELECT 2")
+
+
+READ_ONLY = {
+    "pivot": "PIVOT decisions ON seat USING count(*) GROUP BY game_id",
+    "pivot in a CTE": "WITH p AS (PIVOT decisions ON seat USING count(*)) SELECT * FROM p",
+    "pivot in a subquery": "SELECT * FROM (PIVOT decisions ON phase USING count(*))",
+    "explain analyze a pivot": "EXPLAIN ANALYZE PIVOT decisions ON seat USING count(*)",
+    "unpivot": "UNPIVOT (SELECT game_id, seat, turn FROM decisions) ON seat, turn INTO NAME k VALUE v",
+    "summarize": "SUMMARIZE games",
+    "describe": "DESCRIBE decisions",
+    "show tables": "SHOW TABLES",
+    "values": "VALUES (1, 'a')",
+    "table": "TABLE versions",
+    "a listing pragma": "PRAGMA table_info('games')",
+    "a listing pragma, then a semicolon": "PRAGMA show_tables;",
+}
+
+
+def test_read_only_statements_run(lake: Layout) -> None:
+    with Catalog.open(lake, sandbox=True) as catalog:
+        ran = {name: run_query(catalog, sql).num_rows for name, sql in READ_ONLY.items()}
+    assert all(ran.values()), ran
+    assert query(lake, READ_ONLY["pivot"]) == [{"game_id": "g0", "0": 1, "1": 1, "2": 1, "3": 1}]
+
+
+INTERNAL = ("catalog_meta", "lake_files", "batch_log", "batch_states", "file_log", "_files_decisions")
+
+
+def test_only_the_views_are_shown(lake: Layout) -> None:
+    assert [row["name"] for row in query(lake, "SHOW TABLES")] == sorted(VIEWS)
+    assert sorted(row["name"] for row in query(lake, "SHOW ALL TABLES")) == sorted(VIEWS)
+    assert {r["table_name"] for r in query(lake, "SELECT table_name FROM information_schema.tables")} == set(VIEWS)
+    assert query(lake, "SELECT count(*) AS n FROM duckdb_tables()") == [{"n": 0}]
+    for table in INTERNAL:
+        with pytest.raises(QueryError, match="does not exist"):
+            query(lake, f"FROM {table}")
 
 
 def test_every_view_still_reads(home: Layout) -> None:
-    for view in ("decisions", "games", "files", "batches", "rejects", "generations"):
+    for view in VIEWS:
         query(home, f"SELECT count(*) FROM {view}")
     assert query(home, "SELECT count(*) AS n FROM rejects") == [{"n": 1}]
     assert query(home, "SELECT count(*) AS n FROM games") == [{"n": 3}]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import shlex
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from tests.factories import make_snapshot
+from tests.factories import make_generation_record, make_snapshot
+from toolkit.catalog.view_docs import VIEWS
 from toolkit.cli.main import app
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
@@ -159,11 +162,16 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lake of one decision, and a loop's generations."""
     root = tmp_path_factory.mktemp("sql-values")
     log = root / "a.jsonl"
     log.write_bytes(orjson.dumps(make_snapshot(game_id="g0", seat=0, decision_index=0)) + b"\n")
-    ingest_paths([log], Layout.at(root / "home"))
-    return root / "home"
+    layout = Layout.at(root / "home")
+    ingest_paths([log], layout)
+    (layout.runs / "demo").mkdir(parents=True)
+    records = [make_generation_record(g) for g in (1, 0, 2)]
+    (layout.runs / "demo" / "generations.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return layout.home
 
 
 def sql(home: Path, *args: str) -> str:
@@ -206,3 +214,71 @@ def test_a_statement_with_no_rows_prints_its_columns_or_an_empty_list(home: Path
     assert "┃ d ┃" in sql(home, statement)
     assert sql(home, "--csv", statement) == "d\n"
     assert json.loads(sql(home, "--json", statement)) == []
+
+
+def _visible(output: str) -> str:
+    """The output's text without the table's borders and line breaks (what wraps is joined again)."""
+    return re.sub(r"[\s│┃┏┓┗┛┡┩└┘┌┐━─╇┳┻┼╋┯┷]+", "", output)
+
+
+def _column(output: str, index: int) -> str:
+    """The text of the table's column ``index``, its cells' lines joined (as :func:`_visible`)."""
+    return _visible("".join(line.strip("│").split("│")[index] for line in output.splitlines() if line[:1] == "│"))
+
+
+def test_long_values_and_types_print_whole_in_a_narrow_terminal(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    long = "x" * 300 + "END"
+    assert long in _visible(sql(home, f"SELECT 'a' AS a, '{long}' AS long"))
+    gains = sql(home, "--csv", "SELECT student_gain FROM generations WHERE generation = 1").splitlines()[1]
+    example = "SELECT generation, outcome, student_win_rate, holdout_accuracy, student_gain FROM generations"
+    assert len(gains) > 80 and _visible(gains).strip('"') in _column(sql(home, example), 4)
+    players = sql(home, "--csv", "SELECT column_type FROM (DESCRIBE decisions) WHERE column_name = 'players'")
+    assert _visible(players.splitlines()[1]).strip('"') in _column(sql(home, "DESCRIBE decisions"), 1)
+
+
+def test_too_many_columns_for_the_terminal_print_as_one_block_per_row(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    printed = sql(home, "SELECT " + ", ".join(f"{i} AS column_{i}" for i in range(12)) + " FROM range(2)")
+    lines = printed.splitlines()
+    assert "row 1" in lines[0] and any("row 2" in line for line in lines)
+    assert [line.split() for line in lines[1:13]] == [[f"column_{i}", str(i)] for i in range(12)]
+
+
+def test_schema_lists_the_views_and_describes_one(home: Path) -> None:
+    listed = json.loads(sql(home, "--schema", "--json"))
+    assert [view["name"] for view in listed] == list(VIEWS)
+    assert all(view["description"] and view["columns"] for view in listed)
+    one = json.loads(sql(home, "--schema", "generations", "--json"))
+    assert one["order"] == "loop, generation"
+    gain = next(c for c in one["columns"] if c["name"] == "student_gain")
+    assert gain["type"].startswith("STRUCT(heuristic STRUCT(deals BIGINT") and "paired gain" in gain["description"]
+    table = _visible(sql(home, "--schema"))
+    assert all(name in table for name in VIEWS)
+    types = _column(sql(home, "--schema", "generations"), 1)
+    assert _visible(gain["type"]) in types and _visible(gain["description"]) in _column(
+        sql(home, "--schema", "generations"), 2
+    )
+    assert "lineup[i]seati" in _column(sql(home, "--schema", "decisions"), 2)  # no markup read in descriptions
+    refused = runner.invoke(app, ["--home", str(home), "sql", "--schema", "batch_log"])
+    assert refused.exit_code == 2 and "no view is named 'batch_log'" in refused.output
+
+
+def test_help_names_every_view() -> None:
+    shown = runner.invoke(app, ["sql", "--help"], env={"COLUMNS": "200"}).output
+    assert all(re.search(rf"^\W*{name} \(", shown, re.MULTILINE) for name in VIEWS), shown
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readmes_sql_examples_run(home: Path) -> None:
+    """Every ``distill sql`` line of the README's shell examples (an --as-of version: the lake's last one)."""
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    examples = [line for block in blocks for line in block.splitlines() if line.startswith("distill sql ")]
+    assert len(examples) >= 4
+    for example in examples:
+        args = shlex.split(re.sub(r"--as-of \d+", "--as-of 1", example.split(" #")[0]))[2:]
+        sql(home, *args)

@@ -1,5 +1,5 @@
-"""Read-only SQL over the catalog views (``decisions``, ``games``, ``files``, ``batches``, ``rejects``,
-``generations``), streamed.
+"""Read-only SQL over the catalog views (``decisions``, ``games``, ``batches``, ``files``, ``rejects``,
+``versions``, ``generations``: see :mod:`toolkit.catalog.view_docs`, and :func:`describe_views`), streamed.
 
 The guarantee is structural, not a statement filter: :func:`start_query`
 runs on a catalog opened with ``sandbox=True`` (see :meth:`Catalog.open`),
@@ -8,8 +8,8 @@ access and extension loading switched off, its time and memory bounded and
 its configuration locked. However a statement is wrapped (``EXPLAIN
 ANALYZE COPY ...``) or chained, it can neither write a file nor read one
 other than the lake and the quarantine the views were opened on. The
-statement check in front of it only gives the common refusals a plain
-message.
+statement check in front of it (:mod:`toolkit.catalog.statements`) only
+gives the refusals a plain message.
 
 Rows are streamed as Arrow record batches, never the whole result at once.
 Each value is printed as DuckDB prints it (:meth:`QueryResult.text_rows`:
@@ -34,15 +34,18 @@ from typing import Any, Final
 
 import duckdb
 import pyarrow as pa
+from pydantic import BaseModel
 
+from toolkit.catalog.statements import check_statement, file_functions
 from toolkit.catalog.store import Catalog
-from toolkit.catalog.views import VIEWS_HINT
+from toolkit.catalog.view_docs import VIEWS, VIEWS_HINT, ViewDoc
 from toolkit.errors import QueryError, QueryInterrupted
 
 BATCH_ROWS: Final = 2048  # rows per streamed batch: DuckDB's vector size
 # DuckDB's wording for what the sandbox refuses -> why, in our words
+_NO_FILES = "file system operations are disabled"
 _SANDBOX_REFUSALS = {
-    "file system operations are disabled": "distill sql reads only the catalog views: file access is switched off",
+    _NO_FILES: "distill sql reads only the catalog views: file access is switched off",
     "the configuration has been locked": "distill sql cannot change DuckDB settings: they are locked",
     "read-only mode": "distill sql is read-only: the catalog cannot be changed from it",
 }
@@ -65,26 +68,27 @@ class QueryResult:
     and :class:`~toolkit.errors.QueryInterrupted` when it is interrupted.
     """
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation, sql: str = "") -> None:
         self._con = con
         self._relation = relation
-        self.columns: list[str] = _guarded(con, lambda: relation.project(_AS_TEXT).columns)
+        self._sql = sql
+        self.columns: list[str] = _guarded(con, lambda: relation.project(_AS_TEXT).columns, sql)
         """The column names; a name the statement gives twice gets DuckDB's suffix (``a``, ``a_1``)."""
 
     def arrow_batches(self, max_rows: int | None = None) -> Iterator[pa.RecordBatch]:
         """The rows as DuckDB hands them to Arrow (native types; see :meth:`check_parquet`)."""
-        return _stream(self._con, self._relation.project("COLUMNS(*)"), max_rows)
+        return _stream(self._con, self._relation.project("COLUMNS(*)"), max_rows, self._sql)
 
     def text_rows(self, max_rows: int | None = None) -> Iterator[list[str | None]]:
         """Each row as DuckDB prints its values (None for NULL), at most ``max_rows`` of them."""
-        for batch in _stream(self._con, self._relation.project(_AS_TEXT), max_rows):
+        for batch in _stream(self._con, self._relation.project(_AS_TEXT), max_rows, self._sql):
             yield from (list(row) for row in zip(*(column.to_pylist() for column in batch.columns), strict=True))
 
     def json_rows(self) -> Iterator[str]:
         """Each row as one JSON object (its keys the :attr:`columns`): the JSON DuckDB writes for each value, with
         NaN and the infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
         keys = [json.dumps(name, ensure_ascii=False) + ": " for name in self.columns]
-        for batch in _stream(self._con, self._relation.project(_AS_JSON), None):
+        for batch in _stream(self._con, self._relation.project(_AS_JSON), None, self._sql):
             for row in zip(*(column.to_pylist() for column in batch.columns), strict=True):
                 yield "{" + ", ".join(key + json_value(value) for key, value in zip(keys, row, strict=True)) + "}"
 
@@ -107,7 +111,7 @@ class QueryResult:
         batches = list(self.arrow_batches())
         if batches:
             return pa.Table.from_batches(batches)
-        return _guarded(self._con, lambda: self._relation.project("COLUMNS(*)").limit(0).to_arrow_table())
+        return _guarded(self._con, lambda: self._relation.project("COLUMNS(*)").limit(0).to_arrow_table(), self._sql)
 
 
 def start_query(catalog: Catalog, sql: str) -> QueryResult:
@@ -122,8 +126,42 @@ def start_query(catalog: Catalog, sql: str) -> QueryResult:
         raise QueryError(
             "SQL from users runs only on a sandboxed catalog", hint="open it with Catalog.open(layout, sandbox=True)"
         )
-    statement = _one_statement(catalog.con, sql)
-    return QueryResult(catalog.con, _guarded(catalog.con, lambda: catalog.con.sql(statement.query)))
+    statement = check_statement(catalog.con, sql)
+    return QueryResult(catalog.con, _guarded(catalog.con, lambda: catalog.con.sql(statement.query), sql), sql)
+
+
+class ColumnSchema(BaseModel):
+    """One column of a view: its name, its DuckDB type written in full, what it holds."""
+
+    name: str
+    type: str
+    description: str
+
+
+class ViewSchema(BaseModel):
+    """One view: what a row is, the order its rows come in (None: none; use ORDER BY), its columns."""
+
+    name: str
+    description: str
+    order: str | None
+    columns: list[ColumnSchema]
+
+
+def describe_views(catalog: Catalog, view: str | None = None) -> list[ViewSchema]:
+    """Every view (or the one named ``view``), its columns with the types this catalog gives them, each described.
+
+    Raises:
+        QueryError: no view is named ``view``.
+    """
+    if view is not None and view not in VIEWS:
+        raise QueryError(f"no view is named {view!r}", hint=VIEWS_HINT)
+    return [_described(catalog.con, VIEWS[name]) for name in ([view] if view else VIEWS)]
+
+
+def _described(con: duckdb.DuckDBPyConnection, doc: ViewDoc) -> ViewSchema:
+    found = con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {doc.name})").fetchall()
+    columns = [ColumnSchema(name=n, type=t, description=doc.columns.get(n, "")) for n, t in found]
+    return ViewSchema(name=doc.name, description=doc.summary, order=doc.order, columns=columns)
 
 
 def run_query(catalog: Catalog, sql: str) -> pa.Table:
@@ -133,76 +171,6 @@ def run_query(catalog: Catalog, sql: str) -> pa.Table:
         QueryError: see :func:`start_query`.
     """
     return start_query(catalog, sql).to_arrow_table()
-
-
-def _one_statement(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
-    statements = _parse(con, sql)
-    if len(statements) != 1:
-        raise QueryError(f"give exactly one statement, got {len(statements)}", hint="run them one at a time")
-    kind = statement_kind(statements[0])
-    if kind == "EXPLAIN":
-        kind = _explained_kind(con, statements[0].query)
-    if kind != "SELECT":
-        raise QueryError(
-            f"distill sql is read-only: {'an' if kind[0] in 'AEIOU' else 'a'} {kind} statement is refused",
-            hint="use SELECT (or EXPLAIN one); to export results use --csv, --json or --parquet FILE",
-        )
-    return statements[0]
-
-
-def _parse(con: duckdb.DuckDBPyConnection, sql: str) -> list[duckdb.Statement]:
-    try:
-        return list(con.extract_statements(sql))
-    except duckdb.Error as error:
-        raise QueryError(f"cannot parse the statement: {error}") from error
-
-
-def statement_kind(statement: duckdb.Statement) -> str:
-    """The statement's kind as a user wrote it (DuckDB files INSTALL under LOAD, for one)."""
-    kind = statement.type.name
-    words = statement.query.split()
-    if kind == "LOAD" and words:
-        return words[0].upper()
-    return kind
-
-
-def _explained_kind(con: duckdb.DuckDBPyConnection, text: str) -> str:
-    """The kind of statement ``EXPLAIN [ANALYZE] [(options)] statement`` explains: "SELECT" when a reading of a
-    parenthesis after the keywords (options, or a subquery) gives one SELECT, else the kind the other reading gives,
-    else "EXPLAIN" (refused too)."""
-    tokens = [(start, kind) for start, kind in duckdb.tokenize(text) if kind != duckdb.token_type.comment]
-    rest = 2 if len(tokens) > 1 and _word_at(text, tokens[1][0]) in ("ANALYZE", "ANALYSE") else 1
-    if rest >= len(tokens):
-        return "EXPLAIN"
-    start = tokens[rest][0]
-    readings = [text[start:]]
-    if text.startswith("(", start):
-        readings.append(text[_after_parenthesis(text, tokens[rest:]) :])
-    kinds = []
-    for reading in readings:
-        try:
-            statements = con.extract_statements(reading)
-        except duckdb.Error:
-            continue
-        kinds.append(statement_kind(statements[0]) if len(statements) == 1 else "MULTI")
-    return "SELECT" if "SELECT" in kinds else (kinds[-1] if kinds else "EXPLAIN")
-
-
-def _word_at(text: str, start: int) -> str:
-    found = re.match(r"\w+", text[start:])
-    return found[0].upper() if found else ""
-
-
-def _after_parenthesis(text: str, tokens: list[tuple[int, Any]]) -> int:
-    """Where the parenthesis opening at ``tokens[0]`` closes, plus one (the end of ``text`` if it never does)."""
-    depth = 0
-    for start, kind in tokens:
-        if kind == duckdb.token_type.operator:
-            depth += text[start : start + 1] == "("
-            depth -= text[start : start + 1] == ")"
-            if depth == 0:
-                return start + 1
-    return len(text)
 
 
 def json_value(text: str | None) -> str:
@@ -229,16 +197,16 @@ def _lossy_part(kind: duckdb.sqltypes.DuckDBPyType) -> str | None:
 
 
 def _stream(
-    con: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation, max_rows: int | None
+    con: duckdb.DuckDBPyConnection, relation: duckdb.DuckDBPyRelation, max_rows: int | None, sql: str
 ) -> Iterator[pa.RecordBatch]:
     """The relation's rows, batch by batch (the first ``max_rows`` only: DuckDB stops there)."""
     if max_rows is not None:
         relation = relation.limit(max(0, max_rows))
-    reader = _guarded(con, lambda: relation.to_arrow_reader(BATCH_ROWS))
+    reader = _guarded(con, lambda: relation.to_arrow_reader(BATCH_ROWS), sql)
     try:
         while True:
             try:
-                batch = _guarded(con, reader.read_next_batch)
+                batch = _guarded(con, reader.read_next_batch, sql)
             except StopIteration:
                 return
             yield batch
@@ -246,15 +214,16 @@ def _stream(
         reader.close()
 
 
-def _guarded(con: duckdb.DuckDBPyConnection, step: Callable[[], Any]) -> Any:
-    """``step()``, with DuckDB's errors (raised directly, or through Arrow's reader) as :class:`QueryError`."""
+def _guarded(con: duckdb.DuckDBPyConnection, step: Callable[[], Any], sql: str = "") -> Any:
+    """``step()`` of the statement ``sql``, with DuckDB's errors (raised directly, or through Arrow's reader) as
+    :class:`QueryError`."""
     try:
         return step()
     except (duckdb.Error, OSError, pa.ArrowException) as error:
-        raise _query_error(con, error) from error
+        raise _query_error(con, error, sql) from error
 
 
-def _query_error(con: duckdb.DuckDBPyConnection, error: Exception) -> QueryError:
+def _query_error(con: duckdb.DuckDBPyConnection, error: Exception, sql: str = "") -> QueryError:
     first = (str(error).splitlines() or [type(error).__name__])[0]
     if _TIMED_OUT in first:
         return QueryError(
@@ -272,6 +241,9 @@ def _query_error(con: duckdb.DuckDBPyConnection, error: Exception) -> QueryError
         )
     for marker, why in _SANDBOX_REFUSALS.items():
         if marker in first:
+            readers = file_functions(sql) if marker == _NO_FILES else []
+            if readers:
+                why = f"{' and '.join(readers)} would read files outside the lake: {why}"
             return QueryError(f"{why} ({first})", hint=VIEWS_HINT)
     return QueryError(first, hint=VIEWS_HINT)
 

@@ -109,8 +109,11 @@ class Catalog:
         untrusted SQL (``distill sql``): it works on an in-memory copy of the
         catalog's tables (no file of the data root is attached), the views
         read the lake and the quarantine through Arrow datasets opened
-        beforehand, the generation records are copied into a temporary table,
-        and then DuckDB's own file access is switched off, extension
+        beforehand, the small views and the generation records are copied
+        into temporary tables, the index tables are dropped from the copy
+        (the connection holds the views and nothing else: only SQL through
+        :func:`~toolkit.catalog.query.start_query` is for it, not this class's
+        readers), and then DuckDB's own file access is switched off, extension
         auto-loading with it, a statement's time and memory are bounded by
         ``limits`` (default :class:`~toolkit.catalog.views.SandboxLimits`), and
         the configuration is locked. No statement on it can read or write a

@@ -4,8 +4,11 @@
 quarantined lines of its batches that are not retired), ``batches`` (each
 batch's record and its state at the version), ``files`` (the ingested files
 of those batches), ``games`` (one row per game), ``generations`` (the loop
-runs' records). The index tables (``versions``, ``lake_files``,
-``batch_log``, ``batch_states``, ``file_log``) can be queried too.
+runs' records), ``versions`` (the index table of the lake's versions).
+What each view and column is: :mod:`toolkit.catalog.view_docs`. The other
+index tables (``lake_files``, ``batch_log``, ``batch_states``,
+``file_log``) are internal: a sandboxed connection (``distill sql``) drops
+them once the views are made.
 
 Files lacking columns that a later contract added (schema evolution) are
 read with those columns null, so every version reads with today's columns.
@@ -23,6 +26,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolkit.catalog.view_docs import GENERATION_COLUMNS
 from toolkit.layout import Layout, sql_literal
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
@@ -43,7 +47,6 @@ QUARANTINE_SCHEMA = pa.schema(
     ]
 )
 
-VIEWS_HINT = "views: decisions, games, batches, files, rejects, generations, versions"
 DEFAULT_TIMEOUT_S: Final = 300.0
 DEFAULT_MEMORY_LIMIT: Final = "25%"
 NO_HOME: Final = "/nonexistent"
@@ -86,10 +89,20 @@ def live_files_sql(version: int) -> str:
 
 
 def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sandbox: bool) -> None:
-    """Create this connection's views of the lake at ``version``."""
-    con.execute(
+    """Create this connection's views of the lake at ``version`` (see :data:`~toolkit.catalog.view_docs.VIEWS`).
+
+    Views that have an order keep it (their ``ORDER BY``). On a sandboxed
+    connection (a copy of the catalog in memory, about to be sealed) every
+    view but ``games`` is Arrow registered under the view's name: the rows of
+    the small ones, read now, and datasets of the lake's and quarantine's
+    files; then the index tables are dropped from the copy. The connection
+    holds the views and nothing else, no statement can change them, and none
+    needs a file DuckDB would open itself.
+    """
+    _make(
+        con,
+        "batches",
         f"""
-        CREATE OR REPLACE TEMP VIEW batches AS
         SELECT b.batch_id, b.created_at, b.file_sha256, b.rows_valid, b.rows_rejected, b.rows_duplicate, b.sources,
                b.generations, b.source_override, b.dialect_override, s.status, s.status_reason, b.distill_version,
                b.lake_version, s.retired, s.retired_reason
@@ -98,34 +111,22 @@ def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sa
             QUALIFY row_number() OVER (PARTITION BY batch_id ORDER BY version DESC) = 1
         ) s USING (batch_id)
         WHERE b.lake_version <= {int(version)}
-        """
+        ORDER BY b.lake_version, b.batch_id
+        """,
+        sandbox=sandbox,
     )
-    con.execute(
-        "CREATE OR REPLACE TEMP VIEW files AS SELECT * FROM file_log WHERE batch_id IN (SELECT batch_id FROM batches)"
+    _make(
+        con,
+        "files",
+        "SELECT * FROM file_log WHERE batch_id IN (SELECT batch_id FROM batches) ORDER BY ingested_at, path",
+        sandbox=sandbox,
     )
     live = con.execute(f"SELECT path, missing FROM ({live_files_sql(version)}) ORDER BY path").fetchall()
-    lake = relation(
-        con,
-        "decisions",
-        [layout.lake / p for p, _ in live],
-        lake_schema(),
-        sandbox=sandbox,
-        missing=[m for _, m in live],
-    )
-    con.execute(f"CREATE OR REPLACE TEMP VIEW decisions AS SELECT * FROM {lake}")
-    quarantined = sorted(glob.glob(str(layout.quarantine / "batch=*" / "*.parquet")))
-    rejects = relation(
-        con,
-        "rejects",
-        [Path(p) for p in quarantined],
-        QUARANTINE_SCHEMA,
-        sandbox=sandbox,
-        missing=[()] * len(quarantined),
-    )
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW rejects AS SELECT * FROM {rejects} "
-        f"WHERE {col.BATCH_ID} IN (SELECT batch_id FROM batches WHERE NOT retired)"
-    )
+    lake_files = [layout.lake / p for p, _ in live]
+    _show(con, "decisions", lake_files, lake_schema(), sandbox=sandbox, missing=[m for _, m in live])
+    kept = con.execute("SELECT batch_id FROM batches WHERE NOT retired ORDER BY lake_version, batch_id").fetchall()
+    quarantined = [path for (batch,) in kept if (path := layout.quarantine_file(batch)).is_file()]
+    _show(con, "rejects", quarantined, QUARANTINE_SCHEMA, sandbox=sandbox, missing=[()] * len(quarantined))
     con.execute(
         f"""
         CREATE OR REPLACE TEMP VIEW games AS
@@ -141,10 +142,54 @@ def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sa
                count(DISTINCT {col.SEAT}) AS seats_logged,
                min({col.GENERATION}) AS generation,
                list(DISTINCT {col.BATCH_ID}) AS batches
-        FROM decisions GROUP BY {col.GAME_ID}
+        FROM decisions GROUP BY {col.GAME_ID} ORDER BY {col.GAME_ID}
         """
     )
     _register_generations(con, layout, sandbox=sandbox)
+    if sandbox:
+        _make(con, "versions", "SELECT * FROM versions ORDER BY version", sandbox=True)
+        _drop_index(con)
+
+
+def _make(con: duckdb.DuckDBPyConnection, name: str, query: str, *, sandbox: bool) -> None:
+    """The view ``name`` of ``query``; on a sandboxed connection, its rows now, as a registered Arrow table (a
+    view no statement can change, that needs none of the tables it was made of)."""
+    if sandbox:
+        con.register(name, con.sql(query).to_arrow_table())
+    else:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {query}")
+
+
+def _show(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    files: Sequence[Path],
+    schema: pa.Schema,
+    *,
+    sandbox: bool,
+    missing: Sequence[Sequence[str]],
+) -> None:
+    """The view ``name`` of ``files`` (see :func:`relation`); on a sandboxed connection, the files opened now as an
+    Arrow dataset registered as ``name``, which DuckDB scans later without a path it could misuse."""
+    if not sandbox:
+        source = relation(con, name, files, schema, missing=missing)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source}")
+    elif files:
+        import pyarrow.dataset as ds
+
+        con.register(name, ds.dataset([str(f) for f in files], schema=schema, format="parquet"))
+    else:  # from_batches: no pandas import
+        con.register(name, pa.Table.from_batches([], schema=schema))
+
+
+def _drop_index(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the index tables from a sandbox's in-memory copy of the catalog, once the views are made of them."""
+    database = _quoted(con.execute("SELECT current_database()").fetchall()[0][0])
+    tables = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+    ).fetchall()
+    for (table,) in tables:
+        con.execute(f"DROP TABLE {database}.main.{_quoted(table)}")
 
 
 def relation(
@@ -153,7 +198,6 @@ def relation(
     files: Sequence[Path],
     schema: pa.Schema,
     *,
-    sandbox: bool = False,
     missing: Sequence[Sequence[str]] | None = None,
 ) -> str:
     """SQL reading ``files`` with exactly the columns of ``schema``, in its order (a column a file lacks: null).
@@ -161,18 +205,12 @@ def relation(
     ``missing``: the columns each file lacks, as the index knows them (None:
     ask the files). When no file lacks any, DuckDB binds the first file's
     columns alone; otherwise it reads every footer and unites the columns by
-    name. On a sandboxed connection the files are opened now, as an Arrow
-    dataset DuckDB scans later without a path it could misuse; elsewhere
-    DuckDB reads them itself (faster, and in parallel).
+    name. DuckDB reads the files itself, in parallel (a sandboxed connection
+    scans Arrow datasets instead: see :func:`register`).
     """
     if not files:  # an empty relation with the right columns (from_batches: no pandas import)
         con.register(f"_empty_{name}", pa.Table.from_batches([], schema=schema))
         return f"_empty_{name}"
-    if sandbox:
-        import pyarrow.dataset as ds
-
-        con.register(f"_files_{name}", ds.dataset([str(f) for f in files], schema=schema, format="parquet"))
-        return f"_files_{name}"
     listed = ", ".join(f"'{sql_literal(str(f))}'" for f in files)
     if missing is not None and not any(missing):
         return f"read_parquet([{listed}], hive_partitioning = false)"
@@ -213,18 +251,44 @@ def duck_type(arrow: pa.DataType) -> str:
 
 
 def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, sandbox: bool) -> None:
-    """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation."""
+    """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation, the
+    documented columns first (in :data:`GENERATION_COLUMNS` order), in order of loop and generation (read now on a
+    sandboxed connection: sealed, it cannot read the files later)."""
     pattern = str(layout.runs / "*" / "generations.jsonl")
     if glob.glob(pattern):
         source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
+        found = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+        ordered = [n for n in GENERATION_COLUMNS if n in found] + [n for n in found if n not in GENERATION_COLUMNS]
+        columns = [  # a column null in every record has no type of its own: the one it has when it is not null
+            f"{_quoted(n)}::{_GENERATION_TYPES[n]} AS {_quoted(n)}"
+            if found[n] == '"NULL"' and n in _GENERATION_TYPES
+            else _quoted(n)
+            for n in ordered
+        ]
         body = (
-            f"SELECT * FROM {source} QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY "
-            f"recorded_at DESC) = 1"
+            f"SELECT {', '.join(columns)} FROM {source} "
+            "QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
         )
-    else:
-        body = "SELECT NULL::VARCHAR AS loop, NULL::INTEGER AS generation, NULL::VARCHAR AS outcome WHERE false"
-    kind = "TABLE" if sandbox else "VIEW"  # a sealed connection cannot read the files later
-    con.execute(f"CREATE OR REPLACE TEMP {kind} generations AS {body}")
+    else:  # no loop ran: every documented column, none of its rows
+        columns = [f"NULL::{_GENERATION_TYPES.get(n, 'JSON')} AS {_quoted(n)}" for n in GENERATION_COLUMNS]
+        body = f"SELECT {', '.join(columns)} WHERE false"
+    _make(con, "generations", f"{body} ORDER BY loop, generation", sandbox=sandbox)
+
+
+# The types of the generations columns read from JSON as numbers, text or booleans, for the view when no loop ran
+# (the others are nested; DuckDB reads them as structs and lists, typed by the records found).
+_GENERATION_TYPES: Final = {
+    **dict.fromkeys(("loop", "outcome", "reason", "student", "ppo"), "VARCHAR"),
+    **dict.fromkeys(("generation", "retries"), "BIGINT"),
+    **dict.fromkeys(("teacher_promoted", "student_promoted"), "BOOLEAN"),
+    **dict.fromkeys(("holdout_accuracy", "previous_accuracy", "ppo_win_rate", "seconds"), "DOUBLE"),
+    **dict.fromkeys(("student_win_rate", "student_win_low", "student_win_high"), "DOUBLE"),
+    "recorded_at": "TIMESTAMPTZ",
+}
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def copy_to_memory(source: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -18,6 +18,7 @@ from toolkit.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.catalog.query import QueryResult
+    from toolkit.catalog.store import Catalog
     from toolkit.catalog.views import SandboxLimits
     from toolkit.ingest.config import ReadOptions
 
@@ -157,8 +158,16 @@ def ingest(
 @app.command()
 def sql(
     statement: Annotated[
-        str, typer.Argument(help="One SELECT over decisions, games, files, batches, rejects, versions, generations.")
-    ],
+        str | None,
+        typer.Argument(
+            help="One read-only query (SELECT, FROM, WITH, PIVOT, DESCRIBE, SUMMARIZE, SHOW, EXPLAIN...) over the "
+            "views; with --schema, a view's name.",
+            show_default=False,
+        ),
+    ] = None,
+    schema: Annotated[
+        bool, typer.Option("--schema", help="List the views, or with a VIEW its columns: types and descriptions.")
+    ] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout (every row, streamed).")] = False,
     as_json: JsonOpt = False,
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the result to a Parquet FILE.")] = None,
@@ -173,14 +182,34 @@ def sql(
         typer.Option("--memory-limit", help="Memory it may use: 4GB, 512MiB, or a share of RAM (default: 25%)."),
     ] = None,
 ) -> None:
-    """Query the catalog with DuckDB SQL (read-only), as the lake is now or was --as-of a version or time."""
+    """Query the catalog with DuckDB SQL (read-only), as the lake is now or was --as-of a version or time.
+
+    Views (distill sql --schema [VIEW] lists their columns, with types and descriptions):
+    decisions (one row per decision: the canonical record and its lineage),
+    games (one row per game),
+    batches (one per ingested batch: review status, retirement),
+    files (one per ingested file),
+    rejects (one per quarantined line),
+    versions (the lake's history, one row per version),
+    generations (one record per loop generation: evaluations, gains, gates, data, ratings).
+
+    Tables print whole (long values wrap; too many columns for the terminal: one block per row);
+    --csv, --json and --parquet write every row.
+    """
     from toolkit.catalog.query import interrupt_on_sigint, start_query
     from toolkit.catalog.store import Catalog
 
     if sum([as_csv, as_json, parquet is not None]) > 1:
         raise UsageError("choose one of --csv, --json, --parquet")
+    if schema and (as_csv or parquet is not None):
+        raise UsageError("--schema prints a table, or JSON with --json")
+    if statement is None and not schema:
+        raise UsageError("give a statement, or --schema to list the views", hint='distill sql "FROM versions"')
     limits = _sandbox_limits(timeout, memory_limit)
     with Catalog.open(layout(), sandbox=True, as_of=as_of, limits=limits) as catalog, interrupt_on_sigint(catalog):
+        if schema or statement is None:  # (None only with --schema: refused above otherwise)
+            _print_schema(catalog, statement, as_json)
+            return
         result = start_query(catalog, statement)
         if parquet is not None:
             console.print(f"wrote {_write_parquet(result, parquet):,} rows to {parquet}", markup=False)
@@ -194,6 +223,33 @@ def sql(
                 _print_table(result, max_rows)
         except BrokenPipeError:  # the reader stopped early (| head): the rest is not wanted
             _silence_stdout()
+
+
+def _print_schema(catalog: Catalog, view: str | None, as_json: bool) -> None:
+    """The views (``view`` None) or one view's columns, as a table (no markup read in them) or JSON."""
+    from toolkit.catalog.query import describe_views
+
+    described = describe_views(catalog, view)
+    if as_json:
+        print_json(described[0].model_dump() if view else [v.model_dump() for v in described])
+        return
+    if view is None:
+        table = Table(title="views (distill sql --schema VIEW lists a view's columns)", title_justify="left")
+        for name in ("view", "columns", "ordered by", "description"):
+            table.add_column(name, overflow="fold", justify="right" if name == "columns" else "left")
+        for one in described:
+            order = one.order or "none (use ORDER BY)"
+            table.add_row(*map(Text, (one.name, str(len(one.columns)), order, one.description)))
+        console.print(table)
+        return
+    (one,) = described
+    order = f"ordered by {one.order}" if one.order else "in no order (use ORDER BY)"
+    table = Table(title=Text(f"{one.name}: {one.description} Rows {order}."), title_justify="left")
+    for name in ("column", "type", "description"):
+        table.add_column(name, overflow="fold")
+    for column in one.columns:
+        table.add_row(*map(Text, (column.name, column.type, column.description)))
+    console.print(table)
 
 
 def _sandbox_limits(timeout: float | None, memory_limit: str | None) -> SandboxLimits:
@@ -253,30 +309,53 @@ def _write_csv(result: QueryResult) -> None:
 
 
 def _print_table(result: QueryResult, max_rows: int) -> None:
-    table = Table()
-    for name in result.columns:
-        table.add_column(_terminal_cell(name))
+    """The rows as a table whose cells wrap (no value is cut), or, when the terminal is too narrow for one column
+    of :data:`_MIN_CELL` characters each, as one block per row (``column  value`` lines)."""
+    names = [_terminal_cell(name) for name in result.columns]
+    as_blocks = len(names) * (_MIN_CELL + 3) + 1 > console.width
+    table = Table() if not as_blocks else None
+    for name in names if table is not None else ():
+        table.add_column(name, overflow="fold")
     shown = 0
     for row in result.text_rows(max_rows + 1):
         if shown == max_rows:
-            console.print(table)
+            if table is not None:
+                console.print(table)
             console.print(f"(more than {max_rows:,} rows; --max-rows N, --csv or --json for all)", markup=False)
             return
-        table.add_row(*[_terminal_cell(value) for value in row])
+        cells = [_terminal_cell(value) for value in row]
+        if table is not None:
+            table.add_row(*cells)
+        else:
+            console.print(_row_block(shown + 1, names, cells))
         shown += 1
-    console.print(table)
+    if table is not None:
+        console.print(table)
+    elif shown == 0:
+        console.print(Text("(no rows) columns: ") + Text(", ").join(names))
+
+
+_MIN_CELL = 8  # characters a table column needs at least, else rows print as blocks
+
+
+def _row_block(number: int, names: list[Text], cells: list[Text]) -> Table:
+    block = Table(box=None, show_header=False, title=f"row {number}", title_justify="left", pad_edge=False)
+    block.add_column(style="bold", no_wrap=True)
+    block.add_column(overflow="fold")
+    for name, cell in zip(names, cells, strict=True):
+        block.add_row(name, cell)
+    return block
 
 
 _CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), *range(0x7F, 0xA0))} | {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
 
 
-def _terminal_cell(value: str | None, width: int = 80) -> Text:
+def _terminal_cell(value: str | None) -> Text:
     """A value as a table cell: NULL dimmed, control characters escaped (no terminal sequence gets through), no
-    markup read, cut at ``width`` characters."""
+    markup read, whole (the table wraps it)."""
     if value is None:
         return Text("NULL", style="dim")
-    shown = value.translate(_CONTROL)
-    return Text(shown if len(shown) <= width else shown[: width - 1] + "…")
+    return Text(value.translate(_CONTROL))
 
 
 def _silence_stdout() -> None:
