@@ -20,7 +20,12 @@ def _():
     from toolkit.analysis.sections import dataset_sections
     from toolkit.layout import Layout
 
-    args = arguments({"name": "loop-demo"})
+    args = arguments(
+        {"name": "loop-demo"},
+        about="One dataset build (the latest): composition, filters, sample weights, the fixed holdout, "
+        "actions, features, drift against the previous build.",
+        options={"name": "NAME  the built dataset (distill datasets list)"},
+    )
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     name = mo.ui.text(value=args["name"], label="dataset")
     mo.hstack([home, name])

@@ -20,7 +20,11 @@ def _():
     from toolkit.analysis.sections import lake_sections
     from toolkit.layout import Layout
 
-    args = arguments({})
+    args = arguments(
+        {},
+        about="What the lake holds: rows and games by source and generation, dialects, label sources, "
+        "quarantine, lineage.",
+    )
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     home
     return Layout, args, home, lake_sections, mo, or_stop, report_path, show, write_report

@@ -21,7 +21,12 @@ def _():
     from toolkit.analysis.sections import loop_sections
     from toolkit.layout import Layout
 
-    args = arguments({"name": "demo"})
+    args = arguments(
+        {"name": "demo"},
+        about="One loop run: strength per generation with intervals, gates, rejected batches, composition, "
+        "ratings, and imitation accuracy on the Forge holdout against playing strength.",
+        options={"name": "NAME  the loop run (runs/NAME)"},
+    )
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     name = mo.ui.text(value=args["name"], label="loop run")
     mo.hstack([home, name])

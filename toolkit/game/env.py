@@ -95,7 +95,7 @@ class CommanderEnv(gym.Env):
         opponents: Sequence[str | Player] | OpponentPool = ("heuristic", "heuristic", "heuristic"),
         *,
         learner_seat: int | None = 0,
-        max_rounds: int = 30,
+        max_rounds: int = rules.DEFAULT_MAX_ROUNDS,
         pod_size: int | None = None,
         record: bool = False,
     ) -> None:

@@ -50,7 +50,7 @@ class CommanderVecEnv(VecEnv):
         seed: int = 0,
         learner_seat: int | None = None,
         pod_size: int | None = None,
-        max_rounds: int = 30,
+        max_rounds: int = rules.DEFAULT_MAX_ROUNDS,
     ) -> None:
         """Args:
         n_envs: games stepped together.

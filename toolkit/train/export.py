@@ -251,7 +251,7 @@ def export_league_games(
     source: str = "ppo",
     config: ExportConfig | None = None,
     pod_size: int = 4,
-    max_rounds: int = 30,
+    max_rounds: int = rules.DEFAULT_MAX_ROUNDS,
     batch_size: int = 512,
     backend: BackendConfig | None = None,
 ) -> ExportCounts:
