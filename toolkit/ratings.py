@@ -39,7 +39,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.game import core, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.players import Player, make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
@@ -117,7 +117,7 @@ class TournamentConfig(BaseModel):
 
     deals_per_lineup: int = Field(16, ge=1, description="Deals per lineup; each is played once per seat rotation.")
     max_rounds: int = Field(
-        rules.DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit."
+        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit."
     )
     seed: int = Field(0, ge=0, description="Seed of the deals.")
     batch_size: int = Field(1024, ge=1, description="Games stepped at once.")

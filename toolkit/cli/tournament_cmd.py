@@ -34,7 +34,8 @@ def tournament_command(
     entrants: Annotated[
         list[str],
         typer.Argument(
-            help="Players: a type (heuristic, tuned, random), a checkpoint (.json), or NAME=either; at least 4."
+            help="Players: a type (heuristic, tuned, random), a checkpoint (card .json, .safetensors or stem; "
+            "looked up here, then under the data root), or NAME=either; at least 4."
         ),
     ],
     focus: Annotated[

@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolkit.errors import ConfigError
-from toolkit.game import core, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.lineup import UNKNOWN, Entrant
 from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
@@ -53,7 +53,7 @@ class EvaluateConfig(BaseModel):
     games: int = Field(200, ge=1, description="Games in all, rounded up to a multiple of the pod size (--games).")
     seed: int = Field(0, ge=0, description="Seed of the deals; the same deals are replayed for every seat (--seed).")
     max_rounds: int = Field(
-        rules.DEFAULT_MAX_ROUNDS,
+        DEFAULT_MAX_ROUNDS,
         ge=1,
         le=1000,
         description="Rounds before a game stops at the turn limit, with no winner (--max-rounds).",
