@@ -117,7 +117,7 @@ class TournamentConfig(BaseModel):
 
     deals_per_lineup: int = Field(16, ge=1, description="Deals per lineup; each is played once per seat rotation.")
     max_rounds: int = Field(
-        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit."
+        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit (--max-rounds)."
     )
     seed: int = Field(0, ge=0, description="Seed of the deals.")
     batch_size: int = Field(1024, ge=1, description="Games stepped at once.")

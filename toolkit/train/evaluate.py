@@ -144,7 +144,7 @@ def evaluate(
         JobError: a shard's worker died more often than the back end retries.
     """
     others: list[Player | PlayerRef] = list(
-        opponents if opponents is not None else player_refs(config.opponents, option="--vs")
+        opponents if opponents is not None else player_refs(config.opponents, option="opponents")
     )  # an unknown name fails here, before any worker starts
     n = len(others) + 1
     if n > 6:

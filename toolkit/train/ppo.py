@@ -146,7 +146,7 @@ class PPOConfig(BaseModel):
     )
     pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
     max_rounds: int = Field(
-        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit."
+        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit (--max-rounds)."
     )
     eval_every: int = Field(
         20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every)."
