@@ -55,6 +55,11 @@ def run(
     _finish(state.name, as_json)
 
 
+LOOP_YAML_HEADER = """A Distill loop's config (distill loop config): every field at its default. Delete what you keep \
+at its default, change the rest, then: distill loop run --config loop.yaml (flags override fields). Relative \
+paths are read from the folder the loop starts in."""
+
+
 @loop_app.command("config")
 def config(
     output: Annotated[
@@ -81,11 +86,6 @@ def config(
         raise ConfigError(f"{output} exists", hint="choose another --output, or add --force to overwrite it")
     write_text_atomic(output, text)
     console.print(f"wrote {output}; start a loop with it: distill loop run --config {output}", markup=False)
-
-
-LOOP_YAML_HEADER = """A Distill loop's config (distill loop config): every field at its default. Delete what you keep \
-at its default, change the rest, then: distill loop run --config loop.yaml (flags override fields). Relative \
-paths are read from the folder the loop starts in."""
 
 
 @loop_app.command("resume")
