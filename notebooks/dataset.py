@@ -16,11 +16,18 @@ def _():
     import marimo as mo
 
     from toolkit.analysis.notebook import arguments, or_stop, show
+
+    args = arguments(
+        {"name": "loop-demo"},
+        about="One dataset build (the latest): composition, filters, sample weights, the fixed holdout, "
+        "actions, features, drift against the previous build.",
+        options={"name": "NAME  the built dataset (distill datasets list)"},
+    )
+    # the imports that take time come after the arguments, so --help answers at once
     from toolkit.analysis.report import report_path, write_report
     from toolkit.analysis.sections import dataset_sections
     from toolkit.layout import Layout
 
-    args = arguments({"name": "loop-demo"})
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     name = mo.ui.text(value=args["name"], label="dataset")
     mo.hstack([home, name])

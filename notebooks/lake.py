@@ -16,11 +16,17 @@ def _():
     import marimo as mo
 
     from toolkit.analysis.notebook import arguments, or_stop, show
+
+    args = arguments(
+        {},
+        about="What the lake holds: rows and games by source and generation, dialects, label sources, "
+        "quarantine, lineage.",
+    )
+    # the imports that take time come after the arguments, so --help answers at once
     from toolkit.analysis.report import report_path, write_report
     from toolkit.analysis.sections import lake_sections
     from toolkit.layout import Layout
 
-    args = arguments({})
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     home
     return Layout, args, home, lake_sections, mo, or_stop, report_path, show, write_report

@@ -17,11 +17,18 @@ def _():
     import marimo as mo
 
     from toolkit.analysis.notebook import arguments, or_stop, show
+
+    args = arguments(
+        {"name": "demo"},
+        about="One loop run: strength per generation with intervals, gates, rejected batches, composition, "
+        "ratings, and imitation accuracy on the Forge holdout against playing strength.",
+        options={"name": "NAME  the loop run (runs/NAME)"},
+    )
+    # the imports that take time come after the arguments, so --help answers at once
     from toolkit.analysis.report import report_path, write_report
     from toolkit.analysis.sections import loop_sections
     from toolkit.layout import Layout
 
-    args = arguments({"name": "demo"})
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     name = mo.ui.text(value=args["name"], label="loop run")
     mo.hstack([home, name])

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from toolkit.errors import ConfigError
 
@@ -62,6 +66,63 @@ def validation_message(error: ValidationError, *, as_flags: bool = False) -> str
 def describe(model: type[BaseModel]) -> dict[str, str]:
     """Field name -> its documentation (for help texts and the default YAML)."""
     return {name: field.description or "" for name, field in model.model_fields.items()}
+
+
+COMMENT_WIDTH = 100
+
+
+def default_yaml(model: type[BaseModel], header: str = "") -> str:
+    """The default ``model`` as a YAML file to edit: every field at its default value under its documentation as
+    comments (the field's description, or a section's class docstring; the choices of a ``Literal``), nested
+    sections indented under their name. ``yaml.safe_load`` of the text validates to ``model()``.
+
+    Args:
+        model: a config model whose every field has a default.
+        header: comment lines to open the file with.
+    """
+    lines = _comment(header, 0) if header else []
+    return "\n".join(lines + _section(model(), 0)) + "\n"
+
+
+def _section(value: BaseModel, indent: int) -> list[str]:
+    lines: list[str] = []
+    dumped = value.model_dump(mode="json")
+    for name, field in type(value).model_fields.items():
+        current = getattr(value, name)
+        if isinstance(current, BaseModel):
+            lines += ["", *_comment(_field_doc(field, type(current)), indent), f"{' ' * indent}{name}:"]
+            lines += _section(current, indent + 2)
+            continue
+        if indent == 0:
+            lines.append("")
+        lines += _comment(_field_doc(field, None), indent)
+        # collections of scalars in flow style ([a, b]), everything else in block style
+        flow = None if isinstance(dumped[name], list | dict) else False
+        text = yaml.safe_dump({name: dumped[name]}, default_flow_style=flow, sort_keys=False, width=10**6)
+        lines += [" " * indent + line for line in text.rstrip("\n").split("\n")]
+    return lines
+
+
+def _field_doc(field: FieldInfo, section: type[BaseModel] | None) -> str:
+    """A field's description, else its section's docstring; and the choices of a Literal field."""
+    doc = field.description or (inspect.cleandoc(section.__doc__ or "") if section is not None else "")
+    choices = _choices(field.annotation)
+    return doc + (f" One of: {', '.join(map(str, choices))}." if choices else "")
+
+
+def _choices(annotation: Any) -> tuple[Any, ...]:
+    if typing.get_origin(annotation) is Literal:
+        return typing.get_args(annotation)
+    return ()
+
+
+def _comment(text: str, indent: int) -> list[str]:
+    pad = " " * indent + "# "
+    lines: list[str] = []
+    for paragraph in text.split("\n\n"):
+        wrapped = textwrap.wrap(" ".join(paragraph.split()), COMMENT_WIDTH - len(pad), break_on_hyphens=False)
+        lines += ([""] if lines and wrapped else []) + wrapped
+    return [pad + line if line else pad.rstrip() for line in lines]
 
 
 def map_paths(config: M, change: Callable[[str, Path], Path]) -> M:

@@ -39,7 +39,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.game import core, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.players import Player, make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
@@ -69,6 +69,7 @@ class Rating(BaseModel):
     elo_se: float = Field(description="Standard error of the Elo estimate.")
     games: int
     wins: int
+    truncated: int = Field(0, description="Of its games, those that ended at the turn limit (nobody won).")
 
     @property
     def ordinal(self) -> float:
@@ -82,6 +83,11 @@ class GameResult:
 
     players: tuple[str, ...]
     winner: int
+
+    @property
+    def truncated(self) -> bool:
+        """The game ended at the turn limit (the rules allow no draw: a game without a winner is a truncation)."""
+        return self.winner == NOBODY
 
 
 class RatedGame(BaseModel):
@@ -110,7 +116,9 @@ class TournamentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     deals_per_lineup: int = Field(16, ge=1, description="Deals per lineup; each is played once per seat rotation.")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game stops at the turn limit.")
+    max_rounds: int = Field(
+        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit (--max-rounds)."
+    )
     seed: int = Field(0, ge=0, description="Seed of the deals.")
     batch_size: int = Field(1024, ge=1, description="Games stepped at once.")
 
@@ -167,6 +175,7 @@ def fit_ratings(games: Sequence[RatedGame]) -> list[Rating]:
     mu, sigma = _openskill_averaged(games, names)
     played = np.bincount(seats.ravel(), minlength=len(names))
     won = np.bincount(seats[winner >= 0, winner[winner >= 0]], minlength=len(names))
+    truncated = np.bincount(seats[winner == NOBODY].ravel(), minlength=len(names))
     ratings = [
         Rating(
             name=n,
@@ -176,6 +185,7 @@ def fit_ratings(games: Sequence[RatedGame]) -> list[Rating]:
             elo_se=round(ELO_PER_NAT * se[i], 1),
             games=int(played[i]),
             wins=int(won[i]),
+            truncated=int(truncated[i]),
         )
         for i, n in enumerate(names)
     ]
@@ -328,10 +338,11 @@ class Standing(BaseModel):
     ordinal: float
     games: int
     wins: int
+    truncated: int = Field(0, description="Of its games, those that ended at the turn limit (nobody won).")
 
 
 def standings(pool: RatingPool) -> list[Standing]:
-    """The pool's players, best first: name, elo, elo_se, mu, sigma, ordinal, games, wins."""
+    """The pool's players, best first: name, elo, elo_se, mu, sigma, ordinal, games, wins, truncated."""
     return [
         Standing(
             name=r.name,
@@ -342,6 +353,56 @@ def standings(pool: RatingPool) -> list[Standing]:
             ordinal=round(r.ordinal, 3),
             games=r.games,
             wins=r.wins,
+            truncated=r.truncated,
         )
         for r in pool.table()
     ]
+
+
+class LineupTruncations(BaseModel):
+    """One lineup's games (all its seat rotations) and how many of them ended at the turn limit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    players: list[str] = Field(description="The lineup's four entrants, in the tournament's order.")
+    games: int
+    truncated: int
+    share: float = Field(description="truncated / games.")
+
+
+class Truncations(BaseModel):
+    """How many of a tournament's games ended at the turn limit: overall and per lineup.
+
+    A truncated game is nobody's win: in the ratings it counts for the turn
+    limit's own strength, so a large share means the ratings rest on few
+    decided games (and players that stall each other look alike).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_rounds: int = Field(description="The turn limit the games were played at.")
+    games: int
+    truncated: int
+    share: float = Field(description="truncated / games.")
+    by_lineup: list[LineupTruncations] = Field(description="Per lineup, in the tournament's order.")
+
+
+def count_truncations(games: Sequence[GameResult], max_rounds: int) -> Truncations:
+    """The games of a tournament that ended at the turn limit (``games`` as :func:`play_tournament` returns
+    them): overall and per lineup (a lineup is a set of entrants, whatever their seats)."""
+    lineups: dict[frozenset[str], tuple[tuple[str, ...], list[int]]] = {}  # its first seating, [games, truncated]
+    for game in games:
+        _, count = lineups.setdefault(frozenset(game.players), (game.players, [0, 0]))
+        count[0] += 1
+        count[1] += game.truncated
+    truncated = sum(g.truncated for g in games)
+    return Truncations(
+        max_rounds=max_rounds,
+        games=len(games),
+        truncated=truncated,
+        share=round(truncated / len(games), 4) if games else 0.0,
+        by_lineup=[
+            LineupTruncations(players=list(players), games=n, truncated=t, share=round(t / n, 4))
+            for players, (n, t) in lineups.values()
+        ],
+    )

@@ -92,3 +92,27 @@ def test_a_notebook_run_on_a_dataset_that_does_not_exist_names_the_ones_that_do(
     done = run_notebook("dataset", loop_home.home, "--name", "nope")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "nope" in done.stderr and "loop-tiny" in done.stderr
+
+
+@pytest.mark.parametrize("notebook", [c[0] for c in CASES])
+def test_a_notebook_answers_help_with_its_usage_without_reading_the_default_data_root(
+    tmp_path: Path, notebook: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(NOTEBOOKS / f"{notebook}.py"), "--", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,  # no ./datasets here: the default root does not exist
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: python {NOTEBOOKS / notebook}.py -- [--home DIR]")
+    assert "--report" in done.stdout and "--help" in done.stdout
+    assert ("--name NAME" in done.stdout) == (notebook != "lake")
+    assert not (tmp_path / "datasets").exists()
+
+
+def test_a_notebook_refuses_an_option_it_does_not_take_with_its_usage(tmp_path: Path) -> None:
+    done = run_notebook("lake", tmp_path, "--nmae", "demo")
+    assert done.returncode == 2
+    assert done.stderr.startswith("distill: unknown option --nmae") and "usage: python" in done.stderr

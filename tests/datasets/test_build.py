@@ -122,6 +122,40 @@ def test_hugging_face_datasets_loads_the_label_as_the_action_names(layout: Layou
     assert loaded[TRAIN].num_rows == ds.manifest.splits[TRAIN].rows
 
 
+def test_the_readmes_loading_snippets_run_as_written_hugging_face_datasets_included(
+    layout: Layout, lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ast
+
+    import pandas
+    import polars
+    import pyarrow.dataset
+
+    import datasets  # the dev extra installs it
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    [block] = [b for b in readme.split("```python\n")[1:] if "datasets.load_dataset(" in b.split("```")[0]]
+    snippet = block.split("```")[0]
+    lake("a.jsonl", *_games("f", 20))
+    ds = build_dataset(layout, BuildConfig(name="mix")).dataset
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "cwd" / "datasets").symlink_to(layout.home)  # the README's data root, ./datasets
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    names = {"polars": polars, "pandas": pandas, "duckdb": duckdb, "pyarrow": pyarrow, "datasets": datasets}
+    results = [
+        eval(compile(ast.Expression(statement.value), "README.md", "eval"), names)  # noqa: S307 (our own README)
+        for statement in ast.parse(snippet.replace("<fp>", ds.fingerprint)).body
+        if isinstance(statement, ast.Expr)
+    ]
+    assert len(results) == 5
+    loaded = results[-1]
+    assert loaded[TRAIN].features[LABEL].names == list(MACRO_ACTIONS)
+    assert {split: loaded[split].num_rows for split in SPLITS} == {
+        split: ds.manifest.splits[split].rows for split in SPLITS
+    }
+
+
 def test_ratio_weights_subsample_oversample_and_drop_whole_games(layout: Layout, lake) -> None:
     lake("a.jsonl", *_games("f", 100), *_games("p", 300, "ppo"), *_games("r", 100, "random"))
     config = BuildConfig(weights={"ppo": 0.5, "random": 0.0, "forge": 2.0}, seed=3)

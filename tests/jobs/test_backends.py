@@ -66,6 +66,10 @@ def test_evaluate_tournament_and_export_are_the_same_in_process_and_on_the_pool(
     a, b = (evaluate(blob, config, backend=backend) for backend in (INPROCESS, POOL))
     assert a.games == 300 and len({o.deal for o in a.outcomes}) == 75
     assert a.model_dump(exclude=TIMINGS) == b.model_dump(exclude=TIMINGS)
+    mixed = EvaluateConfig(opponents=(str(checkpoint), "heuristic", str(checkpoint)), games=240, seed=3)
+    a, b = (evaluate(blob, mixed, backend=backend) for backend in (INPROCESS, POOL))  # checkpoints at the table
+    assert a.opponents == [blob.name, "heuristic", blob.name] and a.games == 240
+    assert a.model_dump(exclude=TIMINGS) == b.model_dump(exclude=TIMINGS)
 
     entrants = {"student": blob, "heuristic": "heuristic", "tuned": "tuned", "random": "random", "h2": "heuristic"}
     tournament = TournamentConfig(deals_per_lineup=10, seed=4)

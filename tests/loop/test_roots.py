@@ -76,6 +76,8 @@ def test_a_checkpoint_named_by_the_copys_state_evaluates_from_it(moved) -> None:
             "evaluate",
             "--policy",
             student,
+            "--vs",
+            f"{student},heuristic,{student}",  # checkpoints at the table too, found under the data root
             "--games",
             "8",
             "--backend",
@@ -84,7 +86,8 @@ def test_a_checkpoint_named_by_the_copys_state_evaluates_from_it(moved) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["games"] == 8
+    evaluated = json.loads(result.stdout)
+    assert evaluated["games"] == 8 and evaluated["opponents"][1] == "heuristic"
 
 
 def test_the_copy_builds_and_exports_from_its_lake(moved, tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from toolkit.cli.main import app
@@ -89,3 +91,67 @@ def test_train_bc_then_ppo_from_it_then_evaluate(tiny_dataset, tmp_path: Path) -
 def test_a_bad_flag_is_a_usage_error_naming_the_field(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--home", str(tmp_path), "train", "ppo", "--opponents", "grandmaster"])
     assert result.exit_code == 2 and "grandmaster" in result.output
+
+
+def _evaluate(*args: str) -> Result:
+    return CliRunner().invoke(app, ["evaluate", *args])
+
+
+def test_evaluate_vs_three_copies_of_a_checkpoint_is_a_head_to_head_against_the_chance_line(
+    bc_checkpoint: Path,
+) -> None:
+    copies = ",".join([str(bc_checkpoint)] * 3)
+    done = _evaluate("--policy", str(bc_checkpoint), "--vs", copies, "--games", "64", "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    assert result["opponents"] == [bc_checkpoint.stem] * 3 and result["chance"] == 0.25
+    # four identical players: each decided deal is won by one seat, so by the policy in one rotation of four
+    assert result["wins"] == (result["games"] - result["truncations"]) / 4
+    assert result["win_low"] <= result["win_rate"] <= result["win_high"]
+    shown = _evaluate("--policy", str(bc_checkpoint), "--vs", copies, "--games", "16")
+    assert "chance 25.0% (1 in 4 seats)" in " ".join(shown.stdout.split())
+
+
+def test_evaluate_vs_a_mixed_table_plays_the_checkpoint_in_its_seat(bc_checkpoint: Path) -> None:
+    from toolkit.game.players import make_player
+    from toolkit.train.agents import load_agent, policy_blob
+    from toolkit.train.evaluate import EvaluateConfig, evaluate
+
+    done = _evaluate(
+        "--policy", str(bc_checkpoint), "--vs", f"heuristic,{bc_checkpoint},tuned", "--games", "32", "--json"
+    )
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    assert result["opponents"] == ["heuristic", bc_checkpoint.stem, "tuned"]
+    # the same games as the loaded checkpoint seated by hand, as a live player
+    live = [make_player("heuristic"), load_agent(bc_checkpoint).player(), make_player("tuned")]
+    expected = evaluate(policy_blob(bc_checkpoint), EvaluateConfig(games=32), opponents=live)
+    for key in ("games", "wins", "truncations", "placement_score", "per_seat"):
+        assert result[key] == expected.model_dump(mode="json")[key], key
+
+
+def test_evaluate_vs_an_unknown_name_names_the_option_and_what_it_takes(bc_checkpoint: Path, tmp_path: Path) -> None:
+    done = CliRunner().invoke(
+        app, ["--home", str(tmp_path), "evaluate", "--policy", str(bc_checkpoint), "--vs", "S1,heuristic,tuned"]
+    )
+    assert done.exit_code == 2
+    assert "--vs: 'S1' is neither a player type nor a checkpoint" in done.stderr
+    assert "random, heuristic, tuned" in done.stderr and "checkpoints" in done.stderr
+    assert "--players" not in done.stderr
+
+
+def test_evaluate_compare_prints_the_difference_in_percentage_points(bc_checkpoint: Path, tmp_path: Path) -> None:
+    import torch
+
+    from tests.train.conftest import SMALL, save_actor
+    from toolkit.train.policy import ActorNet
+
+    torch.manual_seed(4)
+    other = save_actor(tmp_path / "other", ActorNet(SMALL))
+    args = ("--policy", str(bc_checkpoint), "--vs", "random,random,random", "--games", "32", "--compare", str(other))
+    diff = json.loads(_evaluate(*args, "--json").stdout)
+    assert diff["a"]["win_rate"] - diff["b"]["win_rate"] == pytest.approx(diff["win_rate_diff"], abs=1e-3)
+    shown = " ".join(_evaluate(*args).stdout.split())
+    points = [round(diff[k] * 100, 1) for k in ("win_rate_diff", "win_rate_diff_low", "win_rate_diff_high")]
+    assert f"win rate {points[0]:+.1f} pts [{points[1]:+.1f}, {points[2]:+.1f}] (percentage points)" in shown
+    assert f"{diff['a']['win_rate']:.1%}" in shown  # the win rates it is the difference of, in percent

@@ -22,6 +22,7 @@ from rich.progress import Progress as RichProgress
 from typer.core import TyperGroup
 
 from toolkit.errors import ConfigError, DistillError
+from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.layout import HOME_ENV, Layout
 from toolkit.progress import Progress, ProgressFn
 
@@ -106,6 +107,31 @@ AsOfOpt = Annotated[
     ),
 ]
 ShardOpt = Annotated[int, typer.Option("--shard-games", help="Games per shard (the unit a worker plays and retries).")]
+MAX_ROUNDS_HELP = (
+    "Rounds before a game stops at the turn limit: a truncation, nobody's win. One default "
+    f"({DEFAULT_MAX_ROUNDS}) for simulate, evaluate, tournament, train ppo and the loop."
+)
+MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP)]
+TRUNCATION_WARNING_SHARE = 0.25
+"""From this share of games ending at the turn limit, a command that plays games warns: its win rates and ratings
+then say more about who survives than about who wins."""
+
+
+def warn_truncations(truncated: int, games: int, max_rounds: int) -> None:
+    """On stderr, when at least :data:`TRUNCATION_WARNING_SHARE` of ``games`` ended at the turn limit."""
+    if games and truncated / games >= TRUNCATION_WARNING_SHARE:
+        err_console.print(
+            f"warning: {truncated:,} of {games:,} games ({truncated / games:.0%}) ended at the turn limit "
+            f"({max_rounds} rounds) with no winner; win rates and ratings count them as nobody's win. "
+            "A higher --max-rounds lets more games finish.",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def points(diff: float, low: float, high: float) -> str:
+    """A difference of two rates (fractions) in percentage points, with its interval: ``+3.2 pts [+1.0, +5.4]``."""
+    return f"{diff * 100:+.1f} pts [{low * 100:+.1f}, {high * 100:+.1f}]"
 
 
 def backend_config(kind: str, workers: int | None, address: str | None, shard_games: int = 1024) -> BackendConfig:
@@ -129,9 +155,11 @@ def layout() -> Layout:
 
 
 def checkpoint(path: Path) -> Path:
-    """A checkpoint given on the command line: as given, or, when that is a relative path not found here, under
-    the data root (loop state, records and cards name checkpoints relative to it)."""
-    if path.is_absolute() or path.exists():
+    """A checkpoint given on the command line (its card, weights or stem): as given, or, when that is a relative
+    path not found here, under the data root (loop state, records and cards name checkpoints relative to it)."""
+    from toolkit.train.checkpoints import card_path
+
+    if path.is_absolute() or path.exists() or card_path(path).exists():
         return path
     return layout().resolve(path)
 

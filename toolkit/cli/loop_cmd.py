@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json
+from toolkit.cli.app import MAX_ROUNDS_HELP, JsonOpt, app, console, layout, points, print_json
+from toolkit.errors import ConfigError
 from toolkit.progress import Progress
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
@@ -32,16 +33,59 @@ def run(
         int | None, typer.Option("--max-generations", help="Generations after the bootstrap.")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the whole run.")] = None,
+    max_rounds: Annotated[
+        int | None, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP + " (loop.yaml: max_rounds)")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start a loop run and follow it to the end (or to a stop, pause, failure or convergence)."""
+    """Start a loop run and follow it to the end (or to a stop, pause, failure or convergence).
+
+    Every option of the loop is a field of its config: `distill loop config` prints them all, documented.
+    """
     from toolkit.config import load_config
     from toolkit.loop.config import LoopConfig
     from toolkit.loop.run import run_loop
 
-    config = load_config(LoopConfig, config_file, {"name": name, "max_generations": max_generations, "seed": seed})
+    config = load_config(
+        LoopConfig,
+        config_file,
+        {"name": name, "max_generations": max_generations, "seed": seed, "max_rounds": max_rounds},
+    )
     state = run_loop(layout(), config, progress=None if as_json else _say)
     _finish(state.name, as_json)
+
+
+LOOP_YAML_HEADER = """A Distill loop's config (distill loop config): every field at its default. Delete what you keep \
+at its default, change the rest, then: distill loop run --config loop.yaml (flags override fields). Relative \
+paths are read from the folder the loop starts in."""
+
+
+@loop_app.command("config")
+def config(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write it to this file (default: standard output).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite --output if it exists.")] = False,
+) -> None:
+    """Print the default loop.yaml: every field at its default, each described in a comment above it.
+
+    Edit it (e.g. `bootstrap.logs` to start from your own Forge logs) and start a loop with it:
+    `distill loop config -o loop.yaml`, then `distill loop run --config loop.yaml`.
+    """
+    import sys
+
+    from toolkit.config import default_yaml
+    from toolkit.loop.config import LoopConfig
+    from toolkit.storage import write_text_atomic
+
+    text = default_yaml(LoopConfig, header=LOOP_YAML_HEADER)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    if output.exists() and not force:
+        raise ConfigError(f"{output} exists", hint="choose another --output, or add --force to overwrite it")
+    write_text_atomic(output, text)
+    console.print(f"wrote {output}; start a loop with it: distill loop run --config {output}", markup=False)
 
 
 @loop_app.command("resume")
@@ -178,7 +222,7 @@ def _score(r: GenerationRecord, model: str, table: str) -> str:
 
 def _gain(r: GenerationRecord) -> str:
     gain = (r.student_gain or {}).get("heuristic")
-    return "-" if gain is None else f"{gain.diff:+.1%} [{gain.low * 100:+.1f},{gain.high * 100:+.1f}]"
+    return "-" if gain is None else points(gain.diff, gain.low, gain.high)
 
 
 def _gate(result: dict[str, Any] | None) -> str:
@@ -187,4 +231,4 @@ def _gate(result: dict[str, Any] | None) -> str:
     verdict = result.get("strength") if "floor" in result else result
     if verdict is None:
         return "floor FAIL"
-    return f"{'pass' if verdict['passed'] else 'FAIL'} {verdict['diff']:+.1%}/{verdict['deals']}d"
+    return f"{'pass' if verdict['passed'] else 'FAIL'} {verdict['diff'] * 100:+.1f} pts/{verdict['deals']}d"

@@ -13,6 +13,7 @@ from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
     JsonOpt,
+    MaxRoundsOpt,
     ShardOpt,
     WorkersOpt,
     app,
@@ -23,6 +24,7 @@ from toolkit.cli.app import (
 )
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
+from toolkit.game import DEFAULT_MAX_ROUNDS
 
 
 @app.command("simulate")
@@ -35,7 +37,7 @@ def simulate_command(
     out: Annotated[Path | None, typer.Option("--out", help="Folder for the JSONL logs (omit to only play).")] = None,
     compress: Annotated[str, typer.Option("--compress", help="none, gzip or zstd.")] = "none",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Games stepped at once.")] = 1024,
-    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Rounds before a game is truncated.")] = 30,
+    max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,
     address: AddressOpt = None,

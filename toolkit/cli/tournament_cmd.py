@@ -13,14 +13,20 @@ from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
     JsonOpt,
+    MaxRoundsOpt,
     ShardOpt,
     WorkersOpt,
     app,
     backend_config,
+    checkpoint,
     console,
     print_json,
+    warn_truncations,
 )
 from toolkit.errors import ConfigError
+from toolkit.game import DEFAULT_MAX_ROUNDS
+
+LINEUPS_SHOWN = 12  # more lineups than this: their truncations are in the JSON only
 
 
 @app.command("tournament")
@@ -28,7 +34,8 @@ def tournament_command(
     entrants: Annotated[
         list[str],
         typer.Argument(
-            help="Players: a type (heuristic, tuned, random), a checkpoint (.json), or NAME=either; at least 4."
+            help="Players: a type (heuristic, tuned, random), a checkpoint (card .json, .safetensors or stem; "
+            "looked up here, then under the data root), or NAME=either; at least 4."
         ),
     ],
     focus: Annotated[
@@ -37,7 +44,7 @@ def tournament_command(
     ] = None,
     deals: Annotated[int, typer.Option("--deals", help="Deals per lineup, each played in every seat rotation.")] = 16,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the deals.")] = 0,
-    max_rounds: Annotated[int, typer.Option("--max-rounds", help="Rounds before a game stops.")] = 30,
+    max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
     pool: Annotated[
         Path | None,
         typer.Option("--pool", help="A rating pool (JSON) to add the games to; its ratings are refitted from all."),
@@ -53,18 +60,22 @@ def tournament_command(
 ) -> None:
     """Play every lineup of 4 entrants (with a focus player) on the same deals in every seat rotation; rate them.
 
-    The games, and so the ratings, are the same on every back end for the same seed.
+    Games that reach the turn limit have no winner: how many did (overall, per player, per lineup) is reported
+    with the ratings, and a warning says when they are a large share. The games, and so the ratings, are the
+    same on every back end for the same seed.
     """
-    from toolkit.ratings import RatingPool, TournamentConfig, play_tournament, standings
-    from toolkit.train.agents import PlayerRef, player_from_ref, player_ref
+    from toolkit.ratings import RatingPool, TournamentConfig, count_truncations, play_tournament, standings
+    from toolkit.train.agents import player_from_ref, player_refs
 
-    players: dict[str, PlayerRef] = {}
+    labels: dict[str, str] = {}
     for entrant in entrants:
         label, _, what = entrant.rpartition("=")
         label = label or Path(what).name.removesuffix(".json").removesuffix(".safetensors")
-        if label in players:
+        if label in labels:
             raise ConfigError(f"two entrants are named {label!r}", hint="name them: NAME=checkpoint")
-        players[label] = player_ref(what)
+        labels[label] = what
+    refs = player_refs(list(labels.values()), option="ENTRANT", locate=checkpoint)
+    players = dict(zip(labels, refs, strict=True))
     focused = [f.strip() for f in focus.split(",")] if focus else list(players)
     unknown = [f for f in focused if f not in players]
     if unknown:
@@ -80,21 +91,45 @@ def tournament_command(
     if pool is not None:
         rated.save()
     table = standings(rated)
+    truncations = count_truncations(games, max_rounds)
+    warn_truncations(truncations.truncated, truncations.games, max_rounds)
     if as_json:
         print_json(
             {
                 "tournament": tournament,
                 "games": len(games),
                 "games_sha256": digest,
+                "truncations": truncations.model_dump(mode="json"),
                 "standings": [s.model_dump(mode="json") for s in table],
             }
         )
         return
     shown = Table(title=f"tournament {tournament}: {len(games)} games")
-    for column in ("player", "elo", "± se", "ordinal", "games", "wins"):
+    for column in ("player", "elo", "± se", "ordinal", "games", "wins", "truncated"):
         shown.add_column(column, justify="left" if column == "player" else "right")
     for s in table:
-        shown.add_row(s.name, f"{s.elo:.0f}", f"{s.elo_se:.0f}", f"{s.ordinal:.2f}", str(s.games), str(s.wins))
+        shown.add_row(
+            s.name,
+            f"{s.elo:.0f}",
+            f"{s.elo_se:.0f}",
+            f"{s.ordinal:.2f}",
+            str(s.games),
+            str(s.wins),
+            f"{s.truncated} ({s.truncated / max(s.games, 1):.0%})",
+        )
     console.print(shown)
+    console.print(
+        f"truncated: {truncations.truncated} of {truncations.games} games ({truncations.share:.1%}) ended at the "
+        f"turn limit ({max_rounds} rounds) with no winner"
+    )
+    if 1 < len(truncations.by_lineup) <= LINEUPS_SHOWN:
+        lineups = Table(title="games at the turn limit, per lineup (all seat rotations)")
+        for column in ("lineup", "games", "truncated"):
+            lineups.add_column(column, justify="left" if column == "lineup" else "right")
+        for lineup in truncations.by_lineup:
+            lineups.add_row(", ".join(lineup.players), str(lineup.games), f"{lineup.truncated} ({lineup.share:.0%})")
+        console.print(lineups)
+    elif len(truncations.by_lineup) > LINEUPS_SHOWN:
+        console.print(f"per lineup ({len(truncations.by_lineup)} lineups): see --json, truncations.by_lineup")
     if pool is not None:
         console.print(f"pool {pool}: {len(rated.data.games)} games from {len(rated.data.tournaments)} tournaments")

@@ -9,9 +9,11 @@ import typer
 from rich.table import Table
 
 from toolkit.cli.app import (
+    MAX_ROUNDS_HELP,
     AddressOpt,
     BackendOpt,
     JsonOpt,
+    MaxRoundsOpt,
     ShardOpt,
     WorkersOpt,
     app,
@@ -19,9 +21,12 @@ from toolkit.cli.app import (
     checkpoint,
     console,
     layout,
+    points,
     print_json,
     progress_bar,
+    warn_truncations,
 )
+from toolkit.game import DEFAULT_MAX_ROUNDS
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.train.evaluate import EvaluationResult
@@ -112,6 +117,7 @@ def train_ppo_command(
     eval_every: Annotated[int | None, typer.Option("--eval-every", help="Steps between evaluations.")] = None,
     eval_games: Annotated[int | None, typer.Option("--eval-games", help="Games per evaluation.")] = None,
     eval_vs: Annotated[str | None, typer.Option("--eval-vs", help="Evaluation opponents, comma-separated.")] = None,
+    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP)] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Initial learning rate.")] = None,
     ent_coef: Annotated[float | None, typer.Option("--ent-coef", help="Entropy bonus.")] = None,
     lstm_hidden: Annotated[int | None, typer.Option("--lstm-hidden", help="LSTM size (recurrent).")] = None,
@@ -147,6 +153,7 @@ def train_ppo_command(
             "eval_every": eval_every,
             "eval_games": eval_games,
             "eval_opponents": _names(eval_vs),
+            "max_rounds": max_rounds,
             "learning_rate": lr,
             "ent_coef": ent_coef,
             "lstm_hidden": lstm_hidden,
@@ -188,26 +195,47 @@ def train_ppo_command(
 @app.command("evaluate")
 def evaluate_command(
     policy: Annotated[Path, typer.Option("--policy", help="Checkpoint (.json or .safetensors) of any kind.")],
-    vs: Annotated[str, typer.Option("--vs", help="Opponents, comma-separated.")] = "heuristic,heuristic,heuristic",
+    vs: Annotated[
+        str,
+        typer.Option(
+            "--vs",
+            help="The other seats, comma-separated, in seat order: player types (random, heuristic, tuned) and "
+            "checkpoints (card .json, .safetensors or their stem; relative paths are looked up here, then under "
+            "the data root), mixed as you like. Head to head: --policy gen2.json --vs gen1.json,gen1.json,gen1.json.",
+        ),
+    ] = "heuristic,heuristic,heuristic",
     games: Annotated[int, typer.Option("--games", help="Games (rounded up to a multiple of the pod size).")] = 200,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the deals.")] = 0,
-    compare: Annotated[Path | None, typer.Option("--compare", help="A second checkpoint, on the same deals.")] = None,
+    max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
+    compare: Annotated[
+        Path | None,
+        typer.Option("--compare", help="A second checkpoint, on the same deals; the difference in percentage points."),
+    ] = None,
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     shard_games: ShardOpt = 1024,
     as_json: JsonOpt = False,
 ) -> None:
-    """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%), placement score, per seat."""
+    """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%) against chance, placement, per seat.
+
+    Head to head, one command: --policy gen2.json --vs gen1.json,gen1.json,gen1.json (better: above chance, 25%).
+    """
     from toolkit.config import load_config
-    from toolkit.train.agents import policy_blob
+    from toolkit.train.agents import player_refs, policy_blob
     from toolkit.train.evaluate import EvaluateConfig, evaluate
     from toolkit.train.evaluate import compare as compare_results
 
-    cfg = load_config(EvaluateConfig, None, {"opponents": _names(vs), "games": games, "seed": seed})
+    names = _names(vs) or []
+    cfg = load_config(
+        EvaluateConfig, None, {"opponents": names, "games": games, "seed": seed, "max_rounds": max_rounds}
+    )
+    opponents = player_refs(names, option="--vs", locate=checkpoint)
     where = backend_config(backend, workers, address, shard_games)
     cards = [checkpoint(p) for p in [policy] + ([compare] if compare else [])]
-    results = [evaluate(policy_blob(card), cfg, backend=where) for card in cards]
+    results = [evaluate(policy_blob(card), cfg, opponents=opponents, backend=where) for card in cards]
+    for r in results:
+        warn_truncations(r.truncations, r.games, max_rounds)
     if compare is not None and len(results) == 2:
         diff = compare_results(*results)
         if as_json:
@@ -220,24 +248,42 @@ def evaluate_command(
         _print_evaluation(path, r)
     if compare is not None:
         console.print(
-            f"difference {policy.name} - {compare.name}: win rate {diff.win_rate_diff:+.3f} "
-            f"[{diff.win_rate_diff_low:+.3f}, {diff.win_rate_diff_high:+.3f}], placement score "
-            f"{diff.score_diff:+.3f} [{diff.score_diff_low:+.3f}, {diff.score_diff_high:+.3f}]"
+            f"difference {policy.name} - {compare.name} over {diff.deals} paired deals: win rate "
+            f"{points(diff.win_rate_diff, diff.win_rate_diff_low, diff.win_rate_diff_high)} (percentage points), "
+            f"placement score {diff.score_diff:+.3f} [{diff.score_diff_low:+.3f}, {diff.score_diff_high:+.3f}]"
         )
 
 
 def _print_evaluation(path: Path | None, r: EvaluationResult) -> None:
     table = Table(title=f"{path} vs {', '.join(r.opponents)}: {r.games} games, {r.games_per_second:,.0f} games/s")
-    for name in ("seat", "games", "wins", "win rate", "placement score"):
+    for name in ("seat", "games", "wins", "win rate", "placement score", "truncated"):
         table.add_column(name, justify="right")
     for s in r.per_seat:
-        table.add_row(str(s.seat), str(s.games), str(s.wins), f"{s.win_rate:.1%}", f"{s.placement_score:.3f}")
+        table.add_row(
+            str(s.seat),
+            str(s.games),
+            str(s.wins),
+            f"{s.win_rate:.1%}",
+            f"{s.placement_score:.3f}",
+            f"{s.truncations} ({s.truncations / max(s.games, 1):.0%})",
+        )
     console.print(table)
     console.print(
-        f"win rate {r.win_rate:.1%} [{r.win_low:.1%}, {r.win_high:.1%}], placement score "
-        f"{r.placement_score:.3f}, mean placement {r.mean_placement:.2f}, truncations {r.truncations}, "
-        f"illegal actions {r.illegal_actions}"
+        f"win rate {r.win_rate:.1%} [{r.win_low:.1%}, {r.win_high:.1%}]; chance {r.chance:.1%} "
+        f"(1 in {len(r.opponents) + 1} seats): {_against_chance(r)}"
     )
+    console.print(
+        f"placement score {r.placement_score:.3f}, mean placement {r.mean_placement:.2f}, truncated "
+        f"{r.truncations} ({r.truncation_share:.1%}, nobody's win), illegal actions {r.illegal_actions}"
+    )
+
+
+def _against_chance(r: EvaluationResult) -> str:
+    if r.win_low > r.chance:
+        return "better than chance"
+    if r.win_high < r.chance:
+        return "worse than chance"
+    return "not distinguishable from chance (the interval holds it)"
 
 
 def _num(value: float | None) -> str:

@@ -48,7 +48,7 @@ import gymnasium as gym
 import numpy as np
 
 from toolkit.errors import ConfigError
-from toolkit.game import core, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.league import OpponentPool, draw_episode
 from toolkit.game.observation import FEATURE_SIZE, observe
 from toolkit.game.players import DecisionBatch, Player, attack_target
@@ -95,7 +95,7 @@ class CommanderEnv(gym.Env):
         opponents: Sequence[str | Player] | OpponentPool = ("heuristic", "heuristic", "heuristic"),
         *,
         learner_seat: int | None = 0,
-        max_rounds: int = 30,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
         pod_size: int | None = None,
         record: bool = False,
     ) -> None:

@@ -82,6 +82,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import GameError
+from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.cards import (
     ARCHETYPE_NAMES,
     COMMANDER,
@@ -135,7 +136,7 @@ class RulesConfig(BaseModel):
 
     n_seats: int = Field(4, ge=2, le=6, description="Seats in the pod (--players sets it in the CLI).")
     starting_life: int = Field(40, ge=1, le=1000, description="Life each seat starts with.")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before the game is a truncation.")
+    max_rounds: int = Field(DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before the game is a truncation.")
     archetypes: tuple[str, ...] = Field(ARCHETYPE_NAMES, min_length=1, description="Archetypes decks are drawn from.")
 
 

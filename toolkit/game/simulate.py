@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.errors import ConfigError
-from toolkit.game import core, records, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
 from toolkit.game.lineup import entrant_of
 from toolkit.game.players import PLAYER_TYPES, make_player
 from toolkit.jobs.config import BackendConfig
@@ -45,7 +45,9 @@ class SimulateConfig(BaseModel):
     out: Path | None = Field(None, description="Folder for the decision logs; None plays without writing (--out).")
     compression: records.Compression = Field("none", description="none, gzip or zstd (--compress).")
     batch_size: int = Field(1024, ge=1, le=65_536, description="Games stepped at once (--batch-size).")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game is a truncation (--max-rounds).")
+    max_rounds: int = Field(
+        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game is a truncation (--max-rounds)."
+    )
     rows_per_file: int = Field(1_000_000, ge=1, description="Decisions per part file before starting the next.")
 
     @field_validator("players")

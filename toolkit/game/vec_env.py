@@ -31,7 +31,7 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from toolkit.errors import ConfigError
-from toolkit.game import core, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.env import action_space, learner_observation, observation_space
 from toolkit.game.league import OpponentPool, draw_episode, env_seed
 from toolkit.game.players import Player, attack_target
@@ -50,7 +50,7 @@ class CommanderVecEnv(VecEnv):
         seed: int = 0,
         learner_seat: int | None = None,
         pod_size: int | None = None,
-        max_rounds: int = 30,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
     ) -> None:
         """Args:
         n_envs: games stepped together.

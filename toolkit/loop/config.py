@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.config import map_paths
 from toolkit.datasets.config import HoldoutConfig
+from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import NAME_PATTERN, Layout
 
@@ -33,11 +34,15 @@ class _Config(BaseModel):
 class BootstrapConfig(_Config):
     """Generation 0: the Forge stand-in's games (or existing logs) that the first student learns from."""
 
-    games: int = Field(300, ge=1, description="Heuristic games to simulate (0 when `logs` are given).")
+    games: int = Field(300, ge=1, description="Heuristic games to simulate (unused when `logs` are given).")
     players: tuple[str, ...] = Field(
         ("heuristic", "tuned", "heuristic", "tuned"), description="The simulated table (their role is forge)."
     )
-    logs: list[Path] = Field(default_factory=list, description="Existing Forge logs to ingest instead of simulating.")
+    logs: list[Path] = Field(
+        default_factory=list,
+        description="Existing logs to ingest instead of simulating (e.g. real Forge logs: JSONL files or folders "
+        "of them; relative paths from the folder the loop starts in). The loop never deletes them.",
+    )
 
 
 class DataConfig(_Config):
@@ -54,7 +59,12 @@ class DataConfig(_Config):
     measure every student on it.
     """
 
-    weight_mode: Literal["ratio", "share"] = "share"
+    weight_mode: Literal["ratio", "share"] = Field(
+        "share",
+        description="share: `weights` are each source's target share of the training rows (unlisted sources "
+        "dropped); ratio: a weight below 1 keeps that fraction of a source's games, above 1 draws more, 0 drops "
+        "it (see `distill build --mode`).",
+    )
     weights: dict[str, float] = Field(
         default_factory=lambda: {"forge": 0.0, TEACHER_SOURCE: 1.0, "random": 0.0, "ppo-eval": 0.0},
         description="Per-source shares (or ratios) of the students' datasets from generation 1 on.",
@@ -82,8 +92,8 @@ class StudentConfig(_Config):
     """Behaviour cloning of the student in each generation."""
 
     epochs: int = Field(8, ge=1, description="Passes over the train split.")
-    batch_size: int = Field(1024, ge=1)
-    learning_rate: float = Field(1e-3, gt=0)
+    batch_size: int = Field(1024, ge=1, description="Rows per optimiser step.")
+    learning_rate: float = Field(1e-3, gt=0, description="Adam's learning rate.")
     select: Literal["holdout_loss", "last_epoch"] = Field(
         "last_epoch",
         description="Keep the last epoch's weights (the holdout is Forge-role play, which a student of "
@@ -127,8 +137,8 @@ class PPOStepConfig(_Config):
     total_steps: int = Field(500_000, ge=64, description="Learner decisions per attempt.")
     n_envs: int = Field(512, ge=1, description="Games stepped together.")
     n_steps: int = Field(16, ge=8, description="Steps per env per rollout.")
-    batch_size: int = Field(1024, ge=8)
-    n_epochs: int = Field(4, ge=1)
+    batch_size: int = Field(1024, ge=8, description="Minibatch size of the PPO update.")
+    n_epochs: int = Field(4, ge=1, description="Passes over each rollout in the PPO update.")
     learning_rate: float = Field(3e-4, gt=0, description="Learning rate (retries scale it).")
     lr_schedule: Literal["constant", "linear"] = Field(
         "constant", description="constant (measured best when each generation continues the last), or linear decay."
@@ -245,7 +255,13 @@ class LoopConfig(_Config):
     name: str = Field("demo", pattern=NAME_PATTERN, description="Run folder runs/<name> and dataset loop-<name>.")
     seed: int = Field(0, ge=0, description="Seeds everything; each step derives its own seed from it.")
     max_generations: int = Field(2, ge=1, le=999, description="Generations after the bootstrap (generation 0).")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game stops at the turn limit.")
+    max_rounds: int = Field(
+        DEFAULT_MAX_ROUNDS,
+        ge=1,
+        le=1000,
+        description="Rounds before a game stops at the turn limit (no winner) in every game the loop plays: "
+        "self-play, gates, evaluations and the tournament (--max-rounds).",
+    )
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     student: StudentConfig = Field(default_factory=StudentConfig)
@@ -254,7 +270,11 @@ class LoopConfig(_Config):
         default_factory=StrengthGateConfig,
         description="Promotion of PPO models and (unless student_gate is set) of students.",
     )
-    student_gate: StrengthGateConfig | None = Field(None, description="The students' own strength gate, if different.")
+    student_gate: StrengthGateConfig | None = Field(
+        None,
+        description="The students' own strength gate, if different: null (the strength_gate's), or a section "
+        "with strength_gate's fields.",
+    )
     floor: FloorConfig = Field(default_factory=FloorConfig)
     accuracy_guard: AccuracyGuardConfig = Field(default_factory=AccuracyGuardConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)

@@ -16,6 +16,7 @@ counted in ``illegal``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.errors import TrainError
+from toolkit.errors import ConfigError, TrainError
 from toolkit.game import rules
 from toolkit.game.lineup import Entrant, entrant_of
 from toolkit.game.players import PLAYER_TYPES, DecisionBatch, Player, PolicyPlayer, make_player, policy_targets
@@ -135,6 +136,34 @@ def entrant(ref: PlayerRef) -> Entrant:
 def player_ref(name: str) -> PlayerRef:
     """A player type stays its name; anything else names a checkpoint (card, weights or stem), read into a blob."""
     return name if name in PLAYER_TYPES else policy_blob(Path(name))
+
+
+def player_refs(names: Sequence[str], *, option: str, locate: Callable[[Path], Path] = Path) -> list[PlayerRef]:
+    """A table of players named as a command line names them: a player type stays its name; anything else is a
+    checkpoint (its card, weights or stem) found by ``locate`` (the CLI's: as given, else under the data root)
+    and read into a blob, once however many seats it holds. Types and checkpoints mix freely.
+
+    Raises:
+        ConfigError: names that are neither a player type nor a checkpoint with a card (all of them, naming
+            ``option``, the flag or field that gave them).
+        TrainError: a checkpoint that does not load.
+    """
+    where = {name: locate(Path(name)) for name in names if name not in PLAYER_TYPES}
+    unknown = [name for name, path in where.items() if not card_path(path).is_file()]
+    if unknown:
+        raise ConfigError(
+            f"{option}: {', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} neither a player "
+            "type nor a checkpoint",
+            hint=f"{option} takes player types ({', '.join(PLAYER_TYPES)}) and checkpoints (a card .json, its "
+            ".safetensors, or their path without the suffix), mixed as you like",
+        )
+    blobs = {name: policy_blob(path) for name, path in where.items()}
+    return [blobs.get(name, name) for name in names]
+
+
+def ref_name(ref: PlayerRef) -> str:
+    """How reports name a seat's player: a player type by its name, a checkpoint by its stem."""
+    return ref if isinstance(ref, str) else ref.name
 
 
 def _agent(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> Agent:

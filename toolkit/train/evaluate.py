@@ -24,17 +24,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolkit.errors import ConfigError
-from toolkit.game import core, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.lineup import UNKNOWN, Entrant
-from toolkit.game.players import Player, make_player
+from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.stats import Z95, wilson_interval
-from toolkit.train.agents import PlayerRef, PolicyBlob, entrant, player_from_ref
+from toolkit.train.agents import PlayerRef, PolicyBlob, entrant, player_from_ref, player_refs, ref_name
 from toolkit.train.export import DecisionExporter
 
 
@@ -47,11 +47,17 @@ class EvaluateConfig(BaseModel):
         ("heuristic",) * 3,
         min_length=1,
         max_length=5,
-        description="Players in the other seats: random, heuristic, tuned (--vs).",
+        description="Players in the other seats, in seat order: player types (random, heuristic, tuned) and "
+        "checkpoints (card paths), mixed as you like (--vs).",
     )
     games: int = Field(200, ge=1, description="Games in all, rounded up to a multiple of the pod size (--games).")
     seed: int = Field(0, ge=0, description="Seed of the deals; the same deals are replayed for every seat (--seed).")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game is truncated (--max-rounds).")
+    max_rounds: int = Field(
+        DEFAULT_MAX_ROUNDS,
+        ge=1,
+        le=1000,
+        description="Rounds before a game stops at the turn limit, with no winner (--max-rounds).",
+    )
     batch_size: int = Field(256, ge=1, description="Games stepped at once.")
 
 
@@ -72,6 +78,7 @@ class SeatResult(BaseModel):
     wins: int
     win_rate: float
     placement_score: float
+    truncations: int = Field(0, description="Games at this seat that ended at the turn limit (nobody's win).")
 
 
 class EvaluationResult(BaseModel):
@@ -87,7 +94,7 @@ class EvaluationResult(BaseModel):
     placement_low: float = Field(description="Normal 95% interval of the mean placement score.")
     placement_high: float
     mean_placement: float
-    truncations: int
+    truncations: int = Field(description="Games that ended at the turn limit: nobody's win, the policy's neither.")
     illegal_actions: int
     decisions: int
     seconds: float
@@ -96,12 +103,22 @@ class EvaluationResult(BaseModel):
     per_seat: list[SeatResult]
     outcomes: list[Outcome]
 
+    @computed_field(description="The win rate of a player no better than the others: 1 / seats.")  # type: ignore[prop-decorator]
+    @property
+    def chance(self) -> float:
+        return round(1 / (len(self.opponents) + 1), 4)
+
+    @computed_field(description="Share of the games that ended at the turn limit.")  # type: ignore[prop-decorator]
+    @property
+    def truncation_share(self) -> float:
+        return round(self.truncations / self.games, 4) if self.games else 0.0
+
 
 def evaluate(
     policy: Callable[[], Player] | PlayerRef,
     config: EvaluateConfig,
     exporter: DecisionExporter | None = None,
-    opponents: Sequence[Player] | None = None,
+    opponents: Sequence[Player | PlayerRef] | None = None,
     backend: BackendConfig | None = None,
 ) -> EvaluationResult:
     """Play the policy in every seat against ``config.opponents`` and measure it.
@@ -115,23 +132,26 @@ def evaluate(
         policy: a checkpoint (:class:`~toolkit.train.agents.PolicyBlob`) or a
             player type, which any back end can play; or a function giving a
             fresh player of a live policy, played in this process.
-        config: opponents, games, seed.
+        config: opponents (player types and checkpoint paths), games, seed, turn limit.
         exporter: if given, the policy's decisions are offered to it (its filters apply; in this process).
-        opponents: players to use instead of the names in ``config.opponents`` (in this process).
+        opponents: players to use instead of the names in ``config.opponents``: player refs (as
+            :func:`~toolkit.train.agents.player_refs` gives them; any back end), or live players (in this process).
         backend: where the shards run (default: ``auto``).
 
     Raises:
         ConfigError: an unknown opponent name, or too many opponents.
+        TrainError: an opponent's checkpoint that does not load.
         JobError: a shard's worker died more often than the back end retries.
     """
-    others: list[Player] | list[PlayerRef] = list(opponents) if opponents is not None else list(config.opponents)
+    others: list[Player | PlayerRef] = list(
+        opponents if opponents is not None else player_refs(config.opponents, option="opponents")
+    )  # an unknown name fails here, before any worker starts
     n = len(others) + 1
     if n > 6:
         raise ConfigError(f"a pod of {n} seats is too big", hint="give at most 5 opponents (--vs)")
-    for name in config.opponents if opponents is None else ():
-        make_player(name)  # an unknown name fails here, before any worker starts
     backend = backend or BackendConfig()
-    portable = isinstance(policy, (str, PolicyBlob)) and opponents is None and exporter is None
+    refs = all(isinstance(o, (str, PolicyBlob)) for o in others)
+    portable = isinstance(policy, (str, PolicyBlob)) and refs and exporter is None
     if not portable:  # live players and the exporter stay here; the shard plan is the same
         backend = backend.model_copy(update={"kind": "inprocess"})
     per_seat = math.ceil(config.games / n)
@@ -144,7 +164,7 @@ def evaluate(
     outcomes = sorted((o for p in parts for o in p.outcomes), key=lambda o: (o.deal, o.seat))
     return _summarise(
         outcomes,
-        list(config.opponents) if opponents is None else [p.source for p in opponents],
+        [ref_name(o) if isinstance(o, (str, PolicyBlob)) else o.source for o in others],
         sum(p.decisions for p in parts),
         sum(p.illegal for p in parts),
         seconds,
@@ -154,7 +174,7 @@ def evaluate(
 @dataclass(frozen=True)
 class _EvalJob:
     policy: Callable[[], Player] | PlayerRef
-    others: Sequence[Player] | Sequence[PlayerRef]
+    others: Sequence[Player | PlayerRef]
     config: EvaluateConfig
     exporter: DecisionExporter | None
 
@@ -198,7 +218,7 @@ def _play_deals(shard: Shard, job: _EvalJob) -> _DealsPlayed:
     return _DealsPlayed(outcomes, decisions, int(getattr(player, "illegal", 0)))
 
 
-def _entrants(others: Sequence[Player] | Sequence[PlayerRef]) -> list[Entrant]:
+def _entrants(others: Sequence[Player | PlayerRef]) -> list[Entrant]:
     """The opponents as the exported rows' lineup names them (a live player: an unknown one, named by its source)."""
     return [entrant(o) if isinstance(o, (str, PolicyBlob)) else Entrant(UNKNOWN.kind, o.source) for o in others]
 
@@ -246,6 +266,7 @@ def _summarise(
                 wins=won,
                 win_rate=round(won / len(mine), 4),
                 placement_score=round(float(np.mean([o.score for o in mine])), 4),
+                truncations=sum(o.truncated for o in mine),
             )
         )
     return EvaluationResult(
@@ -274,17 +295,19 @@ class Comparison(BaseModel):
     """Two policies on the same deals: the difference of win rates and placement scores, with 95% intervals.
 
     The intervals treat each deal (played in every seat by both) as one
-    unit, since games on one deal are not independent.
+    unit, since games on one deal are not independent. Differences are in
+    the unit of what they compare: win rates as fractions (0.032 is 3.2
+    percentage points, as the CLI prints it), placement scores in [0, 1].
     """
 
     a: EvaluationResult
     b: EvaluationResult
     deals: int
-    win_rate_diff: float
-    win_rate_diff_low: float
+    win_rate_diff: float = Field(description="a's win rate minus b's, a fraction (0.032 = +3.2 percentage points).")
+    win_rate_diff_low: float = Field(description="95% interval of win_rate_diff, a fraction.")
     win_rate_diff_high: float
-    score_diff: float
-    score_diff_low: float
+    score_diff: float = Field(description="a's placement score minus b's (scores are in [0, 1]).")
+    score_diff_low: float = Field(description="95% interval of score_diff.")
     score_diff_high: float
 
 

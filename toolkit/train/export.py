@@ -35,7 +35,7 @@ from typing import Final
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.game import core, records, rules
+from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
 from toolkit.game.league import draw_opponents, league_probabilities
@@ -251,7 +251,7 @@ def export_league_games(
     source: str = "ppo",
     config: ExportConfig | None = None,
     pod_size: int = 4,
-    max_rounds: int = 30,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
     batch_size: int = 512,
     backend: BackendConfig | None = None,
 ) -> ExportCounts:

@@ -58,6 +58,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
 from toolkit.errors import ConfigError, TrainError
+from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.league import OpponentPool
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
@@ -144,7 +145,9 @@ class PPOConfig(BaseModel):
         (), description="Stages of opponent pools with promotion rules; replaces `opponents` when given."
     )
     pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
-    max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game stops at the turn limit.")
+    max_rounds: int = Field(
+        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit (--max-rounds)."
+    )
     eval_every: int = Field(
         20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every)."
     )
