@@ -18,6 +18,7 @@ from toolkit.loop.config import NAME_PATTERN
 from toolkit.loop.record import GenerationRecord
 from toolkit.loop.status import RunStatus, list_runs, run_status
 from toolkit.serve import control, views
+from toolkit.serve.compare import Comparison, comparison, parse_runs
 
 router = APIRouter(prefix="/api", tags=["api"])
 Name = Annotated[str, Query(pattern=NAME_PATTERN, description="The loop run (folder runs/<name>).")]
@@ -109,3 +110,15 @@ def run_detail(request: Request, name: Name = "demo") -> views.RunDetail:
 )
 def lake(request: Request) -> views.LakeSummary:
     return views.lake_summary(_layout(request))
+
+
+@router.get(
+    "/distill/compare",
+    response_model=Comparison,
+    summary="Two or more runs side by side: strength per generation, composition, ratings",
+)
+def compare(
+    request: Request,
+    runs: Annotated[list[str], Query(description="Run names: runs=a,b or runs=a&runs=b (2 to 8).")],
+) -> Comparison:
+    return comparison(_layout(request), parse_runs(runs))
