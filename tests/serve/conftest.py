@@ -105,15 +105,21 @@ def kept_student_copy(source: Path, target: Path) -> None:
     name = target.name
     records = [json.loads(line) for line in (target / "generations.jsonl").read_text().splitlines() if line.strip()]
     before, last = records[-2], records[-1]
-    refusal = {"passed": False, "decision": "accept_h0", "reason": "no better than its baseline (refused in this copy)"}
-    last["attempts"][-1]["steps"]["student_gate"].update(refusal)
+    gate = last["attempts"][-1]["steps"]["student_gate"]
+    llr = gate["lower"] - 1.0  # below the lower bound: "no better"
+    rounds = [{**r, "llr": llr if i == len(gate["rounds"]) - 1 else r["llr"]} for i, r in enumerate(gate["rounds"])]
+    reason = "no better than its baseline (refused in this copy)"
+    refusal = {"passed": False, "decision": "accept_h0", "reason": reason, "llr": llr, "rounds": rounds}
+    gate.update(refusal)
     last.update(
         student_promoted=False,
         student=before["student"],
-        reason=f"teacher promoted; student kept: {refusal['reason']}",
+        reason=f"teacher promoted; student kept: {reason}",
         **{k: before[k] for k in ("student_win_rate", "student_win_low", "student_win_high")},
     )
     last["evaluation"]["student"] = before["evaluation"]["student"]
+    if before["generation"] == 0:  # the same model on the same deals: no gain over generation 0
+        last["student_gain"] = {t: {**g, "diff": 0.0, "low": 0.0, "high": 0.0} for t, g in last["student_gain"].items()}
     for record in records:
         record["loop"] = name
     (target / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

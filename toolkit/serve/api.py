@@ -10,9 +10,10 @@ server starts at once; ``Retry-After`` says when to ask again).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel
 
 from toolkit.loop.config import NAME_PATTERN
 from toolkit.loop.record import GenerationRecord
@@ -112,9 +113,17 @@ def lake(request: Request) -> views.LakeSummary:
     return views.lake_summary(_layout(request))
 
 
+class ApiError(BaseModel):
+    """An error: the request's validation errors (a list), or what was refused and the next action."""
+
+    detail: str | list[dict[str, Any]]
+    hint: str | None = None
+
+
 @router.get(
     "/distill/compare",
     response_model=Comparison,
+    responses={422: {"model": ApiError, "description": "Invalid names, or not 2 to 8 runs."}},
     summary="Two or more runs side by side: strength per generation, composition, ratings",
 )
 def compare(
