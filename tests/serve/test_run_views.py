@@ -61,6 +61,8 @@ def test_every_evaluation_table_is_charted_with_chance_and_distinct_styles(kept:
         assert lines["chance (1 in 4)"].data == [0.25, 0.25] and lines["chance (1 in 4)"].reference
         assert chart.unit == "percent" and "(%)" in chart.y_label and chart.x_label == "generation"
         assert "kept, same model as generation 0" in student.notes[-1]
+    accuracy = next(c for c in kept.charts if c.id == "chart-accuracy").lines[0]
+    assert accuracy.label == "candidate's holdout accuracy" and accuracy.notes[-1] == "gen-001-student, refused"
     ratings = next(c for c in kept.charts if c.id == "chart-elo")
     assert all(line.marker != "none" for line in ratings.lines), "a player rated once still shows"
 

@@ -7,7 +7,8 @@ baseline's, averaged over the seats (in [-1, 1]), and a GSPRT on the units
 (``stats.MeanSPRT``; H0: no better) decides, in rounds of deals, after
 ``min_deals`` and at most at ``max_deals`` (undecided fails: no evidence
 it is better). The verdict also reports the mean paired difference with its
-95% interval over the deals played.
+95% interval over the deals played, and each round's paired results with the
+LLR after it (the trace the dashboard's gate report draws).
 
 The floor is the seed's absolute rule for merging PPO's export: its win
 rate in a fixed-size evaluation against three heuristics must exceed 30%.

@@ -136,15 +136,25 @@ def reference_line(label: str, x: Sequence[object], value: float, color: str, da
 
 
 def accuracy_chart(rows: Sequence[GenerationRow], config: LoopConfig) -> Chart:
-    """Each generation's trained student candidate on the FIXED holdout (promoted or refused), with the floor."""
+    """Each generation's trained student candidate on the FIXED holdout (promoted or refused), with the floor, next
+    to the win rate of the student in use against the first evaluation table."""
     gens = [r.generation for r in rows]
     candidates = [r.student.candidates[-1] if r.student.candidates else None for r in rows]
+    first = next(iter(config.evaluation.tables.items()), None)
+    strength: list[Line] = []
+    if first is not None:
+        table, opponents = first
+        strength = [
+            _scores_line(
+                f"student in use vs {table_label(opponents)}", rows, "student", table, PALETTE[0], [], "circle", 2.0, 1
+            ).model_copy(update={"low": None, "high": None})
+        ]
     return Chart(
         id="chart-accuracy",
-        title="Holdout accuracy of each generation's student candidate",
+        title="Holdout accuracy of each generation's student candidate, and strength",
         x=gens,
         x_label="generation",
-        y_label="holdout accuracy (%)",
+        y_label="accuracy, win rate (%)",
         unit="percent",
         lines=[
             Line(
@@ -155,6 +165,7 @@ def accuracy_chart(rows: Sequence[GenerationRow], config: LoopConfig) -> Chart:
                     ("" if c is None else f"{c.name}, " + ("promoted" if c.promoted else "refused")) for c in candidates
                 ],
             ),
+            *strength,
             reference_line("accuracy floor", gens, config.accuracy_guard.floor, FLOOR_COLOR, dash=[6, 4]),
         ],
     )

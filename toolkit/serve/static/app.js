@@ -45,7 +45,8 @@ function drawSpec(spec) {
   return draw(spec.id, { type: spec.kind, data: { labels: spec.x, datasets },
     options: { scales: { x: { stacked: spec.stacked, title: { display: true, text: spec.x_label } }, y },
       plugins: {
-        legend: { labels: { usePointStyle: true, filter: (item, data) => !data.datasets[item.datasetIndex].band } },
+        legend: { labels: { usePointStyle: true, sort: (a, b) => a.datasetIndex - b.datasetIndex,
+                            filter: (item, data) => !data.datasets[item.datasetIndex].band } },
         tooltip: { filter: (item) => !item.dataset.band && item.raw !== null,
           callbacks: {
             title: (items) => items.length ? `${spec.x_label} ${items[0].label}` : "",
