@@ -16,7 +16,7 @@ from toolkit.loop.state import RunFolder
 from toolkit.serve import views
 from toolkit.serve.compare import MAX_RUNS, comparison, parse_runs
 from toolkit.serve.gate_report import gate_report, trace_chart
-from toolkit.serve.generations import table_label
+from toolkit.serve.generations import generation_rows, table_label
 from toolkit.serve.pages import with_back_link
 from toolkit.train.metrics import tensorboard_available
 
@@ -158,3 +158,25 @@ def test_the_dashboard_pages_keep_their_access_rules(two_runs: Layout) -> None:
         assert guarded.get(url).status_code == 401
         assert guarded.get(url, headers={"Authorization": "Bearer s3cret"}).status_code == 200
         assert client_for(two_runs).get(url, headers={"Host": "evil.example"}).status_code == 421
+
+
+def test_a_retried_generation_lists_the_refused_attempt_before_the_promoted_one(kept: views.RunDetail) -> None:
+    first, last = kept.generations
+    original = last.attempts[0]
+    floor = {**original.steps["ppo_gate"]["floor"], "passed": False, "reason": "win rate 1.0% <= 30%"}
+    refused = original.model_copy(
+        update={
+            "steps": {
+                "selfplay": original.steps["selfplay"],
+                "ppo_gate": {"passed": False, "reason": "floor: refused", "floor": floor, "strength": None},
+            }
+        }
+    )
+    retried = last.model_copy(update={"retries": 1, "attempts": [refused, original.model_copy(update={"attempt": 1})]})
+    row = generation_rows([first, retried])[-1]
+    assert [(c.name, c.promoted, c.refused_by) for c in row.ppo.candidates] == [
+        ("gen-001-ppo (attempt 0)", False, "export floor"),
+        ("gen-001-ppo (attempt 1)", True, None),
+    ]
+    assert row.ppo.status == "promoted" and "gen-001-ppo (attempt 0) refused by the export floor" in row.ppo.note
+    assert row.attempts == 2 and len(row.student.candidates) == 1  # the student trained in attempt 1 only
