@@ -13,6 +13,7 @@ from toolkit.charts_svg import (
     Series,
     bar_chart,
     grouped_bar_chart,
+    line_chart,
     nice_ticks,
     quantile_chart,
     standalone,
@@ -124,3 +125,31 @@ def test_ticks_are_round_and_cover_the_range() -> None:
 def test_inline_charts_link_nothing() -> None:
     svg = bar_chart([Bar("a", 1)], title="t", x_label="x")
     assert not re.search(r"https?:", svg) and "<script" not in svg and "xmlns" in standalone(svg)
+
+
+def test_a_line_chart_marks_every_point_and_draws_its_references_at_their_values() -> None:
+    svg = line_chart(
+        [0, 10, 20],
+        [Series("llr", [0.0, 1.0, 3.0]), Series("one <point>", [2.0, 2.0, 2.0])],
+        title="trace",
+        x_label="deals",
+        y_label="LLR",
+        references=[("upper", 2.89), ("lower", -2.25)],
+    )
+    assert len(marks(svg, "line")) == 2 and len(marks(svg, "point")) == 6
+    ys = [float(p.get("cy")) for p in marks(svg, "point")[:3]]
+    assert ys[0] > ys[1] > ys[2], "larger values are drawn higher"
+    upper, lower = (float(line.get("y1")) for line in marks(svg, "threshold"))
+    assert lower > ys[0] > upper  # -2.25 below 0, 2.89 above 1
+    assert svg == line_chart(
+        [0, 10, 20],
+        [Series("llr", [0.0, 1.0, 3.0]), Series("one <point>", [2.0, 2.0, 2.0])],
+        title="trace",
+        x_label="deals",
+        y_label="LLR",
+        references=[("upper", 2.89), ("lower", -2.25)],
+    )
+    single = line_chart([4], [Series("s", [1.5])], title="one", x_label="x", y_label="y")
+    assert len(marks(single, "point")) == 1, "a one-point series shows"
+    with pytest.raises(ValueError, match="values for"):
+        line_chart([1, 2], [Series("s", [1.0])], title="t", x_label="x", y_label="y")

@@ -8,8 +8,8 @@ file). Charts are horizontal: one row per item, so long labels stay readable.
 
 Marks carry a class that pages can style and tests can count: ``bar``
 (:func:`bar_chart`, :func:`grouped_bar_chart`), ``box``, ``whisker``,
-``range``, ``median`` and ``mean`` (:func:`quantile_chart`), ``threshold``
-(a reference line). An empty chart is an SVG saying "no data" (class
+``range``, ``median`` and ``mean`` (:func:`quantile_chart`), ``line`` and
+``point`` (:func:`line_chart`), ``threshold`` (a reference line). An empty chart is an SVG saying "no data" (class
 ``empty``), never an error.
 """
 
@@ -257,6 +257,84 @@ def quantile_chart(
 
 
 box_chart = quantile_chart
+
+
+def line_chart(
+    x: Sequence[float],
+    series: Sequence[Series],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    references: Sequence[tuple[str, float]] = (),
+    value_format: Format = fmt,
+    width: int = WIDTH,
+    height: int = 260,
+) -> str:
+    """Lines over a numeric x axis, every point marked (a one-point series shows), with horizontal reference lines.
+
+    Args:
+        x: the x values, shared by every series.
+        series: the lines, in this order and colour; each has one value per x.
+        title: the chart's title.
+        x_label: the x axis label (with its unit).
+        y_label: the value axis label (with its unit).
+        references: (label, value) drawn as dashed horizontal lines (class ``threshold``), e.g. a test's bounds.
+        value_format: how values are written on the ticks and tooltips.
+        width: the chart's width in pixels.
+        height: the chart's height in pixels.
+
+    Returns:
+        The chart as an ``<svg>`` element (one ``polyline.line`` per series, one ``circle.point`` per value).
+
+    Raises:
+        ValueError: when a series has not exactly one value per x.
+    """
+    for s in series:
+        if len(s.values) != len(x):
+            raise ValueError(f"series {s.name!r} has {len(s.values)} values for {len(x)} x values")
+    if not x or not series:
+        return _empty(title, width)
+    values = [v for s in series for v in s.values] + [v for _, v in references]
+    _check_finite(title, [*x, *values])
+    left = 58.0
+    legend, legend_height = _legend([s.name for s in series], left, width)
+    top, bottom = _TOP + legend_height, height - _BOTTOM
+    xs = _value_scale(list(x), left, width)
+    ys = _value_scale(values, bottom, top + _RIGHT)  # maps onto pixels bottom (low) .. top (high)
+    body = [legend, _axis(xs, top, bottom, x_label, fmt), _value_axis(ys, left, xs.x1, y_label, value_format)]
+    for label, value in references:
+        y, text = _n(ys(value)), escape(f"{label} {value_format(value)}")
+        body.append(
+            f'<line class="threshold" x1="{_n(left)}" y1="{y}" x2="{_n(xs.x1)}" y2="{y}" stroke="#b00020" '
+            f'stroke-width="1.2" stroke-dasharray="5 3"><title>{text}</title></line>\n'
+            f'<text x="{_n(xs.x1)}" y="{_n(ys(value) - 3)}" text-anchor="end" fill="#b00020">{text}</text>'
+        )
+    for j, s in enumerate(series):
+        colour = PALETTE[j % len(PALETTE)]
+        points = " ".join(f"{_n(xs(a))},{_n(ys(b))}" for a, b in zip(x, s.values, strict=True))
+        body.append(f'<polyline class="line" points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for i, (a, b) in enumerate(zip(x, s.values, strict=True)):
+            note = s.notes[i] if i < len(s.notes) else f"{s.name} at {fmt(a)}: {value_format(b)}"
+            body.append(
+                f'<circle class="point" cx="{_n(xs(a))}" cy="{_n(ys(b))}" r="3.5" fill="{colour}">'
+                f"<title>{escape(note)}</title></circle>"
+            )
+    return _svg(title, width, height, body)
+
+
+def _value_axis(scale: _Scale, left: float, right: float, label: str, value_format: Format) -> str:
+    """Horizontal grid lines and tick labels along a vertical value axis, and its rotated label."""
+    parts = []
+    for tick in nice_ticks(scale.lo, scale.hi):
+        y = _n(scale(tick))
+        parts.append(f'<line x1="{_n(left)}" y1="{y}" x2="{_n(right)}" y2="{y}" stroke="#e3e3e3"/>')
+        parts.append(
+            f'<text x="{_n(left - 6)}" y="{y}" text-anchor="end" dominant-baseline="middle" fill="#555">'
+            f"{escape(value_format(tick))}</text>"
+        )
+    parts.append(_y_label(label, scale.x1, scale.x0))
+    return "\n".join(parts)
 
 
 # -- pieces -----------------------------------------------------------------------------------------

@@ -60,6 +60,16 @@ def test_a_known_stronger_player_is_promoted_and_the_verdict_reports_its_fixed_d
     assert verdict.passed and verdict.decision == "accept_h1" and verdict.deals >= config.min_deals
     assert verdict.diff_low > 0 and verdict.candidate_win_rate > verdict.baseline_win_rate
     assert verdict.games == verdict.deals * 4
+    # the trace: each round's paired results and the LLR after it add up to the verdict
+    assert [r.round for r in verdict.rounds] == list(range(len(verdict.rounds)))
+    assert sum(r.deals for r in verdict.rounds) == verdict.deals
+    assert sum(r.candidate_wins for r in verdict.rounds) / verdict.games == pytest.approx(
+        verdict.candidate_win_rate, abs=1e-4
+    )
+    assert sum(r.baseline_wins for r in verdict.rounds) / verdict.games == pytest.approx(
+        verdict.baseline_win_rate, abs=1e-4
+    )
+    assert verdict.rounds[-1].llr == pytest.approx(verdict.llr, abs=1e-3)
     weaker = strength_gate(
         lambda: make_player("random"), lambda: make_player("heuristic"), config, seed=4, max_rounds=30
     )

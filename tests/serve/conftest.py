@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,3 +93,52 @@ def served(tmp_path) -> Iterator[tuple[Layout, str]]:  # noqa: ANN001
     layout.check(write=True)
     with serving(layout) as base:
         yield layout, base
+
+
+def kept_student_copy(source: Path, target: Path) -> None:
+    """Copy the finished run folder ``source`` to ``target`` (another run name) as if its last generation's student
+    gate had refused the candidate: the student stays the previous generation's, as the loop records it."""
+    import json
+    import shutil
+
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("run.lock", "tensorboard"))
+    name = target.name
+    records = [json.loads(line) for line in (target / "generations.jsonl").read_text().splitlines() if line.strip()]
+    before, last = records[-2], records[-1]
+    gate = last["attempts"][-1]["steps"]["student_gate"]
+    llr = gate["lower"] - 1.0  # below the lower bound: "no better"
+    rounds = [{**r, "llr": llr if i == len(gate["rounds"]) - 1 else r["llr"]} for i, r in enumerate(gate["rounds"])]
+    reason = "no better than its baseline (refused in this copy)"
+    refusal = {"passed": False, "decision": "accept_h0", "reason": reason, "llr": llr, "rounds": rounds}
+    gate.update(refusal)
+    last.update(
+        student_promoted=False,
+        student=before["student"],
+        reason=f"teacher promoted; student kept: {reason}",
+        **{k: before[k] for k in ("student_win_rate", "student_win_low", "student_win_high")},
+    )
+    last["evaluation"]["student"] = before["evaluation"]["student"]
+    if before["generation"] == 0:  # the same model on the same deals: no gain over generation 0
+        last["student_gain"] = {t: {**g, "diff": 0.0, "low": 0.0, "high": 0.0} for t, g in last["student_gain"].items()}
+    for record in records:
+        record["loop"] = name
+    (target / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    state = json.loads((target / "state.json").read_text())
+    gen = state["generations"][last["generation"]]
+    gen["steps"][f"{gen['attempt']}:student_gate"]["result"].update(refusal)
+    state["promoted"] = [p for p in state["promoted"] if (p["generation"], p["kind"]) != (gen["generation"], "student")]
+    state.update(name=name, current_student=before["student"])
+    (target / "state.json").write_text(json.dumps(state))
+
+
+@pytest.fixture(scope="module")
+def two_runs(loop_home: Layout, tmp_path_factory: pytest.TempPathFactory) -> Layout:
+    """A data root holding the suite's tiny run (``tiny``: its students promoted) and a copy of it whose last
+    student was refused and kept (``kept``); no catalog (the run pages read the run folders)."""
+    import shutil
+
+    layout = Layout.at(tmp_path_factory.mktemp("two-runs") / "home")
+    layout.runs.mkdir(parents=True)
+    shutil.copytree(loop_home.runs / "tiny", layout.runs / "tiny", ignore=shutil.ignore_patterns("run.lock"))
+    kept_student_copy(loop_home.runs / "tiny", layout.runs / "kept")
+    return layout

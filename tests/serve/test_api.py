@@ -79,9 +79,10 @@ def test_pages_render_every_number_as_a_table_without_scripts(client: TestClient
     index = client.get("/").text
     assert 'href="/runs/tiny"' in index and "finished" in index
     page = client.get("/runs/tiny").text
-    for table in ("table-strength", "table-composition", "table-ratings", "table-gates", "table-rejected"):
+    for table in ("table-generations", "table-composition", "table-ratings", "table-gates", "table-rejected"):
         assert f'id="{table}"' in page
-    assert page.count("<tr><td>") >= 2 + 2  # two generations in the strength and composition tables
+    assert page.count("<tr data-generation=") == 2  # two generations, with what each promoted and kept
+    assert page.count("<tr><td>") >= 2  # and in the composition table
     assert re.search(r'<button id="pause" type="submit" disabled', page)  # a finished run cannot be paused
     lake = client.get("/lake").text
     assert 'id="lake-rows"' in lake and "forge" in lake

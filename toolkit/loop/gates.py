@@ -7,7 +7,8 @@ baseline's, averaged over the seats (in [-1, 1]), and a GSPRT on the units
 (``stats.MeanSPRT``; H0: no better) decides, in rounds of deals, after
 ``min_deals`` and at most at ``max_deals`` (undecided fails: no evidence
 it is better). The verdict also reports the mean paired difference with its
-95% interval over the deals played.
+95% interval over the deals played, and each round's paired results with the
+LLR after it (the trace the dashboard's gate report draws).
 
 The floor is the seed's absolute rule for merging PPO's export: its win
 rate in a fixed-size evaluation against three heuristics must exceed 30%.
@@ -36,6 +37,17 @@ from toolkit.train.agents import PlayerRef
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
 
 
+class GateRound(BaseModel):
+    """One round of the strength gate: its batch of paired deals and the GSPRT after it."""
+
+    round: int = Field(description="0, 1, ... in the order played.")
+    deals: int = Field(description="Paired deals of this round fed to the test (a decision can stop a round early).")
+    candidate_wins: int = Field(description="The candidate's wins on these deals, every seat.")
+    baseline_wins: int = Field(description="The baseline's wins on the same deals, every seat.")
+    diff: float = Field(description="Mean paired win difference per game over this round's deals.")
+    llr: float = Field(description="The GSPRT's log-likelihood ratio after this round (bounds: the verdict's).")
+
+
 class StrengthVerdict(BaseModel):
     """What the strength gate saw and decided."""
 
@@ -55,6 +67,9 @@ class StrengthVerdict(BaseModel):
     upper: float
     delta0: float
     delta1: float
+    rounds: list[GateRound] = Field(
+        default_factory=list, description="Each round's paired results and the LLR after it (empty in older runs)."
+    )
 
 
 def deal_wins(result: EvaluationResult) -> np.ndarray:
@@ -78,7 +93,7 @@ def strength_gate(
     used_c: list[float] = []
     used_b: list[float] = []
     decision: str | None = None
-    rounds = 0
+    rounds: list[GateRound] = []
     while len(used_c) < config.max_deals and decision is None:
         deals = min(config.deals_per_round, config.max_deals - len(used_c))
         wins_c, wins_b = (
@@ -88,7 +103,7 @@ def strength_gate(
                     EvaluateConfig(
                         opponents=config.opponents,
                         games=deals * pods,
-                        seed=seed * 10_007 + rounds,
+                        seed=seed * 10_007 + len(rounds),
                         max_rounds=max_rounds,
                     ),
                     backend=backend,
@@ -96,7 +111,7 @@ def strength_gate(
             )
             for make in (candidate, baseline)
         )
-        rounds += 1
+        before = len(used_c)
         for c, b in zip(wins_c.tolist(), wins_b.tolist(), strict=True):
             used_c.append(c)
             used_b.append(b)
@@ -104,7 +119,21 @@ def strength_gate(
             if len(used_c) >= config.min_deals and sprt.decision is not None:
                 decision = sprt.decision
                 break
-    return _verdict(sprt, decision or "undecided", np.array(used_c), np.array(used_b), config)
+        rounds.append(_round(len(rounds), used_c[before:], used_b[before:], pods, sprt.llr))
+    verdict = _verdict(sprt, decision or "undecided", np.array(used_c), np.array(used_b), config)
+    return verdict.model_copy(update={"rounds": rounds})
+
+
+def _round(index: int, wins_c: list[float], wins_b: list[float], pods: int, llr: float) -> GateRound:
+    played = len(wins_c)
+    return GateRound(
+        round=index,
+        deals=played,
+        candidate_wins=int(sum(wins_c)),
+        baseline_wins=int(sum(wins_b)),
+        diff=round((sum(wins_c) - sum(wins_b)) / (played * pods), 4) if played else 0.0,
+        llr=round(llr, 4),
+    )
 
 
 def _verdict(

@@ -6,6 +6,11 @@ stop or a pause is the loop's own step-boundary request. So a server can be
 restarted, or run twice, and shows whatever is running.
 
 - :mod:`toolkit.serve.views`: what the pages and the API show (typed).
+- :mod:`toolkit.serve.generations`: a run page's row per generation (promoted, kept, refused, and why).
+- :mod:`toolkit.serve.charts`: what each chart draws (series, styles, axes and units); ``static/app.js`` draws it.
+- :mod:`toolkit.serve.curves`: the trainers' CSV curves (PPO per update, BC per epoch) per generation.
+- :mod:`toolkit.serve.gate_report`: a PPO or student gate's paired rounds and GSPRT trace.
+- :mod:`toolkit.serve.compare`: two or more runs side by side.
 - :mod:`toolkit.serve.control`: start, pause, resume, stop.
 - :mod:`toolkit.serve.security`: loopback by default, a token otherwise, no
   cross-site requests.

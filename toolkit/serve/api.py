@@ -10,14 +10,16 @@ server starts at once; ``Retry-After`` says when to ask again).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel
 
 from toolkit.loop.config import NAME_PATTERN
 from toolkit.loop.record import GenerationRecord
 from toolkit.loop.status import RunStatus, list_runs, run_status
 from toolkit.serve import control, views
+from toolkit.serve.compare import Comparison, comparison, parse_runs
 
 router = APIRouter(prefix="/api", tags=["api"])
 Name = Annotated[str, Query(pattern=NAME_PATTERN, description="The loop run (folder runs/<name>).")]
@@ -109,3 +111,23 @@ def run_detail(request: Request, name: Name = "demo") -> views.RunDetail:
 )
 def lake(request: Request) -> views.LakeSummary:
     return views.lake_summary(_layout(request))
+
+
+class ApiError(BaseModel):
+    """An error: the request's validation errors (a list), or what was refused and the next action."""
+
+    detail: str | list[dict[str, Any]]
+    hint: str | None = None
+
+
+@router.get(
+    "/distill/compare",
+    response_model=Comparison,
+    responses={422: {"model": ApiError, "description": "Invalid names, or not 2 to 8 runs."}},
+    summary="Two or more runs side by side: strength per generation, composition, ratings",
+)
+def compare(
+    request: Request,
+    runs: Annotated[list[str], Query(description="Run names: runs=a,b or runs=a&runs=b (2 to 8).")],
+) -> Comparison:
+    return comparison(_layout(request), parse_runs(runs))

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from toolkit.errors import ConfigError, DistillError
@@ -19,6 +19,8 @@ from toolkit.loop.state import RunFolder
 from toolkit.loop.status import list_runs, run_status
 from toolkit.serve import control, views
 from toolkit.serve.admission import LoopLimitError
+from toolkit.serve.compare import comparison, parse_runs
+from toolkit.serve.gate_report import gate_report
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -47,7 +49,29 @@ def run_page(request: Request, name: str, message: str | None = None) -> HTMLRes
     layout = request.app.state.layout
     status = run_status(layout, name)
     detail = views.run_detail(layout, name)
-    return _page(request, "run.html", status=status, detail=detail, message=message, log=_log_tail(layout, name))
+    others = [r.name for r in list_runs(layout) if r.name != name]
+    return _page(
+        request,
+        "run.html",
+        status=status,
+        detail=detail,
+        others=others,
+        message=message,
+        log=_log_tail(layout, name),
+    )
+
+
+@router.get("/runs/{name}/gates/{generation}/{gate}", response_class=HTMLResponse)
+def gate_page(request: Request, name: str, generation: int, gate: str) -> HTMLResponse:
+    """A PPO or student gate's report: each attempt's paired results per round and the GSPRT trace."""
+    return _page(request, "gate.html", report=gate_report(request.app.state.layout, name, generation, gate))
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(request: Request, runs: list[str] = Query(default=[])) -> HTMLResponse:  # noqa: B008
+    """Two or more runs side by side: ``/compare?runs=a,b`` (or ``?runs=a&runs=b``, as the index's form sends)."""
+    names = parse_runs(runs)
+    return _page(request, "compare.html", names=names, compared=comparison(request.app.state.layout, names))
 
 
 @router.get("/lake", response_class=HTMLResponse)
@@ -102,7 +126,15 @@ def report(request: Request, file_name: str) -> Response:
     path = reports / file_name
     if not re.fullmatch(REPORT_NAME, file_name) or path.resolve().parent != reports.resolve() or not path.is_file():
         return _page(request, "error.html", status_code=404, error=f"no report {file_name!r} in {reports}")
-    return FileResponse(path, media_type="text/html")
+    return HTMLResponse(with_back_link(path.read_text(encoding="utf-8", errors="replace")))
+
+
+def with_back_link(html: str) -> str:
+    """A report file's page with a link back to the dashboard as its first line (the file itself stays as written:
+    it is read offline too, where the dashboard is not)."""
+    link = '<p style="font:14px system-ui,sans-serif"><a href="/">&larr; Distill dashboard</a></p>'
+    head, found, tail = html.partition("<body>")
+    return head + found + link + tail if found else link + html
 
 
 def _back(path: str, message: str) -> RedirectResponse:

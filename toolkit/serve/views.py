@@ -22,6 +22,9 @@ from toolkit.loop.config import LoopConfig
 from toolkit.loop.record import GenerationRecord
 from toolkit.loop.state import RunFolder
 from toolkit.ratings import Standing
+from toolkit.serve import charts as specs
+from toolkit.serve.curves import TrainingCurves, tensorboard_note, training_curves
+from toolkit.serve.generations import STRENGTH_GATES, GenerationRow, gate_report_url, generation_rows, table_label
 
 
 class RatingsPoint(BaseModel):
@@ -49,6 +52,7 @@ class GateLink(BaseModel):
     passed: bool | None
     reason: str | None
     reports: list[str] = Field(default_factory=list, description="File names under reports/ (HTML).")
+    page: str | None = Field(None, description="URL of the PPO or student gate's report page.")
 
 
 class RejectedBatch(BaseModel):
@@ -70,12 +74,17 @@ class RunDetail(BaseModel):
 
     name: str
     generations: list[GenerationRecord]
+    rows: list[GenerationRow] = Field(description="Per generation: what was promoted, kept and refused, and why.")
+    tables: dict[str, str] = Field(description="Evaluation table -> its opponents in words (e.g. '3 heuristics').")
+    charts: list[specs.Chart] = Field(description="What the run page's charts draw (strength per table, ...).")
+    curves: list[TrainingCurves] = Field(description="The trainers' curves per generation (PPO, BC).")
     ratings: list[RatingsPoint]
     composition: list[CompositionPoint]
     gates: list[GateLink]
     rejected: list[RejectedBatch]
     thresholds: Thresholds
     tensorboard: str = Field(description="The command that opens the run's training curves.")
+    tensorboard_install: str | None = Field(description="What to install for TensorBoard (None: it is installed).")
 
 
 class SourceRows(BaseModel):
@@ -169,18 +178,49 @@ def run_detail(layout: Layout, name: str) -> RunDetail:
     run = RunFolder(layout, name)
     run.load()
     records = generations(layout, name)
-    config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
+    config = run_config(layout, name)
     rejected = loop_frames.rejected_batches(layout, name).to_dicts() if layout.catalog.exists() else []
+    rows = generation_rows(records)
+    points = ratings(records)
+    shares = composition(records)
+    tensorboard, install = tensorboard_note(run)
     return RunDetail(
         name=name,
         generations=records,
-        ratings=ratings(records),
-        composition=composition(records),
+        rows=rows,
+        tables={t: table_label(o) for t, o in config.evaluation.tables.items()},
+        charts=[
+            *specs.strength_charts(rows, config),
+            specs.accuracy_chart(rows, config),
+            specs.composition_chart("chart-composition", [(c.generation, c.share) for c in shares]),
+            *rating_charts(points),
+        ],
+        curves=training_curves(run, len(records)),
+        ratings=points,
+        composition=shares,
         gates=_gates(records),
         rejected=[RejectedBatch.model_validate(r) for r in rejected],
         thresholds=Thresholds(ppo_floor=config.floor.win_rate, accuracy_floor=config.accuracy_guard.floor),
-        tensorboard=f"tensorboard --logdir {run.root}",
+        tensorboard=tensorboard,
+        tensorboard_install=install,
     )
+
+
+def run_config(layout: Layout, name: str) -> LoopConfig:
+    """The config run ``name`` started with."""
+    return LoopConfig.model_validate_json(RunFolder(layout, name).config_path.read_text(encoding="utf-8"))
+
+
+def rating_charts(points: list[RatingsPoint]) -> list[specs.Chart]:
+    """Elo and OpenSkill's ordinal of every rated model over generations."""
+    return [
+        specs.ratings_chart(
+            f"chart-{key}",
+            [(p.generation, {s.name: getattr(s, key) for s in p.standings}) for p in points],
+            title,
+        )
+        for key, title in (("elo", "Elo (heuristic = 1500)"), ("ordinal", "OpenSkill ordinal (mu - 3 sigma)"))
+    ]
 
 
 def _gates(records: list[GenerationRecord]) -> list[GateLink]:
@@ -200,6 +240,7 @@ def _gates(records: list[GenerationRecord]) -> list[GateLink]:
                     passed=verdict.get("passed"),
                     reason=verdict.get("reason") or result.get("reason"),
                     reports=reports,
+                    page=gate_report_url(r.loop, r.generation, gate) if gate in STRENGTH_GATES else None,
                 )
             )
     return links

@@ -2,7 +2,6 @@
 // The pages are complete without this file (every number is in a table); it only adds the charts and polling.
 "use strict";
 
-const PALETTE = ["#2459a8", "#d9822b", "#1f7a3f", "#b3261e", "#7b4fb5", "#2a9d8f", "#8a5a00", "#5d6875", "#c2185b", "#00838f"];
 const POLL_MS = 2000;
 
 async function getJSON(url) {
@@ -16,79 +15,59 @@ function draw(id, config) {
   if (!canvas || typeof Chart === "undefined") return null;
   const old = Chart.getChart(canvas);
   if (old) old.destroy();
-  config.options = Object.assign({ animation: false, responsive: true, interaction: { mode: "index", intersect: false } },
-                                 config.options || {});
+  config.options = Object.assign({ animation: false, responsive: true, maintainAspectRatio: false,
+                                   interaction: { mode: "index", intersect: false } }, config.options || {});
   return new Chart(canvas, config);
 }
 
-const percentAxis = (title) => ({ min: 0, max: 1, title: { display: true, text: title },
-                                  ticks: { callback: (v) => `${Math.round(v * 100)}%` } });
-const generationAxis = { title: { display: true, text: "generation" } };
+// A value as the axis shows it: a percent axis shows percents (0.253 -> "25.3%").
+const inUnit = (unit, v) => v === null || v === undefined ? "-"
+  : unit === "percent" ? `${(v * 100).toFixed(1)}%` : (Math.abs(v) >= 100 ? v.toFixed(0) : Number(v.toPrecision(4)).toString());
 
-// Win rate of the promoted student and PPO model against the first table, with its 95% interval as a band.
-function winRateChart(detail) {
-  const records = detail.generations;
-  const labels = records.map((r) => r.generation);
+// Draws a chart the server specified (toolkit/serve/charts.py): its series, styles, axes and units as given.
+function drawSpec(spec) {
   const datasets = [];
-  [["student", "student_win_rate", "student_win_low", "student_win_high", PALETTE[0]]].forEach(([name, rate, low, high, color]) => {
-    datasets.push({ label: `${name} 95% low`, data: records.map((r) => r[low]), borderWidth: 0, pointRadius: 0, fill: false });
-    datasets.push({ label: `${name} 95% high`, data: records.map((r) => r[high]), borderWidth: 0, pointRadius: 0,
-                    fill: "-1", backgroundColor: color + "33" });
-    datasets.push({ label: `${name} win rate`, data: records.map((r) => r[rate]), borderColor: color, backgroundColor: color });
+  spec.lines.forEach((line) => {
+    const points = !line.reference && line.marker !== "none";
+    if (line.low && line.high) {
+      const band = { data: line.low, borderWidth: 0, pointRadius: 0, pointHitRadius: 0, fill: false, order: line.order + 10, band: true };
+      datasets.push(Object.assign({ label: `${line.label} 95% low` }, band));
+      datasets.push(Object.assign({ label: `${line.label} 95% high` }, band, { data: line.high, fill: "-1", backgroundColor: line.color + "26" }));
+    }
+    datasets.push({ label: line.label, data: line.data, borderColor: line.color, backgroundColor: spec.kind === "bar" ? line.color : line.color,
+                    borderDash: line.dash, borderWidth: spec.kind === "bar" ? 0 : line.width, order: line.order, spanGaps: true,
+                    pointStyle: points ? line.marker : "line", pointRadius: points ? 4 : 0, pointHoverRadius: points ? 6 : 0,
+                    notes: line.notes, reference: line.reference });
   });
-  const table = (r) => Object.keys((r.evaluation || {}).ppo || {})[0];
-  const ppo = (r, key) => { const t = table(r); return t ? r.evaluation.ppo[t][key] : null; };
-  datasets.push({ label: "PPO 95% low", data: records.map((r) => ppo(r, "win_low")), borderWidth: 0, pointRadius: 0, fill: false });
-  datasets.push({ label: "PPO 95% high", data: records.map((r) => ppo(r, "win_high")), borderWidth: 0, pointRadius: 0,
-                  fill: "-1", backgroundColor: PALETTE[1] + "33" });
-  datasets.push({ label: "PPO win rate", data: records.map((r) => r.ppo_win_rate), borderColor: PALETTE[1], backgroundColor: PALETTE[1] });
-  if (detail.thresholds.ppo_floor !== null) {
-    datasets.push({ label: "PPO export floor", data: records.map(() => detail.thresholds.ppo_floor), borderColor: PALETTE[3],
-                    borderDash: [6, 4], pointRadius: 0, borderWidth: 1.5 });
-  }
-  draw("chart-winrate", { type: "line", data: { labels, datasets },
-    options: { scales: { x: generationAxis, y: percentAxis("win rate vs the first table") },
-               plugins: { legend: { labels: { filter: (item) => !item.text.includes("95%") } } } } });
-}
-
-function accuracyChart(detail) {
-  const records = detail.generations;
-  draw("chart-accuracy", { type: "line", data: { labels: records.map((r) => r.generation), datasets: [
-    { label: "holdout accuracy", data: records.map((r) => r.holdout_accuracy), borderColor: PALETTE[2], backgroundColor: PALETTE[2] },
-    { label: "student win rate", data: records.map((r) => r.student_win_rate), borderColor: PALETTE[0], backgroundColor: PALETTE[0] },
-    { label: "accuracy floor", data: records.map(() => detail.thresholds.accuracy_floor), borderColor: PALETTE[3],
-      borderDash: [6, 4], pointRadius: 0, borderWidth: 1.5 },
-  ] }, options: { scales: { x: generationAxis, y: percentAxis("share") } } });
-}
-
-function compositionChart(detail) {
-  const points = detail.composition;
-  const sources = [...new Set(points.flatMap((p) => Object.keys(p.share)))].sort();
-  draw("chart-composition", { type: "bar", data: { labels: points.map((p) => p.generation),
-    datasets: sources.map((source, i) => ({ label: source, data: points.map((p) => p.share[source] || 0),
-                                            backgroundColor: PALETTE[i % PALETTE.length] })) },
-    options: { scales: { x: Object.assign({ stacked: true }, generationAxis),
-                         y: Object.assign({ stacked: true }, percentAxis("share of the student's rows")) } } });
-}
-
-function ratingsChart(id, detail, key, title) {
-  const points = detail.ratings;
-  const players = [...new Set(points.flatMap((p) => p.standings.map((s) => s.name)))].sort();
-  const value = (p, name) => { const s = p.standings.find((x) => x.name === name); return s ? s[key] : null; };
-  draw(id, { type: "line", data: { labels: points.map((p) => p.generation),
-    datasets: players.map((name, i) => ({ label: name, data: points.map((p) => value(p, name)), spanGaps: true,
-                                          borderColor: PALETTE[i % PALETTE.length], backgroundColor: PALETTE[i % PALETTE.length] })) },
-    options: { scales: { x: generationAxis, y: { title: { display: true, text: title } } } } });
+  const tick = (v) => spec.unit === "percent" ? `${Math.round(v * 100)}%` : inUnit(spec.unit, v);
+  const y = { stacked: spec.stacked, title: { display: true, text: spec.y_label }, ticks: { callback: tick } };
+  if (spec.unit === "percent") Object.assign(y, { min: 0, max: 1 });
+  return draw(spec.id, { type: spec.kind, data: { labels: spec.x, datasets },
+    options: { scales: { x: { stacked: spec.stacked, title: { display: true, text: spec.x_label } }, y },
+      plugins: {
+        legend: { labels: { usePointStyle: true, sort: (a, b) => a.datasetIndex - b.datasetIndex,
+                            filter: (item, data) => !data.datasets[item.datasetIndex].band } },
+        tooltip: { filter: (item) => !item.dataset.band && item.raw !== null,
+          callbacks: {
+            title: (items) => items.length ? `${spec.x_label} ${items[0].label}` : "",
+            label: (item) => {
+              const note = (item.dataset.notes || [])[item.dataIndex];
+              return `${item.dataset.label}: ${inUnit(spec.unit, item.raw)}${note ? ` (${note})` : ""}`;
+            } } } } } });
 }
 
 async function drawRun(name) {
   const detail = await getJSON(`/api/distill/run?name=${encodeURIComponent(name)}`);
-  winRateChart(detail);
-  accuracyChart(detail);
-  compositionChart(detail);
-  ratingsChart("chart-elo", detail, "elo", "Elo (heuristic = 1500)");
-  ratingsChart("chart-ordinal", detail, "ordinal", "ordinal (mu - 3 sigma)");
+  detail.charts.forEach(drawSpec);
+  detail.curves.forEach((gen) => gen.charts.forEach(drawSpec));
   document.body.dataset.drawn = String(detail.generations.length);
+}
+
+async function drawCompare(runs) {
+  const query = runs.split(",").map((r) => `runs=${encodeURIComponent(r)}`).join("&");
+  const compared = await getJSON(`/api/distill/compare?${query}`);
+  compared.charts.forEach(drawSpec);
+  document.body.dataset.drawn = String(compared.runs.length);
 }
 
 async function pollStatus(name) {
@@ -118,5 +97,8 @@ document.addEventListener("DOMContentLoaded", () => {
   if (document.body.dataset.page === "run" && name) {
     drawRun(name).catch((error) => console.warn("charts failed", error));
     window.setTimeout(() => pollStatus(name), POLL_MS);
+  }
+  if (document.body.dataset.page === "compare" && document.body.dataset.runs) {
+    drawCompare(document.body.dataset.runs).catch((error) => console.warn("charts failed", error));
   }
 });
