@@ -182,7 +182,8 @@ def _yaml(text: str | None) -> dict[str, Any]:
 
 
 def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
-    """Run ``distill <args>`` detached and wait until it holds the run (or tell why it did not start)."""
+    """Run ``distill <args>`` detached and wait until it holds the run and its state is saved (a status read at
+    once then finds it), or tell why it did not start."""
     run.root.mkdir(parents=True, exist_ok=True)
     with open(run.log_path, "ab") as log:
         process = subprocess.Popen(  # noqa: S603 - an argument list of checked values, no shell
@@ -196,7 +197,7 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
     threading.Thread(target=process.wait, daemon=True).start()  # reaps it when it ends
     deadline = time.monotonic() + SPAWN_WAIT_S
     while time.monotonic() < deadline:
-        if run.process() == process.pid:
+        if run.process() == process.pid and run.exists():  # the loop saves its state just after taking the lock
             return
         if process.poll() is not None:
             raise ControlError(
