@@ -4,7 +4,8 @@
 quarantined lines of its batches that are not retired), ``batches`` (each
 batch's record and its state at the version), ``files`` (the ingested files
 of those batches), ``games`` (one row per game), ``generations`` (the loop
-runs' records). The index tables (``versions``, ``lake_files``,
+runs' records), ``label_scores`` (every scored build's decisions: ``distill check labels``;
+its columns are described in :data:`toolkit.schema.scores.COLUMN_DOCS`). The index tables (``versions``, ``lake_files``,
 ``batch_log``, ``batch_states``, ``file_log``) can be queried too.
 
 Files lacking columns that a later contract added (schema evolution) are
@@ -23,8 +24,9 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolkit.layout import Layout, sql_literal
+from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal
 from toolkit.schema import columns as col
+from toolkit.schema import scores
 from toolkit.schema.arrow import lake_schema
 
 QUARANTINE_SCHEMA = pa.schema(
@@ -43,7 +45,9 @@ QUARANTINE_SCHEMA = pa.schema(
     ]
 )
 
-VIEWS_HINT = "views: decisions, games, batches, files, rejects, generations, versions"
+VIEWS_HINT = "views: decisions, games, batches, files, rejects, generations, versions, label_scores"
+# The columns of the views whose files Distill writes besides the lake, described (distill sql lists them).
+VIEW_COLUMN_DOCS: Final[dict[str, dict[str, str]]] = {"label_scores": scores.COLUMN_DOCS}
 DEFAULT_TIMEOUT_S: Final = 300.0
 DEFAULT_MEMORY_LIMIT: Final = "25%"
 NO_HOME: Final = "/nonexistent"
@@ -145,6 +149,7 @@ def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sa
         """
     )
     _register_generations(con, layout, sandbox=sandbox)
+    _register_label_scores(con, layout, sandbox=sandbox)
 
 
 def relation(
@@ -225,6 +230,16 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
         body = "SELECT NULL::VARCHAR AS loop, NULL::INTEGER AS generation, NULL::VARCHAR AS outcome WHERE false"
     kind = "TABLE" if sandbox else "VIEW"  # a sealed connection cannot read the files later
     con.execute(f"CREATE OR REPLACE TEMP {kind} generations AS {body}")
+
+
+def _register_label_scores(con: duckdb.DuckDBPyConnection, layout: Layout, *, sandbox: bool) -> None:
+    """``label_scores``: the label-scores tables beside every build (builds/<name>/<fingerprint>/), one row per
+    scored decision, with the build's name and fingerprint."""
+    found = sorted(glob.glob(str(layout.builds / "*" / "*" / LABEL_SCORES_FILE)))
+    files = relation(
+        con, "label_scores", [Path(p) for p in found], scores.SCHEMA, sandbox=sandbox, missing=[()] * len(found)
+    )
+    con.execute(f"CREATE OR REPLACE TEMP VIEW label_scores AS SELECT * FROM {files}")
 
 
 def copy_to_memory(source: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
