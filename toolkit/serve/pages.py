@@ -47,7 +47,15 @@ def run_page(request: Request, name: str, message: str | None = None) -> HTMLRes
     layout = request.app.state.layout
     status = run_status(layout, name)
     detail = views.run_detail(layout, name)
-    return _page(request, "run.html", status=status, detail=detail, message=message, log=_log_tail(layout, name))
+    return _page(
+        request,
+        "run.html",
+        status=status,
+        detail=detail,
+        message=message,
+        log=_log_tail(layout, name),
+        label_issues=views.label_issue_rates(layout, name),
+    )
 
 
 @router.get("/lake", response_class=HTMLResponse)
