@@ -33,7 +33,7 @@ OUT = Path(__file__).resolve().parent / "out" / "labels"
 TARGET_S = 300.0
 TARGETS = {"precision": 0.75, "recall": 0.75, "false_alarms": 0.03}
 RATES = (0.0, 0.05, 0.2)
-DECISIONS_PER_GAME = 117  # the heuristic's games, measured
+DECISIONS_PER_GAME = 115  # the heuristic's games average ~117 decisions: this reaches the rows asked
 
 
 def noisy_build(games: int, rate: float, seed: int = 11) -> tuple[Path, set]:
