@@ -48,7 +48,7 @@ def prepare(games: int, rate: float, seed: int):  # noqa: ANN201 - (Layout, Labe
     root = OUT / f"rate-{rate}"
     shutil.rmtree(root, ignore_errors=True)
     logs = simulate(SimulateConfig(games=games, seed=seed, out=root / "logs"))
-    files, _ = flip_files(logs.files, root / "noisy-logs", rate, seed)
+    files, flipped = flip_files(logs.files, root / "noisy-logs", rate, seed)
     layout = Layout.at(root / "home")
     ingest_paths(files, layout)
     shutil.rmtree(root / "logs")
@@ -56,7 +56,18 @@ def prepare(games: int, rate: float, seed: int):  # noqa: ANN201 - (Layout, Labe
     build_dataset(layout, BuildConfig(name="noisy"))
     scored = check_labels(layout, "noisy")
     build_dataset(layout, BuildConfig(name="clean", label_issues={"drop_flagged": True, "scores": "noisy"}))
-    return layout, scored
+    return layout, scored, flipped
+
+
+def precision(layout, scored, flipped: set) -> str:  # noqa: ANN001
+    """Flagged decisions and the share of them that were flipped."""
+    from toolkit.datasets.dataset import open_dataset
+    from toolkit.datasets.scores import read_scores
+
+    rows = read_scores(layout, open_dataset(layout, "noisy")).to_pylist()
+    flagged = {(r["game_id"], r["seat"], r["decision_index"]) for r in rows if r["flagged"]}
+    share = f"{len(flagged & flipped) / len(flagged):.0%}" if flagged else "-"
+    return f"{scored.flagged:,} ({share})"
 
 
 def student(layout, name: str, epochs: int) -> Path:  # noqa: ANN001
@@ -106,7 +117,8 @@ def main() -> None:
     out("|---|---|---|---|---|---|---|---|")
     truth = None
     for rate in RATES:
-        layout, scored = prepare(args.games, rate, args.seed)
+        layout, scored, flipped = prepare(args.games, rate, args.seed)
+        found = precision(layout, scored, flipped)
         if truth is None:  # the 0% build: the same holdout decisions with their true labels
             truth = read_split(open_dataset(layout, "noisy"), HOLDOUT)
         results = {}
@@ -126,7 +138,7 @@ def main() -> None:
             )
             out(
                 f"| {rate:.0%} | {name} | {dataset.manifest.splits['train'].rows:,} | "
-                f"{used.rows_dropped if used else 0:,} | {scored.flagged:,} | {accuracy:.3f} | "
+                f"{used.rows_dropped if used else 0:,} | {found} | {accuracy:.3f} | "
                 f"{100 * ev.win_rate:.1f}% [{100 * ev.win_low:.1f}, {100 * ev.win_high:.1f}] | {paired} |"
             )
     out.write(OUT / "bench_cleaning.txt")
