@@ -75,7 +75,7 @@ def measure_noise(games: int, rate: float) -> dict:
         "rows": len(rows),
         "flipped": len(flipped),
         "flagged": len(flagged),
-        "precision": hit / len(flagged) if flagged else None,
+        "precision": hit / len(flagged) if flagged and flipped else None,
         "recall": hit / len(flipped) if flipped else None,
         "false_alarms": (len(flagged) - hit) / len(rows),
         "accuracy": result.out_of_sample_accuracy,

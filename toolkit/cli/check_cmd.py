@@ -171,7 +171,9 @@ def check_labels(
         str, typer.Option("--filter-by", help="cleanlab's find_label_issues filter.")
     ] = "low_self_confidence",
     as_json: JsonOpt = False,
-    no_write: NoWriteOpt = False,
+    no_write: Annotated[
+        bool, typer.Option("--no-write", help="Score only: write neither the scores beside the build nor the report.")
+    ] = False,
 ) -> None:
     """Score every decision of a build: label issues by k-fold BC + cleanlab, conflicting duplicates, a teacher's view.
 

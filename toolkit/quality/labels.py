@@ -43,6 +43,7 @@ from toolkit.layout import Layout
 from toolkit.progress import Progress, ProgressFn
 from toolkit.quality.duplicates import conflicts
 from toolkit.quality.folds import assign_folds, fold_steps, out_of_sample_probabilities
+from toolkit.quality.teacher import load_teacher, teacher_kl, teacher_probability
 from toolkit.schema import columns as col
 from toolkit.schema import scores as sc
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
@@ -50,7 +51,6 @@ from toolkit.stats import wilson_interval
 from toolkit.train.policy import PolicySpec
 
 MIN_SCORED_PER_FOLD = 20
-MIN_P = 1e-12  # the teacher's -log p is capped at -log(MIN_P) (~27.6 nats)
 _KEYS = [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION, col.BATCH_ID, col.SOURCE_LINE]
 
 
@@ -137,7 +137,7 @@ def check_labels(
     config = config or LabelCheckConfig()
     started = time.perf_counter()
     dataset = open_dataset(layout, name, config.fingerprint)
-    teacher = _load_teacher(config.teacher, dataset) if config.teacher is not None else None
+    teacher = load_teacher(config.teacher, dataset) if config.teacher is not None else None
     table = _read_rows(dataset)
     features, labels, masks, weights = _arrays(table)
     legal = masks.sum(1)
@@ -164,7 +164,7 @@ def check_labels(
     quality, flagged = _confident_learning(labels, probs, scored, config)
     within, across = conflicts(features, labels, table.column(col.SOURCE).to_numpy(zero_copy_only=False))
     rows = np.arange(len(labels))
-    teacher_p = None if teacher is None else _teacher_p(teacher, features, masks, labels)
+    teacher_p = None if teacher is None else teacher_probability(teacher, features, masks, labels)
     scores = _scores_table(dataset, table, labels, legal, scored, probs[rows, labels], probs.argmax(1))
     scores = _with_flags(scores, quality, flagged, within, across, teacher_p)
     return _finish(layout, dataset, config, scores, started)
@@ -186,8 +186,8 @@ def _arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     def flat(name: str) -> np.ndarray:
         return table.column(name).combine_chunks().flatten().to_numpy(zero_copy_only=False)
 
-    features = flat(FEATURES).astype(np.float32).reshape(n, FEATURE_SIZE)
-    masks = flat(LEGAL_MASK).astype(bool).reshape(n, N_ACTIONS)
+    features = flat(FEATURES).astype(np.float32, copy=False).reshape(n, FEATURE_SIZE)
+    masks = flat(LEGAL_MASK).astype(bool, copy=False).reshape(n, N_ACTIONS)
     labels = table.column(LABEL).to_numpy().astype(np.int64)
     weights = table.column(SAMPLE_WEIGHT).to_numpy().astype(np.float32)
     return features, labels, masks, weights
@@ -222,44 +222,6 @@ def _validate(
         )
 
 
-def _load_teacher(path: Path, dataset: Dataset):  # noqa: ANN202 - an ActorNet (torch imported lazily)
-    """The teacher's actor, after checking it encodes the build's features.
-
-    Raises:
-        LabelCheckError: the checkpoint is unreadable, of other features than the build, or recurrent.
-    """
-    from toolkit.errors import TrainError
-    from toolkit.layout import CARD_FORMAT_VERSION
-    from toolkit.storage import read_versioned
-    from toolkit.train.agents import load_agent
-    from toolkit.train.checkpoints import Card, card_path
-
-    hint = "pass --teacher a bc or flat ppo checkpoint trained on a build of these features (or drop --teacher)"
-    try:
-        card = read_versioned(
-            card_path(path), Card, CARD_FORMAT_VERSION, what="checkpoint card", error=TrainError, hint=hint
-        )
-    except TrainError as error:
-        raise LabelCheckError(f"--teacher {path}: {error.message}", hint=hint) from None
-    spec = dataset.manifest.features
-    if (card.feature_version, card.feature_size) != (spec.version, spec.size):
-        raise LabelCheckError(
-            f"--teacher {path} was trained on features v{card.feature_version} ({card.feature_size} floats); "
-            f"dataset {dataset.name} has v{spec.version} ({spec.size})",
-            hint=f"pass a teacher trained on features v{spec.version} (retrain it on a build of this Distill), "
-            "or drop --teacher",
-        )
-    try:
-        agent = load_agent(path)
-    except TrainError as error:
-        raise LabelCheckError(f"--teacher {path}: {error.message}", hint=hint) from None
-    if agent.actor is None:
-        raise LabelCheckError(
-            f"--teacher {path} is a recurrent policy: it has no per-decision probabilities here", hint=hint
-        )
-    return agent.actor
-
-
 def _confident_learning(
     labels: np.ndarray, probs: np.ndarray, scored: np.ndarray, config: LabelCheckConfig
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -273,13 +235,6 @@ def _confident_learning(
     quality[scored] = get_label_quality_scores(y, p, method=config.quality_method)
     flagged[scored] = find_label_issues(y, p, filter_by=config.filter_by, n_jobs=1)
     return quality, flagged
-
-
-def _teacher_p(actor, features: np.ndarray, masks: np.ndarray, labels: np.ndarray) -> np.ndarray:  # noqa: ANN001
-    from toolkit.train.bc import masked_probabilities
-
-    probs = masked_probabilities(actor, features, masks)
-    return probs[np.arange(len(labels)), labels]
 
 
 def _scores_table(
@@ -322,9 +277,7 @@ def _with_flags(
         sc.CONFLICT_WITHIN_SOURCE: pa.array(within),
         sc.CONFLICT_ACROSS_SOURCES: pa.array(across),
         sc.TEACHER_P_LABEL: pa.nulls(n, pa.float64()) if teacher_p is None else pa.array(teacher_p),
-        sc.TEACHER_KL: pa.nulls(n, pa.float64())
-        if teacher_p is None
-        else pa.array(-np.log(np.maximum(teacher_p, MIN_P))),
+        sc.TEACHER_KL: pa.nulls(n, pa.float64()) if teacher_p is None else pa.array(teacher_kl(teacher_p)),
     }
     return pa.Table.from_pydict({name: columns[name] for name in sc.SCHEMA.names}).cast(sc.SCHEMA)
 
