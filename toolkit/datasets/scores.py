@@ -8,8 +8,8 @@ a later check replaces both (the table first, each by an atomic rename).
 
 ``distill build --drop-label-issues`` (or ``--min-label-quality Q``) reads a
 scored build's table through :func:`dropped_rows`: the lake rows (batch,
-line) of its TRAIN split to leave out. The holdout is never cleaned: it stays
-the fixed yardstick every build shares.
+line) to leave out of the new build's train split. The holdout is never
+cleaned: it stays the fixed yardstick every build shares.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.datasets.config import LabelIssueFilter
-from toolkit.datasets.dataset import TRAIN, Dataset, list_builds, open_dataset
+from toolkit.datasets.dataset import Dataset, list_builds, open_dataset
 from toolkit.errors import BuildError
 from toolkit.layout import LABEL_SCORES_FORMAT_VERSION, Layout
 from toolkit.schema import columns as col
@@ -144,14 +144,14 @@ def scored_build(layout: Layout, name: str, wanted: str | None) -> tuple[Dataset
 
 
 def dropped_rows(layout: Layout, dataset: Dataset, rule: LabelIssueFilter) -> pa.Table:
-    """The (batch_id, source_line) of the train rows ``rule`` drops from ``dataset``'s scores."""
-    table = read_scores(layout, dataset, [sc.SPLIT, col.BATCH_ID, col.SOURCE_LINE, sc.FLAGGED, sc.LABEL_QUALITY])
+    """The lake rows (batch_id, source_line) ``rule`` picks from ``dataset``'s scores, whichever split they were
+    in there: a cleaned build leaves them out of its train split wherever its own holdout rule puts them."""
+    table = read_scores(layout, dataset, [col.BATCH_ID, col.SOURCE_LINE, sc.FLAGGED, sc.LABEL_QUALITY])
     assert table is not None  # scored_build checked it exists
     drop = pc.equal(table.column(sc.FLAGGED), True) if rule.drop_flagged else pa.array([False] * table.num_rows)
     if rule.min_quality is not None:
         low = pc.fill_null(pc.less(table.column(sc.LABEL_QUALITY), rule.min_quality), False)
         drop = pc.or_(drop, low)
-    drop = pc.and_(drop, pc.equal(table.column(sc.SPLIT), TRAIN))
     return table.filter(drop).select([col.BATCH_ID, col.SOURCE_LINE])
 
 
