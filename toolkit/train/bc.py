@@ -24,6 +24,7 @@ shuffles).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -339,7 +340,9 @@ def fit_rows(
     actor = ActorNet(policy)
     optimizer = torch.optim.Adam(actor.parameters(), lr=learning_rate)
     actor.train()
-    tensors = [torch.from_numpy(a) for a in (features, labels, masks, weights)]  # views: nothing copied
+    with warnings.catch_warnings():  # read-only arrays (zero-copy from Arrow) are only ever read here
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        tensors = [torch.from_numpy(a) for a in (features, labels, masks, weights)]  # views: nothing copied
     done = 0
     while done < steps:
         order = torch.from_numpy(rows[rng.permutation(len(rows))])
@@ -356,7 +359,8 @@ def masked_probabilities(actor: ActorNet, features: np.ndarray, masks: np.ndarra
     """The actor's probabilities over the legal actions (illegal ones exactly 0, each row summing to 1), float64."""
     actor.eval()
     out = np.zeros((len(features), N_ACTIONS), np.float64)
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")  # read only
         for start in range(0, len(features), chunk):
             f = torch.from_numpy(np.ascontiguousarray(features[start : start + chunk]))
             m = torch.from_numpy(np.ascontiguousarray(masks[start : start + chunk]))
