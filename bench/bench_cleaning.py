@@ -66,7 +66,7 @@ def precision(layout, scored, flipped: set) -> str:  # noqa: ANN001
 
     rows = read_scores(layout, open_dataset(layout, "noisy")).to_pylist()
     flagged = {(r["game_id"], r["seat"], r["decision_index"]) for r in rows if r["flagged"]}
-    share = f"{len(flagged & flipped) / len(flagged):.0%}" if flagged else "-"
+    share = f"{len(flagged & flipped) / len(flagged):.0%}" if flagged and flipped else "-"
     return f"{scored.flagged:,} ({share})"
 
 
