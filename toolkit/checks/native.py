@@ -474,13 +474,13 @@ def _label_issue_rate(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
 
     A dataset is judged by its own scores; the lake by the scores of every
     build that read its rows (a row scored by several builds counts as the
-    newest scoring says). Without scores it passes, saying so.
+    newest scoring says). Without scores it passes (nothing to judge).
     kwargs: max_rate.
     """
     limit = float(kwargs["max_rate"])
-    if not ctx.label_scores:
-        hint = f"distill check labels {ctx.dataset.name}" if ctx.dataset is not None else "distill check labels NAME"
-        return Outcome(True, {"max_rate": limit, "scored": 0}, caveat=f"no label scores in scope: run {hint}")
+    if not ctx.label_scores:  # nothing scored yet: nothing to judge (the observed value says how to score it)
+        name = ctx.dataset.name if ctx.dataset is not None else "NAME"
+        return Outcome(True, {"max_rate": limit, "scored": 0, "score_with": f"distill check labels {name}"})
     ranks = ", ".join(f"('{str(p).replace(chr(39), chr(39) * 2)}', {i})" for i, p in enumerate(ctx.label_scores))
     files = "[" + ", ".join(f"'{str(p).replace(chr(39), chr(39) * 2)}'" for p in ctx.label_scores) + "]"
     newest = (
@@ -502,5 +502,4 @@ def _label_issue_rate(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         "interval_95": [round(low, 6), round(high, 6)],
         "scores": len(ctx.label_scores),
     }
-    caveat = None if scored else "no scored decision of the rows in scope"
-    return Outcome(rate <= limit, observed, scored, flagged, caveat=caveat)
+    return Outcome(rate <= limit, observed, scored, flagged)

@@ -142,7 +142,7 @@ def check_labels(
     features, labels, masks, weights = _arrays(table)
     legal = masks.sum(1)
     scored = legal > 1
-    table = table.drop_columns([FEATURES, LEGAL_MASK])  # the arrays hold them now: half the peak memory
+    table = table.drop_columns([FEATURES, LEGAL_MASK])  # read through the arrays from here on
     game_ids = table.column(col.GAME_ID).to_numpy(zero_copy_only=False)
     _validate(dataset, game_ids, labels, scored, config)
     torch.set_num_threads(config.torch_threads)
