@@ -345,6 +345,7 @@ def _finish(
         config=config,
         seconds=0.0,
     )
+    result.seconds = round(time.perf_counter() - started, 3)  # the work; writing is the record's
     if config.write:
         info = write_scores(layout, dataset, scores, _info(dataset, config, result))
         html = write_report(layout, result, info)
@@ -353,7 +354,6 @@ def _finish(
             "record": layout.stored(layout.label_scores_info(dataset.name, dataset.fingerprint)),
             "html": layout.stored(html),
         }
-    result.seconds = round(time.perf_counter() - started, 3)
     return result
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from toolkit.quality.labels import LabelCheckResult
 
 ISSUE_ROWS: Final = 50
+ALARM_RATE: Final = 0.05  # the verdict turns red above it (the default suites warn above it too)
 
 
 def write_report(layout: Layout, result: LabelCheckResult, info: LabelScoresInfo) -> Path:
@@ -49,7 +50,7 @@ def render_html(result: LabelCheckResult, info: LabelScoresInfo) -> str:
 
 
 def _verdict(r: LabelCheckResult) -> str:
-    state = "pass" if r.flagged == 0 else "fail"
+    state = "pass" if r.rate <= ALARM_RATE else "fail"
     low, high = r.rate_interval
     return (
         f'<div class="verdict {state}"><h1>{r.flagged:,} label issues</h1>'
