@@ -1,4 +1,4 @@
-"""One dataset build: composition, filters, sample weights, the fixed holdout, actions, features, drift.
+"""One dataset build: composition, filters, sample weights, the fixed holdout, actions, features, drift, label issues.
 
 Open it: ``marimo edit notebooks/dataset.py``. Run it as a script (and write its
 static report under ``<home>/reports/notebooks/``):

@@ -111,3 +111,8 @@ class TrainError(DistillError):
 
 class JobError(DistillError):
     """A fan-out of game jobs could not complete: a shard failed past its retries, or a back end is unavailable."""
+
+
+class LabelCheckError(UsageError):
+    """``distill check labels`` cannot score a build as asked: too few rows or games for the folds, a single
+    label, a teacher of other features (exit code 2, nothing written)."""

@@ -18,6 +18,8 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       spool/stdin-<pid>-<id>.jsonl   standard input being ingested (distill ingest -), deleted after
       builds/<name>/<fingerprint>/   built datasets: manifest.json, train/ and holdout/
         train/part-<n>.parquet       one row per decision (see toolkit.datasets.dataset)
+        label-scores.parquet         every decision scored by `distill check labels` (toolkit.schema.scores)
+        label-scores.json            what scored them: config, fingerprint of the table, summary
       builds/<name>/LATEST           the fingerprint of the name's latest build
       builds/.staging/<name>/<id>/   a build being written (published by one rename), or removed (deleted there)
       builds/.locks/<name>.lock      held while <name> is being built, or builds of it removed
@@ -57,6 +59,9 @@ POOL_FORMAT_VERSION: Final = 2  # a rating pool (runs/<loop>/ratings.json)
 REPORT_FORMAT_VERSION: Final = 1  # reports/<id>.json, a gate report
 ABLATION_FORMAT_VERSION: Final = 1  # ablations/<name>/ablation.json and variants/<key>/result.json
 SUITE_FORMAT_VERSION: Final = 1  # an expectation suite (checks/*.json)
+LABEL_SCORES_FORMAT_VERSION: Final = 1  # builds/<name>/<fingerprint>/label-scores.json
+LABEL_SCORES_FILE: Final = "label-scores.parquet"
+LABEL_SCORES_INFO_FILE: Final = "label-scores.json"
 CATALOG_FILE: Final = "catalog.duckdb"
 CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
 NO_GENERATION: Final = "none"
@@ -221,6 +226,14 @@ class Layout:
     def build_locks(self) -> Path:
         """One lock file per build name, held while that name is being built."""
         return self.builds / ".locks"
+
+    def label_scores(self, name: str, fingerprint: str) -> Path:
+        """The label-scores table of one build (``distill check labels``), beside its splits."""
+        return self.build_dir(name, fingerprint) / LABEL_SCORES_FILE
+
+    def label_scores_info(self, name: str, fingerprint: str) -> Path:
+        """What made that table (a versioned JSON record)."""
+        return self.build_dir(name, fingerprint) / LABEL_SCORES_INFO_FILE
 
     def latest_pointer(self, name: str) -> Path:
         """File holding the fingerprint of the latest build of ``name``."""

@@ -16,7 +16,7 @@ from typing import Final
 from toolkit.ablate.grid import show
 from toolkit.ablate.result import AblationResult, TableScore, VariantResult
 from toolkit.charts_svg import Bar, bar_chart
-from toolkit.checks.report_html import _CSS
+from toolkit.checks.report_html import CSS
 from toolkit.errors import ConfigError
 from toolkit.layout import ABLATION_FORMAT_VERSION, Layout
 from toolkit.storage import read_versioned, write_text_atomic
@@ -70,7 +70,7 @@ def render_html(table: AblationResult) -> str:
     sections = [_header(table), *(_table_section(table, name) for name in table.tables), _footer(table)]
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>ablation {escape(table.name)}</title>\n'
-        f"<style>{_CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n"
+        f"<style>{CSS}</style></head><body>\n" + "\n".join(sections) + "\n</body></html>\n"
     )
 
 

@@ -18,9 +18,11 @@ from toolkit.datasets.dataset import (
     list_builds,
     open_dataset,
 )
+from toolkit.datasets.scores import read_scores, read_scores_info
 from toolkit.errors import BuildError
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
+from toolkit.schema import scores as sc
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.stats import js_divergence
 
@@ -191,3 +193,49 @@ def _label_counts(dataset: Dataset) -> dict[str, list[int]]:
     for source, label, n in frame.group_by(col.SOURCE, LABEL).len().iter_rows():
         counts.setdefault(source, [0] * N_ACTIONS)[label] += n
     return counts
+
+
+def label_issues(layout: Layout, dataset: Dataset) -> pl.DataFrame | None:
+    """Per source and generation: decisions, those with a choice, label issues and their rate with a 95% interval
+    (``distill check labels``); None when the build was never scored."""
+    info = read_scores_info(layout, dataset)
+    if info is None:
+        return None
+    return pl.DataFrame(
+        [g.model_dump() for g in info.groups],
+        schema={
+            "source": pl.String,
+            "generation": pl.Int64,
+            "decisions": pl.Int64,
+            "scored": pl.Int64,
+            "flagged": pl.Int64,
+            "rate": pl.Float64,
+            "low": pl.Float64,
+            "high": pl.Float64,
+            "conflicts": pl.Int64,
+        },
+    )
+
+
+def worst_labels(layout: Layout, dataset: Dataset, n: int = 20) -> pl.DataFrame:
+    """The ``n`` flagged decisions of lowest label quality, with the logged and the expected action."""
+    table = read_scores(layout, dataset)
+    if table is None:
+        return pl.DataFrame()
+    frame = pl.from_arrow(table.filter(table.column(sc.FLAGGED)))
+    assert isinstance(frame, pl.DataFrame)
+    names = pl.Series(MACRO_ACTIONS)
+    return (
+        frame.sort([sc.LABEL_QUALITY, col.GAME_ID, col.SEAT, col.DECISION_INDEX])
+        .head(n)
+        .select(
+            col.GAME_ID,
+            col.SEAT,
+            col.DECISION_INDEX,
+            col.SOURCE,
+            sc.SPLIT,
+            pl.col(sc.LABEL).map_elements(lambda i: names[i], return_dtype=pl.String).alias("logged"),
+            pl.col(sc.PREDICTED).map_elements(lambda i: names[i], return_dtype=pl.String).alias("expected"),
+            sc.LABEL_QUALITY,
+        )
+    )

@@ -81,6 +81,36 @@ def dataset_sections(layout: Layout, name: str) -> list[Section]:
             ds_analysis.drift(layout, name),
             note="Jensen-Shannon divergence of the train labels per source, in bits (0 = same).",
         ),
+        *_label_sections(layout, dataset),
+    ]
+
+
+def _label_sections(layout: Layout, dataset: ds_analysis.Dataset) -> list[Section]:
+    """The label issues of a scored build (``distill check labels``), or how to score it."""
+    from toolkit.analysis import charts
+
+    rates = ds_analysis.label_issues(layout, dataset)
+    if rates is None:
+        return [
+            Section(
+                "Label issues",
+                pl.DataFrame(),
+                note=f"Not scored yet: distill check labels {dataset.name} --fingerprint {dataset.fingerprint}",
+            )
+        ]
+    keyed = rates.with_columns(
+        pl.format("{} / gen {}", "source", pl.col("generation").cast(pl.String).fill_null("-")).alias("group")
+    )
+    return [
+        Section(
+            "Label issues per source and generation",
+            rates,
+            charts.bars(keyed, "group", "rate", title="label-issue rate"),
+            note="Decisions with a choice flagged by confident learning (cleanlab) on out-of-sample k-fold "
+            "probabilities of the student's network; low-high: the 95% Wilson interval; conflicts: decisions in "
+            "conflicting duplicates.",
+        ),
+        Section("The worst labels", ds_analysis.worst_labels(layout, dataset)),
     ]
 
 

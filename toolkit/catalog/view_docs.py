@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Final
 
 from toolkit.schema import columns as col
+from toolkit.schema import scores
 from toolkit.schema.arrow import lake_schema
 from toolkit.schema.models import DecisionSnapshot
 
@@ -200,6 +201,12 @@ VIEWS: Final = MappingProxyType(
                 "One record per finished loop generation: evaluations, gains, gates, data, accuracy, ratings.",
                 "loop, generation",
                 GENERATION_COLUMNS,
+            ),
+            ViewDoc(
+                "label_scores",
+                "One row per decision of every build `distill check labels` scored (train and holdout).",
+                None,
+                MappingProxyType(scores.COLUMN_DOCS),
             ),
         )
     }

@@ -4,7 +4,8 @@
 quarantined lines of its batches that are not retired), ``batches`` (each
 batch's record and its state at the version), ``files`` (the ingested files
 of those batches), ``games`` (one row per game), ``generations`` (the loop
-runs' records), ``versions`` (the index table of the lake's versions).
+runs' records), ``versions`` (the index table of the lake's versions),
+``label_scores`` (every scored build's decisions: ``distill check labels``).
 What each view and column is: :mod:`toolkit.catalog.view_docs`. The other
 index tables (``lake_files``, ``batch_log``, ``batch_states``,
 ``file_log``) are internal: a sandboxed connection (``distill sql``) drops
@@ -27,8 +28,9 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.catalog.view_docs import GENERATION_COLUMNS
-from toolkit.layout import Layout, sql_literal
+from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal
 from toolkit.schema import columns as col
+from toolkit.schema import scores
 from toolkit.schema.arrow import lake_schema
 
 QUARANTINE_SCHEMA = pa.schema(
@@ -146,6 +148,7 @@ def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sa
         """
     )
     _register_generations(con, layout, sandbox=sandbox)
+    _register_label_scores(con, layout, sandbox=sandbox)
     if sandbox:
         _make(con, "versions", "SELECT * FROM versions ORDER BY version", sandbox=True)
         _drop_index(con)
@@ -289,6 +292,13 @@ _GENERATION_TYPES: Final = {
 
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _register_label_scores(con: duckdb.DuckDBPyConnection, layout: Layout, *, sandbox: bool) -> None:
+    """``label_scores``: the label-scores tables beside every build (builds/<name>/<fingerprint>/), one row per
+    scored decision, with the build's name and fingerprint."""
+    found = sorted(glob.glob(str(layout.builds / "*" / "*" / LABEL_SCORES_FILE)))
+    _show(con, "label_scores", [Path(p) for p in found], scores.SCHEMA, sandbox=sandbox, missing=[()] * len(found))
 
 
 def copy_to_memory(source: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -32,7 +32,7 @@ from toolkit.checks.report import ExpectationResult, GateReport, read_report, wr
 from toolkit.checks.suite import LIST_MARK, ExpectationSpec, Suite, default_suite_path, load_suite
 from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.errors import CheckError
-from toolkit.layout import Layout, sql_literal
+from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 
@@ -107,7 +107,7 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
             f"{col.GAME_ID}, {col.SEAT}, {col.DECISION_INDEX} FROM {ROWS}"
         )
         keys = [*col.DECISION_KEY, col.BATCH_ID, col.SOURCE_LINE]
-        ctx = CheckContext("lake", con, files, keys, config.sample_rows)
+        ctx = CheckContext("lake", con, files, keys, config.sample_rows, label_scores=_all_label_scores(layout))
         return _run(layout, suite, config, ctx, scope.model_dump(), f"check-lake-{scope.slug()}", _lake_reference)
 
 
@@ -146,7 +146,16 @@ def check_dataset(
         )
         files = [*dataset.files(TRAIN), *dataset.files(HOLDOUT)]
         keys = [*col.DECISION_KEY, SPLIT, col.BATCH_ID, col.SOURCE_LINE]
-        ctx = CheckContext("dataset", con, files, keys, config.sample_rows, dataset=dataset)
+        scores = layout.label_scores(dataset.name, dataset.fingerprint)
+        ctx = CheckContext(
+            "dataset",
+            con,
+            files,
+            keys,
+            config.sample_rows,
+            dataset=dataset,
+            label_scores=[scores] if scores.exists() else [],
+        )
         scope = {"name": name, "fingerprint": dataset.fingerprint}
         return _run(
             layout,
@@ -348,6 +357,12 @@ def _dataset_reference(ctx: CheckContext, layout: Layout) -> References:
 
 
 # -- helpers ------------------------------------------------------------------------------------------
+
+
+def _all_label_scores(layout: Layout) -> list[Path]:
+    """Every build's label-scores table, oldest first (by modification time, then path)."""
+    found = layout.builds.glob(f"*/*/{LABEL_SCORES_FILE}") if layout.builds.is_dir() else []
+    return sorted(found, key=lambda p: (p.stat().st_mtime_ns, str(p)))
 
 
 def _file_list(files: list[Path]) -> str:

@@ -35,9 +35,10 @@ from toolkit.datasets.dataset import (
 )
 from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.schema import columns as col
+from toolkit.schema import scores as sc
 from toolkit.schema.arrow import lake_schema
 from toolkit.schema.vocab import INFERRED_LABEL_SOURCES, MACRO_ACTIONS, N_ACTIONS
-from toolkit.stats import entropy_upper_bound
+from toolkit.stats import entropy_upper_bound, wilson_interval
 
 ROWS: Final = "rows_in_scope"
 SPLIT: Final = "split"
@@ -54,6 +55,7 @@ class CheckContext:
     sample_rows: int = 5
     dataset: Dataset | None = None
     metrics: list[GroupMetrics] = field(default_factory=list)
+    label_scores: list[Path] = field(default_factory=list)  # label-scores tables in scope, oldest first
 
     def sample(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         """The first ``sample_rows`` rows of ``sql`` as dicts."""
@@ -464,3 +466,40 @@ def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     return Outcome(
         bad == 0 and not wrong_size, observed, total, bad + len(wrong_size), (wrong_size + sample)[: ctx.sample_rows]
     )
+
+
+@native("label_issue_rate_at_most", ("lake", "dataset"))
+def _label_issue_rate(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """At most ``max_rate`` of the scored decisions in scope are label issues (``distill check labels``).
+
+    A dataset is judged by its own scores; the lake by the scores of every
+    build that read its rows (a row scored by several builds counts as the
+    newest scoring says). Without scores it passes (nothing to judge).
+    kwargs: max_rate.
+    """
+    limit = float(kwargs["max_rate"])
+    if not ctx.label_scores:  # nothing scored yet: nothing to judge (the observed value says how to score it)
+        name = ctx.dataset.name if ctx.dataset is not None else "NAME"
+        return Outcome(True, {"max_rate": limit, "scored": 0, "score_with": f"distill check labels {name}"})
+    ranks = ", ".join(f"('{str(p).replace(chr(39), chr(39) * 2)}', {i})" for i, p in enumerate(ctx.label_scores))
+    files = "[" + ", ".join(f"'{str(p).replace(chr(39), chr(39) * 2)}'" for p in ctx.label_scores) + "]"
+    newest = (
+        f"SELECT s.{col.BATCH_ID}, s.{col.SOURCE_LINE}, max_by(s.{sc.FLAGGED}, r.rank) AS flagged "
+        f"FROM read_parquet({files}, filename = true) s JOIN (VALUES {ranks}) r(file, rank) ON s.filename = r.file "
+        f"WHERE s.{sc.SCORED} GROUP BY ALL"
+    )
+    scored, flagged = ctx.con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE n.flagged) FROM ({newest}) n "
+        f"SEMI JOIN (SELECT {col.BATCH_ID}, {col.SOURCE_LINE} FROM {ROWS}) r USING ({col.BATCH_ID}, {col.SOURCE_LINE})"
+    ).fetchone()
+    rate = flagged / scored if scored else 0.0
+    low, high = wilson_interval(flagged, scored)
+    observed = {
+        "max_rate": limit,
+        "scored": scored,
+        "flagged": flagged,
+        "rate": round(rate, 6),
+        "interval_95": [round(low, 6), round(high, 6)],
+        "scores": len(ctx.label_scores),
+    }
+    return Outcome(rate <= limit, observed, scored, flagged)

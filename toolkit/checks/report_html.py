@@ -33,7 +33,7 @@ _ALL: Final = "*"  # the everything-group's source (toolkit.checks.metrics.ALL; 
 _DRIFT_CHECK: Final = "action_drift_at_most"
 _SAMPLE_ROWS: Final = 10
 _LIST_ITEMS: Final = 20
-_CSS: Final = """
+CSS: Final = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;padding:0 1em;color:#222;line-height:1.4}
 h1{font-size:2.2em;margin:0}h2{margin-top:1.8em;border-bottom:1px solid #ddd}h3{margin:0 0 .4em}
 table{border-collapse:collapse;margin:.6em 0}table table{margin:0}
@@ -67,7 +67,7 @@ def render_html(report: GateReport) -> str:
     body = "\n".join(s for s in sections if s)
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(report.report_id)}</title>\n'
-        f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n"
+        f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n"
     )
 
 

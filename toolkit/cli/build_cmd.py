@@ -61,6 +61,24 @@ def build(
         list[int] | None, typer.Option("--pod-size", help="Keep only pods of this size (repeat).")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the game sampling.")] = None,
+    drop_label_issues: Annotated[
+        bool,
+        typer.Option(
+            "--drop-label-issues",
+            help="Leave out of the train split the decisions `distill check labels` flagged (the holdout stays).",
+        ),
+    ] = False,
+    min_label_quality: Annotated[
+        float | None,
+        typer.Option("--min-label-quality", help="Leave out train decisions whose label quality is below Q (0-1)."),
+    ] = None,
+    label_scores: Annotated[
+        str | None,
+        typer.Option(
+            "--label-scores",
+            help="NAME or NAME@FINGERPRINT: the scored build to read (default: the newest scored build of --name).",
+        ),
+    ] = None,
     as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -85,6 +103,7 @@ def build(
             exclude_label_sources=exclude_labels or None,
             pod_sizes=pod_size or None,
             seed=seed,
+            label_issues=_label_issues(drop_label_issues, min_label_quality, label_scores),
         ),
     )
     with progress_bar("build: scanning the lake", enabled=not as_json) as progress:
@@ -97,6 +116,17 @@ def build(
     show_manifest(info.manifest)
 
 
+def _label_issues(drop: bool, min_quality: float | None, scores: str | None) -> dict[str, Any] | None:
+    """The ``label_issues`` section the cleaning flags ask for (None: no flag given)."""
+    if not drop and min_quality is None:
+        if scores is not None:
+            raise ConfigError(
+                "--label-scores names scores to clean by", hint="add --drop-label-issues or --min-label-quality Q"
+            )
+        return None
+    return {"drop_flagged": drop, "min_quality": min_quality, "scores": scores}
+
+
 def _summary(manifest: Manifest) -> dict[str, Any]:
     return {
         "name": manifest.name,
@@ -106,6 +136,7 @@ def _summary(manifest: Manifest) -> dict[str, Any]:
         "holdout": {"rows": manifest.splits["holdout"].rows, "games": manifest.splits["holdout"].games},
         "shares": {s: share.model_dump() for s, share in manifest.shares.items()},
         "duplicates": manifest.duplicates,
+        "label_scores": None if manifest.label_scores is None else manifest.label_scores.model_dump(),
     }
 
 
@@ -130,5 +161,11 @@ def show_manifest(manifest: Manifest) -> None:
         f"({manifest.holdout.fraction:.0%} of {', '.join(manifest.holdout.sources)} games, salt "
         f"{manifest.holdout.salt!r}); duplicates dropped {manifest.duplicates:,}"
     )
+    if manifest.label_scores is not None:
+        used = manifest.label_scores
+        console.print(
+            f"label issues: {used.rows_dropped:,} train rows dropped ({used.rule}) by the scores of "
+            f"{used.dataset} {used.fingerprint} ({used.path})"
+        )
     labels = ", ".join(f"{k} {v:,}" for k, v in train.label_sources.items())
     console.print(f"labels (train): {labels}; features v{manifest.features.version} ({manifest.features.size} floats)")

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json
+from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
 from toolkit.config import validation_message
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
@@ -152,3 +152,86 @@ def _render(report: GateReport) -> None:
     if report.paths:
         html, json_file = (layout().resolve(report.paths[kind]) for kind in ("html", "json"))
         console.print(f"report: {html}  (JSON: {json_file})", markup=False, soft_wrap=True)
+
+
+@check_app.command("labels")
+def check_labels(
+    name: Annotated[str, typer.Argument(help="Dataset name (its latest build).")],
+    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
+    teacher: Annotated[
+        Path | None,
+        typer.Option("--teacher", help="A bc or flat ppo checkpoint: its probability of each logged action, and KL."),
+    ] = None,
+    folds: Annotated[int, typer.Option("--folds", help="k of the k-fold models (folds hold out whole games).")] = 5,
+    seed: Annotated[int, typer.Option("--seed", help="Seeds the folds and the models.")] = 0,
+    epochs: Annotated[
+        int, typer.Option("--epochs", help="Passes over a fold's rows (at least 2,000, at most 4,000 steps).")
+    ] = 10,
+    filter_by: Annotated[
+        str, typer.Option("--filter-by", help="cleanlab's find_label_issues filter.")
+    ] = "low_self_confidence",
+    as_json: JsonOpt = False,
+    no_write: Annotated[
+        bool, typer.Option("--no-write", help="Score only: write neither the scores beside the build nor the report.")
+    ] = False,
+) -> None:
+    """Score every decision of a build: label issues by k-fold BC + cleanlab, conflicting duplicates, a teacher's view.
+
+    Writes label-scores.parquet and .json beside the build (the `label_scores` SQL view reads them) and an HTML
+    report; `distill build --drop-label-issues` drops the flagged rows. Exit 2 when the build cannot be scored.
+    """
+    from pydantic import ValidationError
+
+    from toolkit.errors import ConfigError
+    from toolkit.quality.labels import LabelCheckConfig
+    from toolkit.quality.labels import check_labels as run
+
+    try:
+        config = LabelCheckConfig(
+            fingerprint=fingerprint,
+            teacher=teacher,
+            folds=folds,
+            seed=seed,
+            epochs=epochs,
+            filter_by=filter_by,  # type: ignore[arg-type]
+            write=not no_write,
+        )
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, as_flags=True)) from None
+    with progress_bar("check labels: k-fold models", enabled=not as_json) as progress:
+        result = run(layout(), name, config, progress)
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    low, high = result.rate_interval
+    console.print(
+        f"{result.dataset} {result.fingerprint}: [bold]{result.flagged:,}[/bold] label issues in {result.scored:,} "
+        f"decisions with a choice ({result.rate:.2%}, 95% interval {low:.2%}-{high:.2%}); out-of-sample accuracy "
+        f"{result.out_of_sample_accuracy:.3f}; conflicting duplicates: {result.conflicts_within_source:,} within a "
+        f"source, {result.conflicts_across_sources:,} across ({result.seconds:.1f} s)"
+    )
+    table = Table(title="by source and generation", title_justify="left")
+    for column in ("source", "gen", "decisions", "with a choice", "flagged", "rate", "95% CI", "in conflicts"):
+        table.add_column(column, justify="left" if column == "source" else "right")
+    for g in result.groups:
+        table.add_row(
+            g.source,
+            "-" if g.generation is None else str(g.generation),
+            f"{g.decisions:,}",
+            f"{g.scored:,}",
+            f"{g.flagged:,}",
+            f"{g.rate:.2%}",
+            f"{g.low:.2%}-{g.high:.2%}",
+            f"{g.conflicts:,}",
+        )
+    console.print(table)
+    if result.teacher is not None:
+        console.print(
+            f"teacher {result.teacher}: mean probability of the logged action {result.teacher_mean_p_label:.3f}"
+        )
+    if result.paths:
+        console.print(
+            f"scores: {layout().resolve(result.paths['scores'])}  report: {layout().resolve(result.paths['html'])}",
+            markup=False,
+            soft_wrap=True,
+        )

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Final
 
 import duckdb
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from toolkit import __version__
@@ -37,6 +38,7 @@ from toolkit.datasets.dataset import (
     SCHEMA,
     Dataset,
     HoldoutRecord,
+    LabelScoresUsed,
     Manifest,
     SplitSummary,
     list_builds,
@@ -44,8 +46,9 @@ from toolkit.datasets.dataset import (
 )
 from toolkit.datasets.leakage import check_leakage
 from toolkit.datasets.plan import Plan, make_plan
+from toolkit.datasets.scores import dropped_rows, rule_text, scored_build, scores_path
 from toolkit.datasets.select import LakeInputs, episode_summary, lake_relation, register_rows, select_inputs
-from toolkit.datasets.write import write_splits
+from toolkit.datasets.write import LabelDrop, write_splits
 from toolkit.errors import BuildError
 from toolkit.features import feature_spec
 from toolkit.holdout import RULE
@@ -93,7 +96,8 @@ def build_dataset(
     started = time.perf_counter()
     with build_lock(layout, config.name):
         inputs = select_inputs(layout, config, as_of)
-        key = input_key(config, inputs)
+        cleaning = _label_cleaning(layout, config)
+        key = input_key(config, inputs, cleaning[0] if cleaning else None)
         reused = _find_build(layout, config.name, key)
         if reused is not None:
             _point_latest(layout, reused)
@@ -107,8 +111,14 @@ def build_dataset(
                 input_rows = count_rows(con, inputs)
                 duplicates = register_rows(con, inputs)
                 plan = make_plan(episode_summary(con, config), config)
-                splits = write_splits(con, inputs, plan, config, staging, progress)
-            manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits).model_copy(
+                drop = None if cleaning is None else LabelDrop(cleaning[1])
+                splits = write_splits(con, inputs, plan, config, staging, progress, drop)
+            used = (
+                None
+                if cleaning is None or drop is None
+                else cleaning[0].model_copy(update={"rows_dropped": drop.rows_dropped})
+            )
+            manifest = _manifest(config, key, inputs, input_rows, plan, duplicates, splits, used).model_copy(
                 update={"created_at": dt.datetime.now(dt.UTC), "lake_version": inputs.version}
             )
             (staging / MANIFEST_FILE).write_text(_dumps(manifest.model_dump(mode="json")), encoding="utf-8")
@@ -145,7 +155,25 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
         yield
 
 
-def input_key(config: BuildConfig, inputs: LakeInputs) -> str:
+def _label_cleaning(layout: Layout, config: BuildConfig) -> tuple[LabelScoresUsed, pa.Table] | None:
+    """The scores a cleaning build reads (rows_dropped still 0) and the lake rows they drop; None: no cleaning."""
+    rule = config.label_issues
+    if rule is None:
+        return None
+    dataset, info = scored_build(layout, config.name, rule.scores)
+    drop = dropped_rows(layout, dataset, rule)
+    used = LabelScoresUsed(
+        dataset=dataset.name,
+        fingerprint=dataset.fingerprint,
+        path=layout.stored(scores_path(layout, dataset)),
+        scores_sha256=info.scores_sha256,
+        rule=rule_text(rule),
+        rows_dropped=0,
+    )
+    return used, drop
+
+
+def input_key(config: BuildConfig, inputs: LakeInputs, scores: LabelScoresUsed | None = None) -> str:
     """The identity of a build's inputs: config, batches (with content hashes and the partitions selected), code
     and format versions; not the lake's version or its files, so a compaction or an unrelated ingest changes
     nothing."""
@@ -159,6 +187,8 @@ def input_key(config: BuildConfig, inputs: LakeInputs) -> str:
         "config": config.model_dump(mode="json"),
         "inputs": [[b.batch_id, b.file_sha256, [list(p) for p in b.partitions]] for b in inputs.batches],
     }
+    if scores is not None:  # a cleaned build reads these scores too: other scores, another build
+        body["label_scores"] = scores.scores_sha256
     return hashlib.sha256(_dumps(body).encode()).hexdigest()
 
 
@@ -184,6 +214,7 @@ def _manifest(
     plan: Plan,
     duplicates: int,
     splits: dict[str, SplitSummary],
+    label_scores: LabelScoresUsed | None = None,
 ) -> Manifest:
     holdout = splits[HOLDOUT]
     manifest = Manifest(
@@ -208,6 +239,7 @@ def _manifest(
         features=feature_spec(),
         splits=splits,
         actions=list(MACRO_ACTIONS),
+        label_scores=label_scores,
     )
     fingerprint = hashlib.sha256(_dumps(manifest.fingerprint_body()).encode()).hexdigest()[:FINGERPRINT_CHARS]
     return manifest.model_copy(update={"fingerprint": fingerprint})

@@ -28,9 +28,17 @@ compares across builds.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from toolkit.holdout import HoldoutRule
 from toolkit.layout import NAME_PATTERN
@@ -55,6 +63,29 @@ class HoldoutConfig(BaseModel):
 
     def rule(self) -> HoldoutRule:
         return HoldoutRule(salt=self.salt, fraction=self.fraction)
+
+
+class LabelIssueFilter(BaseModel):
+    """Rows a build leaves out of its train split by a scored build's label scores (``distill check labels``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    drop_flagged: bool = Field(True, description="Drop the decisions flagged as label issues (--drop-label-issues).")
+    min_quality: float | None = Field(
+        None, ge=0, le=1, description="Also drop decisions whose label quality is below this (--min-label-quality)."
+    )
+    scores: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}(@[0-9a-f]{1,64})?$",
+        description="NAME or NAME@FINGERPRINT of the scored build; default: the newest scored build of this "
+        "build's name (--label-scores).",
+    )
+
+    @model_validator(mode="after")
+    def _drops_something(self) -> LabelIssueFilter:
+        if not self.drop_flagged and self.min_quality is None:
+            raise ValueError("drops nothing: give --drop-label-issues or --min-label-quality Q")
+        return self
 
 
 class BuildConfig(BaseModel):
@@ -85,6 +116,18 @@ class BuildConfig(BaseModel):
     holdout: HoldoutConfig = Field(default_factory=HoldoutConfig)
     seed: int = Field(0, ge=0, description="Seed of the game sampling.")
     rows_per_file: int = Field(262_144, ge=100, description="Rows per Parquet part.")
+    label_issues: LabelIssueFilter | None = Field(
+        None, description="Leave label issues out of the train split, by a scored build's label scores."
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_absent_filter(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A build that cleans nothing has the config (so the input key and fingerprint) it had before cleaning
+        existed."""
+        body = handler(self)
+        if body.get("label_issues", 0) is None:
+            body.pop("label_issues")
+        return body
 
     @field_validator("sources", "wins_only", "reward_sources")
     @classmethod

@@ -153,6 +153,19 @@ class HoldoutRecord(BaseModel):
     content: str
 
 
+class LabelScoresUsed(BaseModel):
+    """The scores a cleaned build used (in its manifest, so in its fingerprint)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str
+    fingerprint: str = Field(description="The scored build's fingerprint.")
+    path: str = Field(description="The table, relative to the data root.")
+    scores_sha256: str
+    rule: str = Field(description="Which rows were dropped: flagged, and / or label_quality below a floor.")
+    rows_dropped: int = Field(description="Train rows left out.")
+
+
 class Manifest(BaseModel):
     """Everything a build did and holds; ``fingerprint`` names its content."""
 
@@ -184,6 +197,9 @@ class Manifest(BaseModel):
     actions: list[str] | None = Field(
         None, description="The action names: `label` i is actions[i] (absent in builds written before it was recorded)."
     )
+    label_scores: LabelScoresUsed | None = Field(
+        None, description="The label scores whose flagged rows the build dropped (--drop-label-issues); absent: none."
+    )
 
     @field_validator("created_at")
     @classmethod
@@ -202,6 +218,14 @@ class Manifest(BaseModel):
         """What the fingerprint hashes: the manifest as JSON without its fingerprint's value and without
         :data:`UNFINGERPRINTED` fields (so it is the same body builds written before them hashed)."""
         return {**self.model_dump(mode="json", exclude=set(UNFINGERPRINTED)), "fingerprint": ""}
+
+    @model_serializer(mode="wrap")
+    def _without_absent_scores(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A build that dropped nothing by label scores is written (and fingerprinted) as before they existed."""
+        body = handler(self)
+        if body.get("label_scores", 0) is None:
+            body.pop("label_scores")
+        return body
 
 
 @dataclass(frozen=True)

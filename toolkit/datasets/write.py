@@ -75,6 +75,14 @@ def scan_sql(con: duckdb.DuckDBPyConnection, inputs: LakeInputs) -> str:
 
 
 @dataclass
+class LabelDrop:
+    """Lake rows (``batch_id``, ``source_line``) a build leaves out of its train split, and how many it did."""
+
+    rows: pa.Table
+    rows_dropped: int = 0
+
+
+@dataclass
 class Matched:
     """Rows of one split from one scanned batch, with their source and game codes for the accounting."""
 
@@ -198,9 +206,14 @@ def write_splits(
     config: BuildConfig,
     folder: Path,
     progress: ProgressFn | None = None,
+    label_drop: LabelDrop | None = None,
 ) -> dict[str, SplitSummary]:
-    """Scan the selected rows once and write the train and holdout splits under ``folder``."""
-    matcher = _Matcher(con, plan, config)
+    """Scan the selected rows once and write the train and holdout splits under ``folder``.
+
+    ``label_drop``: lake rows left out of the train split (label issues), which
+    counts the rows it removed; the holdout keeps them.
+    """
+    matcher = _Matcher(con, plan, config, label_drop)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet") as io:
         writers = {
             split: SplitWriter(folder, split, config.rows_per_file, io, matcher.sources, matcher.n_games)
@@ -220,7 +233,9 @@ def write_splits(
 class _Matcher:
     """Matches scanned rows to the plan's episodes by integer codes: which split, which weight."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, plan: Plan, config: BuildConfig) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, plan: Plan, config: BuildConfig, label_drop: LabelDrop | None = None
+    ) -> None:
         self.sources = sorted({*plan.train.source.tolist(), *plan.holdout.source.tolist()})
         games = sorted({*plan.train.game_id.tolist(), *plan.holdout.game_id.tolist()})
         self.n_games = len(games)
@@ -231,6 +246,8 @@ class _Matcher:
         self.excluded = pa.array(config.exclude_label_sources, pa.string())
         dropped = con.sql(f"SELECT {col.BATCH_ID}, {col.SOURCE_LINE} FROM {DROPPED}").to_arrow_table()
         self.dropped = _line_keys(dropped) if dropped.num_rows else None
+        self.label_drop = label_drop
+        self._label_keys = _line_keys(label_drop.rows) if label_drop is not None and label_drop.rows.num_rows else None
 
     def _codes(self, source: np.ndarray, game: np.ndarray, seat: np.ndarray) -> np.ndarray:
         return (game * len(self.sources) + source) * MAX_SEATS + seat
@@ -257,6 +274,10 @@ class _Matcher:
             keep = weight > 0
             if split == TRAIN and len(self.excluded):
                 keep &= ~pc.is_in(batch.column(LABEL_SOURCE), value_set=self.excluded).to_numpy(zero_copy_only=False)
+            if split == TRAIN and self._label_keys is not None and self.label_drop is not None:
+                issue = keep & pc.is_in(_line_keys(batch), value_set=self._label_keys).to_numpy(zero_copy_only=False)
+                self.label_drop.rows_dropped += int(issue.sum())
+                keep &= ~issue
             rows = batch.filter(pa.array(keep))
             out[split] = Matched(to_dataset_rows(rows, weight[keep]), source[keep], game[keep])
         return out

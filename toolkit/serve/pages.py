@@ -58,6 +58,7 @@ def run_page(request: Request, name: str, message: str | None = None) -> HTMLRes
         others=others,
         message=message,
         log=_log_tail(layout, name),
+        label_issues=views.label_issue_rates(layout, name),
     )
 
 

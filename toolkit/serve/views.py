@@ -17,6 +17,8 @@ from toolkit.analysis.errors import NothingToShowError
 from toolkit.catalog import Catalog
 from toolkit.catalog.lifecycle import history
 from toolkit.catalog.records import BatchRecord
+from toolkit.datasets.dataset import list_builds
+from toolkit.datasets.scores import GroupRate, read_scores_info
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.record import GenerationRecord
@@ -272,3 +274,17 @@ def lake_summary(layout: Layout, batches: int = 20, versions: int = 10) -> LakeS
         total_rows=sum(r["rows"] for r in rows),
         total_rejected=sum(r["lines"] for r in rejects),
     )
+
+
+def label_issue_rates(layout: Layout, name: str) -> list[GroupRate]:
+    """The label-issue rate per source and generation of the run's dataset, from its newest scored build
+    (``distill check labels loop-<name>``); empty when none was scored."""
+    run = RunFolder(layout, name)
+    if not run.config_path.exists():
+        return []
+    dataset = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8")).dataset
+    for build in reversed(list_builds(layout, dataset)):
+        info = read_scores_info(layout, build)
+        if info is not None:
+            return info.groups
+    return []

@@ -26,6 +26,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -389,17 +390,102 @@ def _train_epoch(
     total, weight_sum, n = 0.0, 0.0, 0
     for features, labels, masks, weights in _minibatches(split, config, epoch):
         w = (weights if config.use_sample_weights else np.ones_like(weights)) * class_weights[labels]
-        w_t = torch.from_numpy(w)
-        logits = actor.masked_logits(torch.from_numpy(features), torch.from_numpy(masks))
-        losses = torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels), reduction="none")
-        loss = (losses * w_t).sum() / w_t.sum().clamp_min(1e-12)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        total += float((losses.detach() * w_t).sum())
-        weight_sum += float(w_t.sum())
+        loss_sum, w_sum = _gradient_step(actor, optimizer, features, labels, masks, w)
+        total += loss_sum
+        weight_sum += w_sum
         n += len(labels)
     return total / max(weight_sum, 1e-12), n
+
+
+def _gradient_step(
+    actor: ActorNet,
+    optimizer: torch.optim.Optimizer,
+    features: np.ndarray,
+    labels: np.ndarray,
+    masks: np.ndarray,
+    weights: np.ndarray,
+) -> tuple[float, float]:
+    """One step (see :func:`_tensor_step`); returns (weighted loss sum, weight sum)."""
+    w = torch.from_numpy(weights)
+    losses = _tensor_step(
+        actor, optimizer, torch.from_numpy(features), torch.from_numpy(labels), torch.from_numpy(masks), w
+    )
+    return float((losses * w).sum()), float(w.sum())
+
+
+def _tensor_step(
+    actor: ActorNet,
+    optimizer: torch.optim.Optimizer,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    masks: torch.Tensor,
+    weights: torch.Tensor,
+) -> torch.Tensor:
+    """One step on the weighted cross-entropy of the masked logits; returns the rows' losses (detached)."""
+    logits = actor.masked_logits(features, masks)
+    losses = torch.nn.functional.cross_entropy(logits, labels, reduction="none")
+    loss = (losses * weights).sum() / weights.sum().clamp_min(1e-12)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return losses.detach()
+
+
+def fit_rows(
+    features: np.ndarray,
+    labels: np.ndarray,
+    masks: np.ndarray,
+    weights: np.ndarray,
+    rows: np.ndarray,
+    *,
+    policy: PolicySpec,
+    steps: int,
+    batch_size: int = 1024,
+    learning_rate: float = 1e-3,
+    seed: int = 0,
+) -> ActorNet:
+    """The student's network trained in memory on ``rows`` of the given arrays, for ``steps`` gradient steps.
+
+    The same loss as :func:`train_bc` (masked logits, weighted by ``weights``),
+    on minibatches drawn by epochs of a permutation seeded with ``seed``: the
+    k-fold models of ``distill check labels`` are this. Only the rows a
+    minibatch needs are gathered, so the arrays are never copied whole.
+    ``features`` must be C-contiguous float32, ``labels`` int64, ``masks``
+    bool and ``weights`` float32 (as :func:`read_split` returns them).
+    """
+    torch.manual_seed(seed)
+    rng = np.random.default_rng([seed, len(rows)])
+    actor = ActorNet(policy)
+    optimizer = torch.optim.Adam(actor.parameters(), lr=learning_rate)
+    actor.train()
+    with warnings.catch_warnings():  # read-only arrays (zero-copy from Arrow) are only ever read here
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        tensors = [torch.from_numpy(a) for a in (features, labels, masks, weights)]  # views: nothing copied
+    done = 0
+    while done < steps:
+        order = torch.from_numpy(rows[rng.permutation(len(rows))])
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            _tensor_step(actor, optimizer, *(t.index_select(0, batch) for t in tensors))
+            done += 1
+            if done >= steps:
+                break
+    return actor
+
+
+def masked_probabilities(actor: ActorNet, features: np.ndarray, masks: np.ndarray, chunk: int = 65_536) -> np.ndarray:
+    """The actor's probabilities over the legal actions (illegal ones exactly 0, each row summing to 1), float64."""
+    actor.eval()
+    out = np.zeros((len(features), N_ACTIONS), np.float64)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")  # read only
+        for start in range(0, len(features), chunk):
+            f = torch.from_numpy(np.ascontiguousarray(features[start : start + chunk]))
+            m = torch.from_numpy(np.ascontiguousarray(masks[start : start + chunk]))
+            out[start : start + chunk] = torch.softmax(actor.masked_logits(f, m).double(), 1).numpy()
+    out *= masks
+    out /= np.maximum(out.sum(1, keepdims=True), 1e-300)
+    return out
 
 
 def _measure(

@@ -1,0 +1,179 @@
+"""distill check labels: planted flips found, conflicting duplicates found exactly, bad input refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from tests.datasets.conftest import game_records
+from tests.quality.conftest import FAST, Noisy
+from toolkit.cli.main import app
+from toolkit.datasets.build import build_dataset
+from toolkit.datasets.config import BuildConfig
+from toolkit.datasets.scores import read_scores, read_scores_info
+from toolkit.errors import LabelCheckError
+from toolkit.features import FEATURE_VERSION
+from toolkit.layout import Layout
+from toolkit.quality.labels import check_labels
+from toolkit.schema import columns as col
+from toolkit.schema import scores as sc
+from toolkit.train import checkpoints
+from toolkit.train.policy import ActorNet, PolicySpec
+
+TINY_NET = FAST.model_copy(update={"policy": PolicySpec(pi=(16,), vf=(16,)), "min_steps": 20, "max_steps": 20})
+
+
+def _key(row: dict) -> tuple[str, int, int]:
+    return row[col.GAME_ID], row[col.SEAT], row[col.DECISION_INDEX]
+
+
+def test_planted_flips_are_found(noisy: Noisy) -> None:
+    """5% of the decisions with a choice relabelled: most flagged are flips, most flips are flagged, and few
+    clean decisions are flagged. Precision's floor is scaled to the suite's small, fast models (120 games, a
+    64x64 net, 600 steps a fold): bench/bench_labels.py holds the default settings to 75% / 75% / 3%."""
+    rows = read_scores(noisy.layout, noisy.dataset).to_pylist()
+    flagged = {_key(r) for r in rows if r[sc.FLAGGED]}
+    found = flagged & noisy.flipped
+    assert len(noisy.flipped) > 400
+    assert len(found) / len(flagged) >= 0.65
+    assert len(found) / len(noisy.flipped) >= 0.75
+    assert len(flagged - noisy.flipped) / len(rows) <= 0.03
+    assert noisy.result.flagged == len(flagged) == len(noisy.result.issues)
+
+
+def test_a_forced_move_is_never_an_issue(noisy: Noisy) -> None:
+    rows = read_scores(noisy.layout, noisy.dataset).to_pylist()
+    forced = [r for r in rows if r[sc.LEGAL_COUNT] == 1]
+    assert forced and not any(r[sc.FLAGGED] or r[sc.SCORED] for r in forced)
+    assert all(r[sc.LABEL_QUALITY] is None and r[sc.P_LABEL] == 1.0 for r in forced)
+
+
+def test_scores_are_keyed_to_the_build_and_summarised(noisy: Noisy) -> None:
+    table = read_scores(noisy.layout, noisy.dataset)
+    manifest = noisy.dataset.manifest
+    assert table.num_rows == manifest.splits["train"].rows + manifest.splits["holdout"].rows
+    assert set(table.column(sc.LAKE_VERSION).to_pylist()) == {manifest.lake_version}
+    info = read_scores_info(noisy.layout, noisy.dataset)
+    assert info is not None and info.flagged == noisy.result.flagged
+    (group,) = noisy.result.groups
+    assert (group.source, group.generation, group.flagged) == ("forge", None, noisy.result.flagged)
+    assert group.low < group.rate < group.high
+    issue = noisy.result.issues[0]
+    assert issue.score == min(i.score for i in noisy.result.issues)
+    assert Path(noisy.layout.resolve(noisy.result.paths["html"])).read_text().count("label issues") >= 1
+
+
+def test_the_same_build_and_seed_give_the_same_scores(noisy: Noisy) -> None:
+    config = TINY_NET.model_copy(update={"write": False})
+    first, again = (check_labels(noisy.layout, "noisy", config) for _ in range(2))
+    assert first.issues and [i.model_dump() for i in again.issues] == [i.model_dump() for i in first.issues]
+
+
+def _lake(layout: Layout, write_log: Callable[..., Path], records: list[dict]) -> None:
+    from toolkit.ingest.ingest import ingest_paths
+
+    ingest_paths([write_log("lake.jsonl", records)], layout)
+
+
+def test_conflicting_duplicates_are_found_exactly(layout: Layout, write_log: Callable[..., Path]) -> None:
+    """Games of two sources whose decisions repeat one state: decision 0 of every game is the same vector. The
+    forge games label it cast_creature or attack_opponent (a conflict within forge), the ppo game pass (across)."""
+    records = []
+    for g in range(12):
+        game = game_records(f"f-{g}", per_seat=3)
+        for r in game:
+            r["turn"] = 1 + r["decision_index"]  # every other decision a vector of its own
+        game[0]["action"] = {
+            **game[0]["action"],
+            "macro": "attack_opponent" if g % 2 else "cast_creature",
+            "index": 5 if g % 2 else 0,
+        }
+        records += game
+    ppo = game_records("p-0", "ppo", per_seat=3)
+    for r in ppo:
+        r["turn"] = 1 + r["decision_index"]
+    ppo[0]["action"] = {**ppo[0]["action"], "macro": "pass", "index": 7}
+    _lake(layout, write_log, records + ppo)
+    build_dataset(layout, BuildConfig(name="dupes", holdout={"fraction": 0.1}))
+    check_labels(layout, "dupes", TINY_NET)
+    from toolkit.datasets.dataset import open_dataset
+
+    rows = read_scores(layout, open_dataset(layout, "dupes")).to_pylist()
+    within = {r[col.GAME_ID] for r in rows if r[sc.CONFLICT_WITHIN_SOURCE]}
+    across = {r[col.GAME_ID] for r in rows if r[sc.CONFLICT_ACROSS_SOURCES]}
+    assert within == {f"f-{g}" for g in range(12)}
+    assert across == {"p-0", *(f"f-{g}" for g in range(12))}
+    conflicted = [r for r in rows if r[sc.CONFLICT_WITHIN_SOURCE] or r[sc.CONFLICT_ACROSS_SOURCES]]
+    assert {r[col.DECISION_INDEX] for r in conflicted} == {0}
+
+
+def test_too_few_games_for_the_folds_is_refused_and_writes_nothing(
+    layout: Layout, write_log: Callable[..., Path]
+) -> None:
+    _lake(layout, write_log, [r for g in range(3) for r in game_records(f"g-{g}")])
+    dataset = build_dataset(layout, BuildConfig(name="small")).dataset
+    with pytest.raises(LabelCheckError, match="3 games for 5 folds") as error:
+        check_labels(layout, "small", TINY_NET)
+    assert error.value.exit_code == 2 and "--folds" in (error.value.hint or "")
+    assert read_scores_info(layout, dataset) is None and not layout.reports.exists()
+
+
+def test_a_single_label_is_refused(layout: Layout, write_log: Callable[..., Path]) -> None:
+    _lake(layout, write_log, [r for g in range(12) for r in game_records(f"g-{g}")])
+    build_dataset(layout, BuildConfig(name="one"))
+    with pytest.raises(LabelCheckError, match="single label"):
+        check_labels(layout, "one", TINY_NET)
+
+
+def test_a_teacher_of_other_features_is_refused(noisy: Noisy, tmp_path: Path) -> None:
+    actor = ActorNet(PolicySpec(pi=(8,), vf=(8,)))
+    card = checkpoints.save_checkpoint(
+        tmp_path, actor.state_dict(), kind="bc", run_id="t", tag="best", arch=actor.spec.model_dump(mode="json")
+    )
+    body = json.loads(card.read_text())
+    card.write_text(json.dumps({**body, "feature_version": FEATURE_VERSION + 1}))
+    with pytest.raises(LabelCheckError, match=f"features v{FEATURE_VERSION + 1}"):
+        check_labels(noisy.layout, "noisy", FAST.model_copy(update={"teacher": card, "write": False}))
+
+
+def test_a_teacher_scores_the_logged_actions(noisy: Noisy, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    actor = ActorNet(PolicySpec(pi=(8,), vf=(8,)))
+    card = checkpoints.save_checkpoint(
+        tmp_path, actor.state_dict(), kind="bc", run_id="t", tag="best", arch=actor.spec.model_dump(mode="json")
+    )
+    result = check_labels(noisy.layout, "noisy", TINY_NET.model_copy(update={"teacher": card, "write": False}))
+    assert result.teacher is not None and 0 < (result.teacher_mean_p_label or 0) < 1
+
+
+def test_the_cli_exits_2_on_bad_input(layout: Layout, write_log: Callable[..., Path]) -> None:
+    _lake(layout, write_log, [r for g in range(3) for r in game_records(f"g-{g}")])
+    build_dataset(layout, BuildConfig(name="small"))
+    out = CliRunner().invoke(app, ["--home", str(layout.home), "check", "labels", "small", "--folds", "3"])
+    assert out.exit_code == 2, out.output
+    assert "lower --folds" in out.output
+
+
+def test_the_sql_view_reads_the_scores(noisy: Noisy) -> None:
+    out = CliRunner().invoke(
+        app,
+        [
+            "--home",
+            str(noisy.layout.home),
+            "sql",
+            "SELECT count(*) AS n, sum(flagged::INT) AS f FROM label_scores",
+            "--json",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    (row,) = json.loads(out.output)
+    assert (row["n"], row["f"]) == (
+        pq.read_metadata(noisy.layout.label_scores(noisy.dataset.name, noisy.dataset.fingerprint)).num_rows,
+        noisy.result.flagged,
+    )

@@ -1,0 +1,76 @@
+"""Out-of-sample probabilities by k-fold behaviour cloning, folds drawn by game.
+
+A game's fold is a pure function of (seed, game id): games are ordered by a
+salted hash and dealt round-robin, so folds hold equal numbers of games and
+no game's decisions sit on both sides of a fold (they are correlated: a model
+that saw a game's other decisions would vouch for its labels). Each fold's
+model is the student's network (:func:`toolkit.train.bc.fit_rows`) trained on
+the other folds; its probabilities are masked to the legal actions and
+renormalised (:func:`toolkit.train.bc.masked_probabilities`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from toolkit.train.bc import fit_rows, masked_probabilities
+from toolkit.train.policy import PolicySpec
+
+
+def assign_folds(game_ids: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """The fold (0..folds-1) of every row, by its game."""
+    games, inverse = np.unique(game_ids, return_inverse=True)
+    digests = [hashlib.md5(f"{seed}:{g}".encode(), usedforsecurity=False).hexdigest() for g in games.tolist()]
+    order = np.argsort(np.array(digests), kind="stable")
+    fold_of_game = np.empty(len(games), np.int64)
+    fold_of_game[order] = np.arange(len(games)) % folds
+    return fold_of_game[inverse]
+
+
+def fold_steps(train_rows: int, batch_size: int, epochs: int, min_steps: int, max_steps: int) -> int:
+    """Gradient steps of one fold model: ``epochs`` passes, at least ``min_steps`` (small builds need many
+    passes) and at most ``max_steps`` (large ones learn enough in fewer)."""
+    per_epoch = max(1, math.ceil(train_rows / batch_size))
+    return int(min(max(epochs * per_epoch, min_steps), max_steps))
+
+
+def out_of_sample_probabilities(
+    features: np.ndarray,
+    labels: np.ndarray,
+    masks: np.ndarray,
+    weights: np.ndarray,
+    fold: np.ndarray,
+    *,
+    folds: int,
+    policy: PolicySpec,
+    steps: Callable[[int], int],
+    batch_size: int,
+    learning_rate: float,
+    seed: int,
+    on_fold: Callable[[int], None] | None = None,
+) -> np.ndarray:
+    """Each row's probabilities from the model that did not see its game ([N, actions], float64)."""
+    probs = np.zeros(masks.shape, np.float64)
+    for k in range(folds):
+        held = fold == k
+        rows = np.flatnonzero(~held)
+        actor = fit_rows(
+            features,
+            labels,
+            masks,
+            weights,
+            rows,
+            policy=policy,
+            steps=steps(len(rows)),
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            seed=seed * 1000 + k,
+        )
+        probs[held] = masked_probabilities(actor, features[held], masks[held])
+        if on_fold is not None:
+            on_fold(k + 1)
+    return probs
