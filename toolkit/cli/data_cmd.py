@@ -191,7 +191,8 @@ def sql(
     files (one per ingested file),
     rejects (one per quarantined line),
     versions (the lake's history, one row per version),
-    generations (one record per loop generation: evaluations, gains, gates, data, ratings).
+    generations (one record per loop generation: evaluations, gains, gates, data, ratings),
+    label_scores (one per decision of every build distill check labels scored).
 
     Tables print whole (long values wrap; too many columns for the terminal: one block per row);
     --csv, --json and --parquet write every row.
