@@ -101,7 +101,7 @@ def evaluate(
     policy: Callable[[], Player] | PlayerRef,
     config: EvaluateConfig,
     exporter: DecisionExporter | None = None,
-    opponents: Sequence[Player] | None = None,
+    opponents: Sequence[Player | PlayerRef] | None = None,
     backend: BackendConfig | None = None,
 ) -> EvaluationResult:
     """Play the policy in every seat against ``config.opponents`` and measure it.
@@ -117,21 +117,24 @@ def evaluate(
             fresh player of a live policy, played in this process.
         config: opponents, games, seed.
         exporter: if given, the policy's decisions are offered to it (its filters apply; in this process).
-        opponents: players to use instead of the names in ``config.opponents`` (in this process).
+        opponents: players to use instead of the names in ``config.opponents``: live players (played in this
+            process), or player types and checkpoints (:data:`~toolkit.train.agents.PlayerRef`, which any back
+            end can play: a model against copies of another, the loop's head-to-head gate).
         backend: where the shards run (default: ``auto``).
 
     Raises:
         ConfigError: an unknown opponent name, or too many opponents.
         JobError: a shard's worker died more often than the back end retries.
     """
-    others: list[Player] | list[PlayerRef] = list(opponents) if opponents is not None else list(config.opponents)
+    others: list[Player | PlayerRef] = list(opponents) if opponents is not None else list(config.opponents)
     n = len(others) + 1
     if n > 6:
         raise ConfigError(f"a pod of {n} seats is too big", hint="give at most 5 opponents (--vs)")
     for name in config.opponents if opponents is None else ():
         make_player(name)  # an unknown name fails here, before any worker starts
     backend = backend or BackendConfig()
-    portable = isinstance(policy, (str, PolicyBlob)) and opponents is None and exporter is None
+    refs = all(isinstance(o, (str, PolicyBlob)) for o in others)
+    portable = isinstance(policy, (str, PolicyBlob)) and refs and exporter is None
     if not portable:  # live players and the exporter stay here; the shard plan is the same
         backend = backend.model_copy(update={"kind": "inprocess"})
     per_seat = math.ceil(config.games / n)
@@ -144,17 +147,22 @@ def evaluate(
     outcomes = sorted((o for p in parts for o in p.outcomes), key=lambda o: (o.deal, o.seat))
     return _summarise(
         outcomes,
-        list(config.opponents) if opponents is None else [p.source for p in opponents],
+        list(config.opponents) if opponents is None else [_name(p) for p in opponents],
         sum(p.decisions for p in parts),
         sum(p.illegal for p in parts),
         seconds,
     )
 
 
+def _name(player: Player | PlayerRef) -> str:
+    """How a result names an opponent: a player type, a checkpoint's stem, a live player's source."""
+    return player if isinstance(player, str) else player.name if isinstance(player, PolicyBlob) else player.source
+
+
 @dataclass(frozen=True)
 class _EvalJob:
     policy: Callable[[], Player] | PlayerRef
-    others: Sequence[Player] | Sequence[PlayerRef]
+    others: Sequence[Player | PlayerRef]
     config: EvaluateConfig
     exporter: DecisionExporter | None
 
@@ -170,7 +178,13 @@ def _play_deals(shard: Shard, job: _EvalJob) -> _DealsPlayed:
     """Deals ``shard.start..stop-1``, each with the policy at every seat in turn: game ``k`` of the shard is
     deal ``start + k % size`` with the policy at seat ``k // size``."""
     player = job.policy() if callable(job.policy) else player_from_ref(job.policy)
-    others = [p if not isinstance(p, (str, PolicyBlob)) else player_from_ref(p) for p in job.others]
+    loaded: dict[str, Player] = {}  # copies of one checkpoint are one player: asked once for all its seats
+    others = [
+        p
+        if not isinstance(p, (str, PolicyBlob))
+        else loaded.setdefault(p if isinstance(p, str) else p.sha256, player_from_ref(p))
+        for p in job.others
+    ]
     n = len(others) + 1
     size = shard.size
     seat_of_game = np.repeat(np.arange(n), size)
@@ -198,7 +212,7 @@ def _play_deals(shard: Shard, job: _EvalJob) -> _DealsPlayed:
     return _DealsPlayed(outcomes, decisions, int(getattr(player, "illegal", 0)))
 
 
-def _entrants(others: Sequence[Player] | Sequence[PlayerRef]) -> list[Entrant]:
+def _entrants(others: Sequence[Player | PlayerRef]) -> list[Entrant]:
     """The opponents as the exported rows' lineup names them (a live player: an unknown one, named by its source)."""
     return [entrant(o) if isinstance(o, (str, PolicyBlob)) else Entrant(UNKNOWN.kind, o.source) for o in others]
 

@@ -58,7 +58,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
 from toolkit.errors import ConfigError, TrainError
-from toolkit.game.league import OpponentPool
+from toolkit.game.league import OpponentPool, OpponentTally
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
 from toolkit.jobs.config import BackendConfig
@@ -217,6 +217,14 @@ class EvalPoint(BaseModel):
     result: EvaluationResult
 
 
+class OpponentRecord(BaseModel):
+    """The learner's training games against one opponent of its league (every game that seated it)."""
+
+    name: str
+    games: int
+    wins: int
+
+
 class PPOResult(BaseModel):
     """What a PPO run did and wrote."""
 
@@ -236,6 +244,9 @@ class PPOResult(BaseModel):
     )
     eval_export: ExportCounts | None
     stages_reached: list[str]
+    opponents: list[OpponentRecord] = Field(
+        default_factory=list, description="The learner's training results by opponent (what PFSP weighs by)."
+    )
 
 
 class LinearSchedule:
@@ -322,6 +333,7 @@ class _Run:
     evaluations: list[EvalPoint] = field(default_factory=list)
     best: Path | None = None
     best_win_rate: float | None = None
+    tally: OpponentTally = field(default_factory=OpponentTally)
 
 
 class _RunCallback(BaseCallback):
@@ -337,6 +349,10 @@ class _RunCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         run = self.run
+        names = run.env.pool.names
+        for info in self.locals.get("infos", ()):
+            if "opponents" in info:  # an episode ended
+                run.tally.add([names[i] for i in info["opponents"]], info["won"])
         if self.num_timesteps >= self.next_eval:
             self.next_eval += run.config.eval_every
             _evaluate(run)
@@ -438,6 +454,10 @@ def train_ppo(
         export=counts,
         eval_export=eval_counts,
         stages_reached=[s.name for s in stages[: run.stage + 1]],
+        opponents=[
+            OpponentRecord(name=name, games=games, wins=run.tally.wins[name])
+            for name, games in sorted(run.tally.games.items())
+        ],
     )
 
 
