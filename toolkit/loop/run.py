@@ -258,7 +258,10 @@ class _Loop:
         return self.state.gen(self.state.generation)
 
     def _promote(self, kind: str, checkpoint: str) -> None:
+        """Promote ``checkpoint`` (a no-op when it already is: a resumed generation passes here again)."""
         g = self.state.generation
+        if any(m.checkpoint == checkpoint and m.kind == kind for m in self.state.promoted):
+            return
         self.state.promoted.append(
             PromotedModel(generation=g, kind=kind, name=f"{generation_label(g)}-{kind}", checkpoint=checkpoint)
         )

@@ -83,10 +83,16 @@ def student_gate(ctx: StepContext, step: StrengthInput) -> StudentGateResult:
     """The student against the previous promoted student: head to head, then the scripted floor."""
     beat = _head_to_head(ctx, step)
     if not beat.passed:
-        return StudentGateResult(passed=False, reason=beat.reason, head_to_head=beat)
+        return StudentGateResult(passed=False, reason=f"head to head: {beat.reason}", head_to_head=beat)
     scripted = _scripted(ctx, step, student=True)
-    reason = f"{beat.reason}; scripted floor: {scripted.reason}"
-    return StudentGateResult(passed=scripted.passed, reason=reason, head_to_head=beat, strength=scripted)
+    return StudentGateResult(passed=scripted.passed, reason=_both(beat, scripted), head_to_head=beat, strength=scripted)
+
+
+def _both(beat: HeadToHeadVerdict, scripted: StrengthVerdict) -> str:
+    """The reason of a gate that ran both tests: the one that decided first."""
+    if scripted.passed:
+        return f"head to head: {beat.reason}; scripted floor: {scripted.reason}"
+    return f"scripted floor: {scripted.reason} (head to head: {beat.reason})"
 
 
 def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
@@ -107,7 +113,7 @@ def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
     scripted = _scripted(ctx, step, student=False)
     return PPOGateResult(
         passed=scripted.passed,
-        reason=f"head to head: {beat.reason}; scripted floor: {scripted.reason}",
+        reason=_both(beat, scripted),
         floor=floor,
         head_to_head=beat,
         strength=scripted,
