@@ -6,7 +6,9 @@ last promoted PPO model, against a league of heuristics, earlier
 generations and itself; its final policy plays 2,000 games whose decisions
 (every episode, wins and losses) are the next student's training rows; PPO
 and student alike are promoted only when they beat the previous promoted
-model on paired deals. The Forge-role data trains the first student and
+model head to head, in its own pod, on paired deals (``head_to_head``), and
+are not worse against the scripted table (``strength_gate``); an exploiter
+probe measures each promoted student's exploitability (``exploiter``). The Forge-role data trains the first student and
 stays the FIXED holdout every student is measured on. The README's demo
 runs two generations of it in a few minutes on a 2-core laptop.
 """

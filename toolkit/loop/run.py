@@ -10,15 +10,23 @@ the first student. Every generation after it:
    are exported as the teacher's labels;
 2. ingest the export (then delete it, by default: ``retention``); the PPO
    gate: the export floor (> 30% against three heuristics, fixed-size),
-   then strength against the previous promoted model on paired deals; the
-   data gate; then the batch is merged (or rejected, kept with the reason,
-   and the generation retried with a lower learning rate and more entropy);
+   then head to head against the previous promoted model in its own pod
+   (paired deals, GSPRT; ``gates.head_to_head_gate``), then the scripted
+   floor; the data gate; then the batch is merged (or rejected, kept with
+   the reason, and the generation retried with a lower learning rate and
+   more entropy);
 3. build the student's dataset (Forge-role data and the latest teacher's
    decisions), train the student, guard its accuracy on the FIXED holdout
-   and promote it only if it beats the previous promoted student on paired
-   deals;
-4. evaluate the promoted models on the same deals as every generation, and
-   rate this generation's models in the tournament.
+   and promote it only if it beats the previous promoted student head to
+   head (and holds the scripted floor);
+4. evaluate the promoted models on the same deals as every generation, rate
+   this generation's models in the tournament, and probe the promoted
+   student with an exploiter (its exploitability; every generation, 0
+   included).
+
+The league of step 1 keeps the latest promoted models and a seeded sample of
+older ones, and weighs them by prioritised fictitious self-play on the
+learner's win rates from the last training games (``toolkit.game.league``).
 
 Every step's result is saved before the next starts (``state.json``), so
 :func:`resume_loop` after a crash or a ``kill -9`` re-runs only the
