@@ -287,7 +287,8 @@ def _targets(
             exploit_last is not None
             and exploit_last < 0.20
             and exploit_first is not None
-            and (first is last or exploit_last < exploit_first),
+            and first is not last
+            and exploit_last < exploit_first,
             f"final {exploit_last}, gen {first['generation'] if first else '-'} {exploit_first}",
         ),
         (
