@@ -145,6 +145,13 @@ class PPOConfig(BaseModel):
     )
     pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
     max_rounds: int = Field(30, ge=1, le=1000, description="Rounds before a game stops at the turn limit.")
+    turn_limit_reward: float = Field(
+        -1.0,
+        ge=-10,
+        le=0,
+        description="The learner's terminal reward at the turn limit (-1: the same as a loss; lower makes a stall "
+        "cost more than a loss).",
+    )
     eval_every: int = Field(
         20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every)."
     )
@@ -393,7 +400,14 @@ def train_ppo(
     stages = config.curriculum
     league = _League(config)
     pool = league.pool(stages[0].opponents) if stages else league.pool(config.opponents, config.opponent_weights)
-    env = CommanderVecEnv(config.n_envs, pool, seed=config.seed, pod_size=config.pod_size, max_rounds=config.max_rounds)
+    env = CommanderVecEnv(
+        config.n_envs,
+        pool,
+        seed=config.seed,
+        pod_size=config.pod_size,
+        max_rounds=config.max_rounds,
+        turn_limit_reward=config.turn_limit_reward,
+    )
     model = league.model = _make_model(config, env)
     parent, dataset = _warm_start(config, model) if config.warm_start is not None else (None, None)
     model.set_logger(Logger(folder=None, output_formats=[]))
