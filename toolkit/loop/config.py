@@ -159,6 +159,13 @@ class PPOStepConfig(_Config):
         description="Updates that train only the critic when PPO starts "
         "from a student (whose critic does not exist yet).",
     )
+    turn_limit_reward: float = Field(
+        -1.0,
+        ge=-10,
+        le=0,
+        description="The learner's terminal reward when a training game ends at the turn limit (-1: the same as a "
+        "loss; lower makes a stall cost more than a loss, a push towards closing games).",
+    )
     league: LeagueConfig = Field(default_factory=LeagueConfig)
     export_games: int = Field(
         2000,

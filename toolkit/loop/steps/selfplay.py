@@ -73,6 +73,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         opponents=tuple(players),
         opponent_weights=tuple(e.weight for e in step.league),
         max_rounds=ctx.config.max_rounds,
+        turn_limit_reward=p.turn_limit_reward,
         eval_every=0,
         eval_games=40,
         generation=ctx.generation,
