@@ -53,6 +53,7 @@ def test_a_tiny_loop_runs_every_step_and_records_every_field(reference) -> None:
     )
     beat = steps["student_gate"]["head_to_head"]
     assert beat["tables"][0]["opponents"] == [Path(records[0]["student"]).stem] * 3  # three of the previous student
+    assert records[1]["exploitability"] is None  # the probe is off in the tiny config
     assert set(records[1]["rows_by_source"]) == {"forge", "ppo"}
     assert records[1]["holdout_accuracy"] is not None and records[1]["previous_accuracy"] is not None
     for record in records:  # fixed-size evaluations of the promoted models, on the same deals
@@ -79,18 +80,28 @@ def test_a_tiny_loop_runs_every_step_and_records_every_field(reference) -> None:
     assert shown.exit_code == 0 and "gen-001-ppo" in shown.output
 
 
-def test_the_history_and_the_status_record_each_generations_exploitability(reference) -> None:
+def test_the_exploiter_probe_puts_the_students_exploitability_in_the_history_and_the_status(tmp_path: Path) -> None:
+    from toolkit.loop.run import request
     from toolkit.loop.status import run_status
 
-    layout, records = reference
-    for record in records:  # the exploiter probe of every generation's promoted student, gen 0 included
-        probe = record["attempts"][-1]["steps"]["exploit"]
-        assert probe["target"] == record["student"] and probe["games"] == 8 and probe["steps"] >= 128
-        assert record["exploitability"] == probe["exploitability"] == probe["wins"] / probe["games"]
-        assert record["exploitability_low"] <= record["exploitability"] <= record["exploitability_high"]
-    assert run_status(layout, "tiny").exploitability == records[-1]["exploitability"]
-    shown = CliRunner().invoke(app, ["--home", str(layout.home), "loop", "status", "--name", "tiny"])
-    assert shown.exit_code == 0 and "exploitability" in shown.output
+    layout = Layout.at(tmp_path / "home")
+
+    def stop_after_the_probe(event: Progress) -> None:
+        if event.item.endswith(": exploit"):
+            request(layout, "probed", "stop")  # honoured at the next step boundary: generation 1's first step
+
+    config = tiny(name="probed", exploiter={"total_steps": 128, "games": 8})
+    state = run_loop(layout, config, progress=stop_after_the_probe)
+    [record] = RunFolder(layout, "probed").records()
+    assert state.status == "stopped" and record["generation"] == 0
+    probe = record["attempts"][-1]["steps"]["exploit"]
+    assert probe["target"] == record["student"] and probe["games"] == 8 and probe["steps"] >= 128
+    assert Path(layout.resolve(probe["exploiter"])).is_file()  # a fresh PPO run's final card
+    assert record["exploitability"] == probe["exploitability"] == probe["wins"] / probe["games"]
+    assert record["exploitability_low"] <= record["exploitability"] <= record["exploitability_high"]
+    assert run_status(layout, "probed").exploitability == record["exploitability"]
+    shown = CliRunner().invoke(app, ["--home", str(layout.home), "loop", "status", "--name", "probed"])
+    assert shown.exit_code == 0 and f"exploitability: {record['exploitability']}" in shown.output
 
 
 def test_steps_are_saved_with_typed_inputs_and_reloaded_as_their_types(reference) -> None:
@@ -175,11 +186,10 @@ GENERATION_STEPS = [
     "student_gate",
     "evaluate",
     "ratings",
-    "exploit",
 ]
 
 
-@pytest.mark.parametrize("step", [s for s in GENERATION_STEPS if s != "exploit"])  # the last step resumes as any
+@pytest.mark.parametrize("step", GENERATION_STEPS)
 def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, reference, step: str) -> None:
     layout = Layout.at(tmp_path / "home")
 
