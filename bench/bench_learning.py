@@ -2,7 +2,8 @@
 
 Run: ``.venv/bin/python bench/bench_learning.py [--generations 8] [--seed 0] [--out DIR]`` (the issue's size: about
 60 minutes on a quiet 2-core machine). Smaller runs to try it: ``--ppo-steps``, ``--exploiter-steps``,
-``--games-per-pairing``, ``--eval-games``, ``--bootstrap-games``, ``--export-games``, ``--gate-max-deals``.
+``--games-per-pairing``, ``--eval-games``, ``--bootstrap-games``, ``--export-games``, ``--gate-max-deals``; and
+``--turn-limit-reward -2`` to try the decisive-play remedy (a stall costs PPO more than a loss).
 
 1. Runs the closed loop with the default settings (the convergence rule off, so every generation runs; the
    exploiter probe at ``--exploiter-steps``, 1M by default) and ``--generations`` generations in a fresh data root,
@@ -66,6 +67,7 @@ def loop_config(args: argparse.Namespace) -> LoopConfig:
         ("eval_games", ("evaluation", "games")),
         ("gate_max_deals", ("head_to_head", "max_deals")),
         ("gate_max_deals", ("strength_gate", "max_deals")),
+        ("turn_limit_reward", ("ppo", "turn_limit_reward")),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -132,6 +134,9 @@ def main() -> None:  # noqa: C901 (a bench reads top to bottom)
     parser.add_argument("--bootstrap-games", type=int, default=None, help="override bootstrap.games")
     parser.add_argument("--eval-games", type=int, default=None, help="override evaluation.games (scripted tables)")
     parser.add_argument("--gate-max-deals", type=int, default=None, help="override the gates' max_deals")
+    parser.add_argument(
+        "--turn-limit-reward", type=float, default=None, help="override ppo.turn_limit_reward (e.g. -2: decisive play)"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "learning")
     args = parser.parse_args()
     torch.set_num_threads(1)
