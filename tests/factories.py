@@ -141,6 +141,15 @@ TINY: dict[str, Any] = {
         "deals_per_round": 8,
         "opponents": ["random"] * 3,
     },
+    "head_to_head": {
+        "delta0": -1.0,
+        "delta1": -0.5,
+        "min_deals": 4,
+        "max_deals": 8,
+        "deals_per_round": 4,
+        "past_tables": 0,
+    },
+    "exploiter": {"total_steps": 0},  # off: the probe's own test turns it on
     "accuracy_guard": {"floor": 0.05, "margin": 1.0},
     "evaluation": {"games": 16},
     "retry": {"max_retries": 0},

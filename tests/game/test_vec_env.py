@@ -88,3 +88,18 @@ def test_maskable_ppo_reads_every_mask_at_once() -> None:
     vec.reset()
     assert is_masking_supported(vec)
     assert np.array_equal(get_action_masks(vec), vec.action_masks())
+
+
+def test_a_turn_limit_reward_changes_only_what_a_stalled_episode_ends_with() -> None:
+    ends: dict[float, list[tuple[bool, bool, float]]] = {}
+    for stall in (-1.0, -2.0):
+        vec = CommanderVecEnv(16, ("heuristic",) * 3, seed=3, max_rounds=8, turn_limit_reward=stall)
+        vec.reset()
+        ends[stall] = []
+        for _ in range(120):
+            _, rewards, dones, infos = vec.step(np.full(16, rules.PASS))  # never attacks: no damage dealt
+            ends[stall] += [(infos[i]["timed_out"], infos[i]["won"], float(rewards[i])) for i in np.flatnonzero(dones)]
+    assert [e[:2] for e in ends[-1.0]] == [e[:2] for e in ends[-2.0]]  # the same games
+    for (timed_out, won, before), (_, _, after) in zip(ends[-1.0], ends[-2.0], strict=True):
+        assert after == pytest.approx(before - 1.0 if timed_out and not won else before)
+    assert any(e[0] for e in ends[-2.0]) and any(not e[0] for e in ends[-2.0])

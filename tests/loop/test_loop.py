@@ -47,6 +47,13 @@ def test_a_tiny_loop_runs_every_step_and_records_every_field(reference) -> None:
     assert steps["ppo_gate"]["passed"] and steps["data_gate"]["passed"] and steps["accuracy_guard"]["passed"]
     assert steps["selfplay"]["export"]["exported_episodes"] >= 16  # every game of the teacher, losses too
     assert [e["name"] for e in steps["selfplay"]["league"]] == ["random", "self", "gen-000-student"]
+    played = {o["name"]: o for o in steps["selfplay"]["opponents"]}  # the training games PFSP weighs by
+    assert set(played) <= {"random", "self", "gen-000-student"} and all(
+        o["games"] >= o["wins"] for o in played.values()
+    )
+    beat = steps["student_gate"]["head_to_head"]
+    assert beat["tables"][0]["opponents"] == [Path(records[0]["student"]).stem] * 3  # three of the previous student
+    assert records[1]["exploitability"] is None  # the probe is off in the tiny config
     assert set(records[1]["rows_by_source"]) == {"forge", "ppo"}
     assert records[1]["holdout_accuracy"] is not None and records[1]["previous_accuracy"] is not None
     for record in records:  # fixed-size evaluations of the promoted models, on the same deals
@@ -73,6 +80,30 @@ def test_a_tiny_loop_runs_every_step_and_records_every_field(reference) -> None:
     assert shown.exit_code == 0 and "gen-001-ppo" in shown.output
 
 
+def test_the_exploiter_probe_puts_the_students_exploitability_in_the_history_and_the_status(tmp_path: Path) -> None:
+    from toolkit.loop.run import request
+    from toolkit.loop.status import run_status
+
+    layout = Layout.at(tmp_path / "home")
+
+    def stop_after_the_probe(event: Progress) -> None:
+        if event.item.endswith(": exploit"):
+            request(layout, "probed", "stop")  # honoured at the next step boundary: generation 1's first step
+
+    config = tiny(name="probed", exploiter={"total_steps": 128, "games": 8})
+    state = run_loop(layout, config, progress=stop_after_the_probe)
+    [record] = RunFolder(layout, "probed").records()
+    assert state.status == "stopped" and record["generation"] == 0
+    probe = record["attempts"][-1]["steps"]["exploit"]
+    assert probe["target"] == record["student"] and probe["games"] == 8 and probe["steps"] >= 128
+    assert Path(layout.resolve(probe["exploiter"])).is_file()  # a fresh PPO run's final card
+    assert record["exploitability"] == probe["exploitability"] == probe["wins"] / probe["games"]
+    assert record["exploitability_low"] <= record["exploitability"] <= record["exploitability_high"]
+    assert run_status(layout, "probed").exploitability == record["exploitability"]
+    shown = CliRunner().invoke(app, ["--home", str(layout.home), "loop", "status", "--name", "probed"])
+    assert shown.exit_code == 0 and f"exploitability: {record['exploitability']}" in shown.output
+
+
 def test_steps_are_saved_with_typed_inputs_and_reloaded_as_their_types(reference) -> None:
     from toolkit.loop.steps.build import BuildStepResult
     from toolkit.loop.steps.selfplay import SelfPlayInput
@@ -92,7 +123,7 @@ def test_steps_are_saved_with_typed_inputs_and_reloaded_as_their_types(reference
     ("changes", "gate"),
     [
         ({"floor": {"win_rate": 0.99, "games": 8}}, "PPO gate: floor"),
-        ({"strength_gate": {**TINY["strength_gate"], "delta0": 0.9, "delta1": 1.0}}, "PPO gate: strength"),
+        ({"head_to_head": {**TINY["head_to_head"], "delta0": 0.9, "delta1": 1.0}}, "PPO gate: head to head"),
         ({"data_gate_entropy_floor": 1.0}, "data gate"),  # no policy plays all 8 actions evenly
     ],
 )
@@ -123,8 +154,9 @@ def test_a_student_no_better_than_the_last_is_not_promoted_but_the_teacher_is(tm
     first, record = RunFolder(layout, "kept").records()
     assert state.status == "finished" and record["outcome"] == "passed"
     assert record["teacher_promoted"] and not record["student_promoted"]
-    assert record["student"] == first["student"] and "student kept: no better" in record["reason"]
-    assert record["attempts"][0]["steps"]["student_gate"]["decision"] == "accept_h0"
+    assert record["student"] == first["student"] and "student kept: scripted floor: no better" in record["reason"]
+    gate = record["attempts"][0]["steps"]["student_gate"]
+    assert gate["head_to_head"]["passed"] and gate["strength"]["decision"] == "accept_h0" and not gate["passed"]
     for batch in record["attempts"][0]["steps"]["ingest"]["batches"]:
         assert _batch_status(layout, batch)[0] == "accepted"  # the teacher's data is merged all the same
 

@@ -97,7 +97,7 @@ def gates(records: list[GenerationRecord]) -> pl.DataFrame:
                 "outcome": r.outcome,
                 "tries": r.retries + 1,
                 "floor": (ppo.get("floor") or {}).get("reason"),
-                "ppo_gate": strength_verdict.get("reason"),
+                "ppo_gate": ppo.get("reason") if "head_to_head" in ppo else strength_verdict.get("reason"),
                 "data_gate": (steps.get("data_gate") or {}).get("reason"),
                 "accuracy_guard": (steps.get("accuracy_guard") or {}).get("reason"),
                 "student_gate": student.get("reason"),

@@ -167,6 +167,7 @@ def show_history(records: list[dict[str, Any]]) -> None:
         "student gain over gen 0",
         "PPO vs heuristics",
         "PPO vs tuned",
+        "exploitability",
     ):
         strength.add_column(column)
     gates = Table(title="gates and data")
@@ -181,6 +182,9 @@ def show_history(records: list[dict[str, Any]]) -> None:
             _gain(r),
             _score(r, "ppo", "heuristic"),
             _score(r, "ppo", "tuned"),
+            "-"
+            if r.exploitability is None
+            else f"{r.exploitability:.1%} [{r.exploitability_low * 100:.1f},{r.exploitability_high * 100:.1f}]",
         )
         gates.add_row(
             str(r.generation),
@@ -228,7 +232,9 @@ def _gain(r: GenerationRecord) -> str:
 def _gate(result: dict[str, Any] | None) -> str:
     if not result:
         return "-"
-    verdict = result.get("strength") if "floor" in result else result
+    verdict = result.get("head_to_head") or (result.get("strength") if "floor" in result else result)
     if verdict is None:
         return "floor FAIL"
+    if verdict["passed"] and not result["passed"]:
+        return "scripted floor FAIL"
     return f"{'pass' if verdict['passed'] else 'FAIL'} {verdict['diff'] * 100:+.1f} pts/{verdict['deals']}d"

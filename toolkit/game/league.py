@@ -1,4 +1,5 @@
-"""Who the learner plays against: an opponent pool, and how each episode draws its table.
+"""Who the learner plays against: an opponent pool, how each episode draws its table, and how a league weighs its
+past models (prioritised fictitious self-play).
 
 A :class:`OpponentPool` is either a fixed table (one player per opponent
 seat, in seat order after the learner's) or a league: players with weights,
@@ -7,6 +8,14 @@ single-game :class:`~toolkit.game.env.CommanderEnv` and the vectorised
 :class:`~toolkit.game.vec_env.CommanderVecEnv`) start every episode with
 :func:`draw_episode` from a per-env generator, so an env of each kind fed
 the same seed plays the same deals at the same tables.
+
+A league that keeps finding weaknesses weighs its past models by
+prioritised fictitious self-play (:func:`pfsp_weights`, AlphaStar's
+``f_hard``): the opponents the learner beats least are drawn most, by the
+learner's win rates measured in its training games
+(:class:`OpponentTally`, :func:`pairwise_win_rate`); :func:`keep_past`
+is the rule of which past models stay (the latest few and a sample of the
+older ones).
 """
 
 from __future__ import annotations
@@ -108,3 +117,66 @@ def draw_episode(rng: np.random.Generator, n_seats: int, fixed_seat: int | None,
 def env_seed(seed: int, index: int) -> int:
     """The seed of env ``index`` of a vectorised env seeded ``seed`` (reset a single env with it to replay it)."""
     return int(np.random.SeedSequence([seed, index]).generate_state(1, np.uint64)[0] >> 1)
+
+
+# -- prioritised fictitious self-play -------------------------------------------------------------------------
+
+
+class OpponentTally:
+    """The learner's results by opponent, from its training games: games each opponent sat in, learner wins.
+
+    A game counts once for each distinct opponent at its table (a mixed table
+    credits its result to every opponent in it); a game at the turn limit is
+    no win.
+    """
+
+    def __init__(self) -> None:
+        self.games: dict[str, int] = {}
+        self.wins: dict[str, int] = {}
+
+    def add(self, opponents: Sequence[str], won: bool) -> None:
+        """One finished episode: the names of its opponents, and whether the learner won."""
+        for name in set(opponents):
+            self.games[name] = self.games.get(name, 0) + 1
+            self.wins[name] = self.wins.get(name, 0) + int(won)
+
+
+def pairwise_win_rate(wins: int, games: int, pod: int = 4, prior_games: float = 4.0) -> float:
+    """The learner's pairwise win rate against an opponent from its wins in pods against it: 0.5 is even.
+
+    In a pod of ``pod`` seats an even learner wins ``1 / pod`` of the games.
+    Under the winner model the ratings use (``P(i wins) ∝ e^θi``), a share
+    ``w`` of the games against ``pod - 1`` copies of the opponent means odds
+    ``r = (pod - 1) w / (1 - w)`` between the two, a pairwise rate ``r / (1 + r)``. ``prior_games`` games at the even
+    share are added first, so an opponent met a few times stays near 0.5.
+    """
+    share = (wins + prior_games / pod) / (games + prior_games)
+    odds = (pod - 1) * share / max(1e-9, 1 - share)
+    return float(odds / (1 + odds))
+
+
+def pfsp_weights(win_rates: Sequence[float | None], power: float = 2.0) -> np.ndarray:
+    """Prioritised fictitious self-play (AlphaStar's ``f_hard``): weights ``(1 - x) ** power``, normalised.
+
+    Args:
+        win_rates: the learner's pairwise win rate against each opponent, in [0, 1]
+            (None: not measured yet, counted as even, 0.5).
+        power: ``p``; larger focuses harder on the opponents the learner loses to.
+
+    Returns:
+        Weights summing to 1 (even when every opponent is always beaten).
+    """
+    x = np.array([0.5 if r is None else min(1.0, max(0.0, r)) for r in win_rates], float)
+    if not len(x):
+        return x
+    w = (1.0 - x) ** power
+    return w / w.sum() if w.sum() > 0 else np.full(len(x), 1.0 / len(x))
+
+
+def keep_past(models: Sequence[str], latest: int, older: int, rng: np.random.Generator) -> list[str]:
+    """The past models a league keeps: the ``latest`` last ones, plus a sample of ``older`` of the ones before them
+    (in their original order), drawn with ``rng``."""
+    recent = list(models[-latest:]) if latest else []
+    before = list(models[: len(models) - len(recent)])
+    picked = sorted(rng.choice(len(before), size=min(older, len(before)), replace=False).tolist()) if before else []
+    return [before[i] for i in picked] + recent

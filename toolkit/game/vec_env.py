@@ -15,11 +15,11 @@ exactly: env ``i`` draws its episodes (learner seat, opponents from the
 pool, the deal) from a generator seeded :func:`~toolkit.game.league.env_seed`
 ``(seed, i)``; rewards are the learner's shaped terms and, when its episode
 ends, ``rules.outcome_reward`` (+1 win, -1 otherwise, the turn limit
-included). A finished env is reset at once, as sb3 expects: its last
-observation is in ``info["terminal_observation"]`` and its episode in
-``info["episode"]`` (``r`` return, ``l`` length, as sb3's Monitor writes
-it), with ``won``, ``placement``, ``timed_out`` and ``opponents`` (pool
-indices of its table).
+included, unless ``turn_limit_reward`` sets the turn limit's own). A
+finished env is reset at once, as sb3 expects: its last observation is in
+``info["terminal_observation"]`` and its episode in ``info["episode"]``
+(``r`` return, ``l`` length, as sb3's Monitor writes it), with ``won``,
+``placement``, ``timed_out`` and ``opponents`` (pool indices of its table).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class CommanderVecEnv(VecEnv):
         learner_seat: int | None = None,
         pod_size: int | None = None,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
+        turn_limit_reward: float = rules.LOSS_REWARD,
     ) -> None:
         """Args:
         n_envs: games stepped together.
@@ -59,6 +60,9 @@ class CommanderVecEnv(VecEnv):
         learner_seat: the learner's seat, or None to draw it per episode.
         pod_size: seats at the table (default: one more than a fixed table's opponents, else 4).
         max_rounds: rounds before a game stops at the turn limit.
+        turn_limit_reward: the learner's terminal reward when its game ends at the turn limit (default: the
+            rules' -1, the same as a loss; below -1 a stall costs more than a loss: a training knob for
+            decisive play, the rules and their records are unchanged).
         """
         if n_envs < 1:
             raise ConfigError(f"n_envs must be at least 1, got {n_envs}", hint="step one game or more")
@@ -70,6 +74,7 @@ class CommanderVecEnv(VecEnv):
         self.render_mode = None  # nothing to render (sb3 reads it through get_attr)
         super().__init__(n_envs, observation_space(), action_space())
         self.fixed_seat = learner_seat
+        self.turn_limit_reward = turn_limit_reward
         self.state = rules.new_state(n_envs, self.config)
         self.seating = core.Seating(self.pool.players, n_envs, n)
         self._entries = np.array([self.seating.index_of(p) for p in self.pool.players], np.int32)
@@ -109,7 +114,9 @@ class CommanderVecEnv(VecEnv):
         st = self.state
         ended = np.flatnonzero(st.done | st.eliminated[every, self.learner])
         won = st.done[ended] & ~st.truncated[ended] & (st.winner[ended] == self.learner[ended])
-        rewards[ended] += rules.outcome_reward(won).astype(np.float32)
+        outcome = rules.outcome_reward(won)
+        outcome[st.truncated[ended] & ~won] = self.turn_limit_reward
+        rewards[ended] += outcome.astype(np.float32)
         self._returns += rewards
         self._lengths += 1
         dones = np.zeros(self.num_envs, bool)

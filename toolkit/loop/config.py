@@ -6,7 +6,9 @@ last promoted PPO model, against a league of heuristics, earlier
 generations and itself; its final policy plays 2,000 games whose decisions
 (every episode, wins and losses) are the next student's training rows; PPO
 and student alike are promoted only when they beat the previous promoted
-model on paired deals. The Forge-role data trains the first student and
+model head to head, in its own pod, on paired deals (``head_to_head``), and
+are not worse against the scripted table (``strength_gate``); an exploiter
+probe measures each promoted student's exploitability (``exploiter``). The Forge-role data trains the first student and
 stays the FIXED holdout every student is measured on. The README's demo
 runs two generations of it in a few minutes on a 2-core laptop.
 """
@@ -106,7 +108,18 @@ class StudentConfig(_Config):
 
 
 class LeagueConfig(_Config):
-    """Who PPO plays against: each opponent seat is drawn per episode with these relative weights."""
+    """Who PPO plays against: each opponent seat is drawn per episode with these relative weights.
+
+    The past generations kept are the ``past_models`` latest promoted models
+    plus a sample of ``older_models`` of the ones before them (drawn from the
+    loop's seed, so a resumed run keeps the same league). With
+    ``past_weighting: pfsp`` the ``past`` weight is split among them by
+    prioritised fictitious self-play (AlphaStar's ``f_hard``): each past
+    model's share is proportional to ``(1 - x) ** pfsp_power``, where ``x`` is
+    the learner's measured pairwise win rate against it (from the last
+    generation's training games that seated it; unmeasured models count as
+    even, x = 0.5). See ``toolkit.game.league.pfsp_weights``.
+    """
 
     heuristic: float = Field(1.0, ge=0, description="The reference heuristic (the Forge stand-in).")
     tuned: float = Field(1.0, ge=0, description="The tuned heuristic.")
@@ -115,9 +128,17 @@ class LeagueConfig(_Config):
     past: float = Field(
         1.0,
         ge=0,
-        description="Earlier generations' promoted students and PPO models, this weight split evenly among them.",
+        description="Earlier generations' promoted students and PPO models, this weight split among them "
+        "(evenly, or by PFSP: past_weighting).",
     )
-    past_models: int = Field(4, ge=0, description="How many of the latest earlier models the `past` weight covers.")
+    past_models: int = Field(4, ge=0, description="How many of the latest earlier models the league keeps.")
+    older_models: int = Field(
+        2, ge=0, description="How many of the models before those it keeps too, a seeded sample (0: none)."
+    )
+    past_weighting: Literal["even", "pfsp"] = Field(
+        "pfsp", description="Split `past` evenly, or by prioritised fictitious self-play (the hardest most)."
+    )
+    pfsp_power: float = Field(2.0, gt=0, description="PFSP's f_hard exponent p in (1 - x) ** p.")
 
     @model_validator(mode="after")
     def _some_weight(self) -> LeagueConfig:
@@ -150,6 +171,13 @@ class PPOStepConfig(_Config):
         description="Updates that train only the critic when PPO starts "
         "from a student (whose critic does not exist yet).",
     )
+    turn_limit_reward: float = Field(
+        -1.0,
+        ge=-10,
+        le=0,
+        description="The learner's terminal reward when a training game ends at the turn limit (-1: the same as a "
+        "loss; lower makes a stall cost more than a loss, a push towards closing games).",
+    )
     league: LeagueConfig = Field(default_factory=LeagueConfig)
     export_games: int = Field(
         2000,
@@ -159,31 +187,61 @@ class PPOStepConfig(_Config):
     )
 
 
-class StrengthGateConfig(_Config):
-    """Promotion: a candidate must beat the previous promoted model of its kind on paired deals.
+class SequentialConfig(_Config):
+    """A paired GSPRT's hypotheses, error rates and budget (shared by the head-to-head and scripted gates)."""
 
-    Both play the same deals in every seat against ``opponents``; each deal's
-    unit is the candidate's wins minus the baseline's, averaged over the
-    seats. A GSPRT on those units (H0: mean ``delta0`` = no better, H1: mean
-    ``delta1``) decides after ``min_deals``, or fails undecided at ``max_deals``.
-    """
-
-    opponents: tuple[str, ...] = Field(("heuristic", "tuned", "tuned"), description="The table both play against.")
     delta0: float = Field(0.0, ge=-1, lt=1, description="H0: the mean paired win difference (0: no better).")
     delta1: float = Field(0.03, gt=-1, le=1, description="H1: the gain worth detecting (win-rate points / 100).")
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="Chance of promoting a model no better than its baseline.")
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Chance of accepting H1 when H0 holds (a false promotion).")
     beta: float = Field(0.1, gt=0, lt=0.5, description="Chance of refusing a model better by delta1.")
     min_deals: int = Field(50, ge=1, description="Deals (each in every seat) before the test may decide.")
     max_deals: int = Field(1500, ge=1, description="Deals after which an undecided test fails.")
     deals_per_round: int = Field(250, ge=1, description="Deals played at a time.")
 
     @model_validator(mode="after")
-    def _ordered(self) -> StrengthGateConfig:
+    def _ordered(self) -> SequentialConfig:
         if not self.delta0 < self.delta1:
             raise ValueError(f"delta0 ({self.delta0}) must be below delta1 ({self.delta1})")
         if self.min_deals > self.max_deals:
             raise ValueError("min_deals must not exceed max_deals")
         return self
+
+
+class HeadToHeadConfig(SequentialConfig):
+    """Promotion: a candidate must beat the previous promoted model of its kind in the pod itself.
+
+    Tables: three copies of the previous model, and ``past_tables`` mixed
+    tables (the previous model and two copies of one of the league's other
+    past models). Each deal is played at every table twice per seat: with
+    the candidate in that seat, and with the previous model in that same
+    seat (the other seats unchanged). A deal's unit is the candidate's wins
+    minus the previous model's, averaged over seats and tables (in [-1, 1]);
+    "beats" means the GSPRT on those units accepts H1 (mean ``delta1``)
+    against H0 (mean ``delta0``, no better). A game at the turn limit is no
+    win for anyone.
+    """
+
+    past_tables: int = Field(2, ge=0, description="Mixed tables, one per latest other past model of the league.")
+    max_deals: int = Field(1000, ge=1, description="Deals after which an undecided test fails.")
+    deals_per_round: int = Field(200, ge=1, description="Deals played at a time (at every table).")
+
+
+class StrengthGateConfig(SequentialConfig):
+    """The scripted floor: the candidate must not be worse than the previous promoted model against scripts.
+
+    Both play the same deals in every seat against ``opponents``; each deal's
+    unit is the candidate's wins minus the baseline's, averaged over the
+    seats. A GSPRT on those units (H0: mean ``delta0``, H1: mean ``delta1``)
+    decides after ``min_deals``, or fails undecided at ``max_deals``. The
+    defaults test non-inferiority (H0: 3 points worse, H1: no worse): the
+    head-to-head gate decides promotion, this one keeps a candidate from
+    trading the scripted tables away. Set ``delta0: 0, delta1: 0.03`` to ask
+    it to be better.
+    """
+
+    opponents: tuple[str, ...] = Field(("heuristic", "tuned", "tuned"), description="The table both play against.")
+    delta0: float = Field(-0.03, ge=-1, lt=1, description="H0: the mean paired win difference (-0.03: worse).")
+    delta1: float = Field(0.0, gt=-1, le=1, description="H1: the mean paired win difference (0: no worse).")
 
 
 class FloorConfig(_Config):
@@ -218,6 +276,24 @@ class EvaluationConfig(_Config):
         default_factory=lambda: {"heuristic": ("heuristic",) * 3, "tuned": ("tuned",) * 3},
         description="Named tables of opponents.",
     )
+
+
+class ExploiterConfig(_Config):
+    """The exploiter probe: how exploitable each generation's promoted student is.
+
+    A fresh PPO run (from the generation-0 student, the league's supervised
+    start, as AlphaStar's exploiters reset to theirs; or from scratch) trains
+    ``total_steps`` against the promoted student alone (all three other
+    seats); its win rate over ``games`` games against three copies of the
+    student (seats rotated) is the student's exploitability: 25% is even, a
+    student nobody can exploit holds it there or below.
+    """
+
+    total_steps: int = Field(50_000, ge=0, description="The exploiter's PPO budget (0: no probe).")
+    start: Literal["bootstrap_student", "scratch"] = Field(
+        "bootstrap_student", description="Start from the generation-0 student, or from a fresh network."
+    )
+    games: int = Field(400, ge=4, description="Games of the exploiter against three copies of the student.")
 
 
 class RetryConfig(_Config):
@@ -266,18 +342,23 @@ class LoopConfig(_Config):
     data: DataConfig = Field(default_factory=DataConfig)
     student: StudentConfig = Field(default_factory=StudentConfig)
     ppo: PPOStepConfig = Field(default_factory=PPOStepConfig)
+    head_to_head: HeadToHeadConfig = Field(
+        default_factory=HeadToHeadConfig,
+        description="Promotion of PPO models and students: beat the previous promoted model in the pod.",
+    )
     strength_gate: StrengthGateConfig = Field(
         default_factory=StrengthGateConfig,
-        description="Promotion of PPO models and (unless student_gate is set) of students.",
+        description="The scripted floor of PPO models and (unless student_gate is set) of students.",
     )
     student_gate: StrengthGateConfig | None = Field(
         None,
-        description="The students' own strength gate, if different: null (the strength_gate's), or a section "
+        description="The students' own scripted floor, if different: null (the strength_gate's), or a section "
         "with strength_gate's fields.",
     )
     floor: FloorConfig = Field(default_factory=FloorConfig)
     accuracy_guard: AccuracyGuardConfig = Field(default_factory=AccuracyGuardConfig)
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    exploiter: ExploiterConfig = Field(default_factory=ExploiterConfig)
     data_gate: bool = Field(True, description="Run the lake suite on each new batch (blocking failures reject it).")
     data_gate_suite: Path | None = Field(
         None,

@@ -2,7 +2,7 @@
 
 Built from the typed results of the generation's steps. The headline
 fields (win rates, the student's paired gain over generation 0, accuracy,
-composition, ratings) come from the fixed-size evaluation and the build,
+composition, ratings, the exploiter probe's exploitability) come from the fixed-size evaluation and the build,
 never from a gate's sequential test; the gates' own figures stay in the
 attempts.
 """
@@ -19,6 +19,7 @@ from toolkit.loop.state import GenerationState, LoopState, now
 from toolkit.loop.steps.base import StepName
 from toolkit.loop.steps.build import BuildStepResult
 from toolkit.loop.steps.evaluate import EvaluationStepResult, Gain, Score
+from toolkit.loop.steps.exploit import ExploitResult
 from toolkit.loop.steps.ratings import RatingsResult
 from toolkit.ratings import Standing
 
@@ -56,6 +57,14 @@ class GenerationRecord(BaseModel):
     rows_by_source: dict[str, int] | None = Field(description="The student's training rows by source.")
     shares: dict[str, Share] | None
     ratings: list[Standing] | None
+    exploitability: float | None = Field(
+        None,
+        description="The exploiter probe's win rate against three copies of the promoted student (25% is even; "
+        "None: no probe).",
+    )
+    exploitability_low: float | None = Field(None, description="Wilson 95% interval of the exploitability.")
+    exploitability_high: float | None = None
+    exploiter_steps: int | None = Field(None, description="The exploiter's PPO budget (steps) behind that figure.")
     attempts: list[AttemptRecord]
     seconds: float
     recorded_at: str
@@ -78,6 +87,7 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
     build = _result(last, StepName.BUILD, BuildStepResult)
     ratings = _result(last, StepName.RATINGS, RatingsResult)
     evaluation = _result(last, StepName.EVALUATE, EvaluationStepResult)
+    probe = _result(last, StepName.EXPLOIT, ExploitResult)
     scores = evaluation.scores if evaluation else {}
     student = next(iter(scores.get("student", {}).values()), None)
     ppo = next(iter(scores.get("ppo", {}).values()), None)
@@ -103,6 +113,10 @@ def generation_record(gen: GenerationState, state: LoopState, loop: str) -> Gene
         rows_by_source=build.rows_by_source if build else None,
         shares=build.shares if build else None,
         ratings=ratings.standings if ratings else None,
+        exploitability=probe.exploitability if probe else None,
+        exploitability_low=probe.low if probe else None,
+        exploitability_high=probe.high if probe else None,
+        exploiter_steps=probe.steps if probe else None,
         attempts=attempts,
         seconds=round(sum(r.seconds for r in gen.steps.values()), 3),
         recorded_at=now(),

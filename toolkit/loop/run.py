@@ -10,15 +10,23 @@ the first student. Every generation after it:
    are exported as the teacher's labels;
 2. ingest the export (then delete it, by default: ``retention``); the PPO
    gate: the export floor (> 30% against three heuristics, fixed-size),
-   then strength against the previous promoted model on paired deals; the
-   data gate; then the batch is merged (or rejected, kept with the reason,
-   and the generation retried with a lower learning rate and more entropy);
+   then head to head against the previous promoted model in its own pod
+   (paired deals, GSPRT; ``gates.head_to_head_gate``), then the scripted
+   floor; the data gate; then the batch is merged (or rejected, kept with
+   the reason, and the generation retried with a lower learning rate and
+   more entropy);
 3. build the student's dataset (Forge-role data and the latest teacher's
    decisions), train the student, guard its accuracy on the FIXED holdout
-   and promote it only if it beats the previous promoted student on paired
-   deals;
-4. evaluate the promoted models on the same deals as every generation, and
-   rate this generation's models in the tournament.
+   and promote it only if it beats the previous promoted student head to
+   head (and holds the scripted floor);
+4. evaluate the promoted models on the same deals as every generation, rate
+   this generation's models in the tournament, and probe the promoted
+   student with an exploiter (its exploitability; every generation, 0
+   included).
+
+The league of step 1 keeps the latest promoted models and a seeded sample of
+older ones, and weighs them by prioritised fictitious self-play on the
+learner's win rates from the last training games (``toolkit.game.league``).
 
 Every step's result is saved before the next starts (``state.json``), so
 :func:`resume_loop` after a crash or a ``kill -9`` re-runs only the
@@ -35,13 +43,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
 from pydantic import BaseModel
 
 from toolkit.catalog.store import WriterWait
 from toolkit.errors import ConfigError
+from toolkit.game.league import keep_past, pairwise_win_rate, pfsp_weights
 from toolkit.layout import Layout, generation_label
 from toolkit.loop.config import LoopConfig
-from toolkit.loop.gates import GuardVerdict, StrengthVerdict
+from toolkit.loop.gates import GuardVerdict
 from toolkit.loop.record import GenerationRecord, generation_record
 from toolkit.loop.state import PAUSE, STOP, GenerationState, LoopState, PromotedModel, RunFolder, StepRecord, now
 from toolkit.loop.steps import (
@@ -49,6 +59,7 @@ from toolkit.loop.steps import (
     build,
     data_gate,
     evaluate,
+    exploit,
     guard,
     ingest,
     ratings,
@@ -72,6 +83,7 @@ SEED_SLOTS = {
     StepName.TRAIN_STUDENT: SeedSlot.TRAIN_STUDENT,
     StepName.STUDENT_GATE: SeedSlot.STUDENT_GATE,
     StepName.RATINGS: SeedSlot.TOURNAMENT,
+    StepName.EXPLOIT: SeedSlot.EXPLOIT,
 }
 STUDENT, PPO = "student", "ppo"
 
@@ -174,6 +186,7 @@ class _Loop:
                 if self.state.current_student:
                     self._evaluate(g)
                     self._rate(g)
+                    self._exploit(g)
                 self._record(g)
                 self._advance(g)
         except _Halt as halt:
@@ -253,7 +266,10 @@ class _Loop:
         return self.state.gen(self.state.generation)
 
     def _promote(self, kind: str, checkpoint: str) -> None:
+        """Promote ``checkpoint`` (a no-op when it already is: a resumed generation passes here again)."""
         g = self.state.generation
+        if any(m.checkpoint == checkpoint and m.kind == kind for m in self.state.promoted):
+            return
         self.state.promoted.append(
             PromotedModel(generation=g, kind=kind, name=f"{generation_label(g)}-{kind}", checkpoint=checkpoint)
         )
@@ -332,7 +348,7 @@ class _Loop:
         gate = self._step(
             StepName.PPO_GATE,
             strength.ppo_gate,
-            strength.StrengthInput(candidate=play.final, baseline=baseline or ""),
+            strength.StrengthInput(candidate=play.final, baseline=baseline or "", past=self._past_cards()),
             strength.PPOGateResult,
         )
         if not gate.passed:
@@ -351,8 +367,10 @@ class _Loop:
         beat = self._step(
             StepName.STUDENT_GATE,
             strength.student_gate,
-            strength.StrengthInput(candidate=trained.checkpoint, baseline=self.state.current_student or ""),
-            StrengthVerdict,
+            strength.StrengthInput(
+                candidate=trained.checkpoint, baseline=self.state.current_student or "", past=self._past_cards()
+            ),
+            strength.StudentGateResult,
         )
         if not beat.passed:
             return True, f"teacher promoted; student kept: {beat.reason}"
@@ -387,7 +405,9 @@ class _Loop:
         )
 
     def _league(self) -> list[selfplay.LeagueEntry]:
-        """The league's entries with their weights; ``past`` is split over the latest earlier promoted models."""
+        """The league's entries with their weights: the fixed players, then the past models kept (the latest
+        ``past_models`` and a seeded sample of ``older_models`` before them), ``past`` split among them evenly or
+        by PFSP on the learner's win rates from the last training games that seated each."""
         league = self.config.ppo.league
         entries = [
             selfplay.LeagueEntry(name=n, player=n, weight=w)
@@ -399,13 +419,44 @@ class _Loop:
             )
             if w > 0
         ]
-        past = self.state.promoted[-league.past_models :] if league.past_models else []
+        past = self._past_models()
+        if league.past <= 0 or not past:
+            return entries
+        measured = self._measured_win_rates()
+        rates = [measured.get(m.name) for m in past]
+        shares = (
+            pfsp_weights(rates, league.pfsp_power) if league.past_weighting == "pfsp" else [1 / len(past)] * len(past)
+        )
         entries += [
-            selfplay.LeagueEntry(name=m.name, player=m.checkpoint, weight=league.past / len(past))
-            for m in past
-            if league.past > 0
+            selfplay.LeagueEntry(name=m.name, player=m.checkpoint, weight=league.past * float(share), win_rate=rate)
+            for m, share, rate in zip(past, shares, rates, strict=True)
         ]
         return entries
+
+    def _past_models(self) -> list[PromotedModel]:
+        """The promoted models the league keeps (oldest first): the latest ``past_models`` and a sample of
+        ``older_models`` of the ones before them, drawn from the loop seed and the generation."""
+        league = self.config.ppo.league
+        names = [m.name for m in self.state.promoted]
+        rng = np.random.default_rng(derive_seed(self.config.seed, self.state.generation, SeedSlot.LEAGUE))
+        kept = set(keep_past(names, league.past_models, league.older_models, rng))
+        return [m for m in self.state.promoted if m.name in kept]
+
+    def _past_cards(self) -> list[str]:
+        """The league's past models, latest first: the head-to-head gate's mixed tables take the first ones."""
+        return [m.checkpoint for m in reversed(self._past_models())]
+
+    def _measured_win_rates(self) -> dict[str, float]:
+        """The learner's pairwise win rate against each league entry, from the latest training games that seated
+        it (the latest generation's learner is the next one's start)."""
+        rates: dict[str, float] = {}
+        for gen in self.state.generations[1 : self.state.generation]:
+            play = gen.steps.get(f"{gen.attempt}:{StepName.SELFPLAY}")
+            if play is None:
+                continue
+            for record in selfplay.SelfPlayResult.model_validate(play.result).opponents:
+                rates[record.name] = pairwise_win_rate(record.wins, record.games)
+        return rates
 
     # -- the student (every generation) --------------------------------------------------------
 
@@ -463,6 +514,25 @@ class _Loop:
                 models=models, reference=reference, seed=derive_seed(self.config.seed, SeedSlot.EVALUATION)
             ),
             evaluate.EvaluationStepResult,
+        )
+
+    def _exploit(self, g: int) -> None:
+        """The exploiter probe of the promoted student (``exploiter.total_steps`` 0: none)."""
+        probe = self.config.exploiter
+        if probe.total_steps <= 0 or not self.state.current_student:
+            return
+        first = self.state.generations[0]
+        saved = first.steps.get(f"{first.attempt}:{StepName.TRAIN_STUDENT}")
+        start = saved.result["checkpoint"] if saved and probe.start == "bootstrap_student" else None
+        self._step(
+            StepName.EXPLOIT,
+            exploit.run,
+            exploit.ExploitInput(
+                target=self.state.current_student,
+                start=start,
+                run_id=f"{self.config.name}-g{g:03d}-exploiter",
+            ),
+            exploit.ExploitResult,
         )
 
     def _rate(self, g: int) -> None:

@@ -34,6 +34,10 @@ class RunStatus(BaseModel):
     last_outcome: str | None = Field(description="Outcome and reason of the last recorded generation.")
     current_student: str | None = Field(description="The promoted student's card, relative to the data root.")
     current_ppo: str | None = Field(description="The promoted PPO model's card, relative to the data root.")
+    exploitability: float | None = Field(
+        description="The last recorded generation's exploitability: its exploiter's win rate against three copies "
+        "of the promoted student (25% is even)."
+    )
     started_at: str
     updated_at: str
     requests: Literal["STOP", "PAUSE"] | None = Field(description="A stop or pause asked for and not yet obeyed.")
@@ -69,6 +73,7 @@ def run_status(layout: Layout, name: str) -> RunStatus:
         last_outcome=f"gen {last['generation']}: {last['outcome']} - {last['reason']}" if last else None,
         current_student=state.current_student,
         current_ppo=state.current_ppo,
+        exploitability=last.get("exploitability") if last else None,
         started_at=state.started_at,
         updated_at=state.updated_at,
         requests=requested if requested in (STOP, PAUSE) else None,

@@ -13,10 +13,10 @@ from pydantic import BaseModel, Field
 from toolkit.charts_svg import Series, line_chart
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
-from toolkit.loop.gates import FloorVerdict, StrengthVerdict
+from toolkit.loop.gates import FloorVerdict, HeadToHeadVerdict, StrengthVerdict
 from toolkit.loop.state import RunFolder, RunNotFoundError
 from toolkit.loop.steps.base import StepName
-from toolkit.loop.steps.strength import PPOGateResult
+from toolkit.loop.steps.strength import PPOGateResult, StudentGateResult
 
 GATE_NAMES = {StepName.PPO_GATE: "PPO gate", StepName.STUDENT_GATE: "student gate"}
 
@@ -30,8 +30,12 @@ class GateAttempt(BaseModel):
     passed: bool
     reason: str
     floor: FloorVerdict | None = Field(None, description="The PPO gate's export floor, decided first.")
-    strength: StrengthVerdict | None = Field(None, description="None: the floor refused the candidate first.")
-    trace: str | None = Field(None, description="The GSPRT trace as an inline SVG chart.")
+    head_to_head: HeadToHeadVerdict | None = Field(
+        None, description="Against the previous model in the pod; None: refused before it, or a run before it."
+    )
+    head_to_head_trace: str | None = Field(None, description="Its GSPRT trace as an inline SVG chart.")
+    strength: StrengthVerdict | None = Field(None, description="The scripted floor; None: refused before it.")
+    trace: str | None = Field(None, description="The scripted floor's GSPRT trace as an inline SVG chart.")
 
 
 class GateReportPage(BaseModel):
@@ -72,10 +76,11 @@ def _attempt(attempt: int, given: dict, result: dict, gate: str) -> GateAttempt:
     try:
         if gate == StepName.PPO_GATE:
             ppo = PPOGateResult.model_validate(result)
-            floor, strength, passed, reason = ppo.floor, ppo.strength, ppo.passed, ppo.reason
+            floor, beat, strength, passed, reason = ppo.floor, ppo.head_to_head, ppo.strength, ppo.passed, ppo.reason
         else:
-            strength = StrengthVerdict.model_validate(result)
-            floor, passed, reason = None, strength.passed, strength.reason
+            student = StudentGateResult.model_validate(result)
+            floor, beat, strength = None, student.head_to_head, student.strength
+            passed, reason = student.passed, student.reason
     except ValueError as error:
         raise ConfigError(f"the {gate} result of attempt {attempt} is not readable: {error}") from None
     return GateAttempt(
@@ -85,12 +90,14 @@ def _attempt(attempt: int, given: dict, result: dict, gate: str) -> GateAttempt:
         passed=passed,
         reason=reason,
         floor=floor,
+        head_to_head=beat,
+        head_to_head_trace=None if beat is None else trace_chart(beat),
         strength=strength,
         trace=None if strength is None else trace_chart(strength),
     )
 
 
-def trace_chart(verdict: StrengthVerdict) -> str:
+def trace_chart(verdict: StrengthVerdict | HeadToHeadVerdict) -> str:
     """The LLR after each round against the bounds, over the paired deals played (from 0 at 0 deals)."""
     deals, llr = [0], [0.0]
     for r in verdict.rounds:

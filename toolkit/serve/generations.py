@@ -175,8 +175,7 @@ def _ppo_verdicts(record: GenerationRecord, steps: dict[str, dict[str, Any]]) ->
         found.append(
             GateFigure(gate="export floor", passed=floor.get("passed"), summary=floor.get("reason", ""), report=url)
         )
-        if gate.get("strength"):
-            found.append(_strength("PPO gate", gate["strength"], url))
+        found.extend(_promotion("PPO gate", gate, url))
     data = steps.get(StepName.DATA_GATE)
     if data is not None and gate is not None and gate.get("passed"):
         found.append(GateFigure(gate="data gate", passed=data.get("passed"), summary=data.get("reason", "")))
@@ -190,18 +189,32 @@ def _student_verdicts(record: GenerationRecord, steps: dict[str, dict[str, Any]]
         found.append(GateFigure(gate="accuracy guard", passed=guard.get("passed"), summary=guard.get("reason", "")))
     gate = steps.get(StepName.STUDENT_GATE)
     if gate is not None:
-        found.append(
-            _strength("student gate", gate, gate_report_url(record.loop, record.generation, StepName.STUDENT_GATE))
-        )
+        url = gate_report_url(record.loop, record.generation, StepName.STUDENT_GATE)
+        found.extend(_promotion("student gate", gate, url))
     return found
 
 
-def _strength(name: str, verdict: dict[str, Any], url: str) -> GateFigure:
+def _promotion(name: str, gate: dict[str, Any], url: str) -> list[GateFigure]:
+    """Head to head against the previous model, then the scripted floor (a run before head-to-head promotion saved
+    the student gate as its scripted verdict)."""
+    found = []
+    if gate.get("head_to_head"):
+        found.append(_strength(f"{name}: head to head", gate["head_to_head"], url, "the previous model"))
+    if gate.get("strength"):
+        found.append(_strength(f"{name}: scripted floor", gate["strength"], url))
+    elif "diff" in gate and "head_to_head" not in gate:
+        found.append(_strength(name, gate, url))
+    return found
+
+
+def _strength(name: str, verdict: dict[str, Any], url: str, baseline: str = "its baseline") -> GateFigure:
     """A strength verdict as one line: the paired difference in points with its interval, over how many deals."""
     diff, low, high = (100 * verdict.get(k, 0.0) for k in ("diff", "diff_low", "diff_high"))
     words = {"accept_h1": "better", "accept_h0": "no better", "undecided": "not shown better"}
+    if verdict.get("delta1", 1.0) <= 0:  # a non-inferiority test (the scripted floor)
+        words = {"accept_h1": "not worse", "accept_h0": "worse", "undecided": "not shown not worse"}
     summary = (
-        f"{words.get(verdict.get('decision', ''), verdict.get('decision', ''))} than its baseline: win rate "
+        f"{words.get(verdict.get('decision', ''), verdict.get('decision', ''))} than {baseline}: win rate "
         f"{diff:+.1f} points [{low:+.1f}, {high:+.1f}] over {verdict.get('deals', 0)} paired deals"
     )
     return GateFigure(gate=name, passed=verdict.get("passed"), summary=summary, report=url)

@@ -233,7 +233,7 @@ def _gates(records: list[GenerationRecord]) -> list[GateLink]:
             result = steps.get(gate)
             if result is None:
                 continue
-            verdict = (result.get("strength") or result) if gate == "ppo_gate" else result
+            verdict = result  # every gate's result says passed and why at its top
             reports = [Path(p).with_suffix(".html").name for p in result.get("reports", [])]
             links.append(
                 GateLink(

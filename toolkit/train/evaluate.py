@@ -134,8 +134,9 @@ def evaluate(
             fresh player of a live policy, played in this process.
         config: opponents (player types and checkpoint paths), games, seed, turn limit.
         exporter: if given, the policy's decisions are offered to it (its filters apply; in this process).
-        opponents: players to use instead of the names in ``config.opponents``: player refs (as
-            :func:`~toolkit.train.agents.player_refs` gives them; any back end), or live players (in this process).
+        opponents: players to use instead of the names in ``config.opponents``: live players (played in this
+            process), or player types and checkpoints (:data:`~toolkit.train.agents.PlayerRef`, which any back
+            end can play: a model against copies of another, the loop's head-to-head gate).
         backend: where the shards run (default: ``auto``).
 
     Raises:
@@ -190,7 +191,13 @@ def _play_deals(shard: Shard, job: _EvalJob) -> _DealsPlayed:
     """Deals ``shard.start..stop-1``, each with the policy at every seat in turn: game ``k`` of the shard is
     deal ``start + k % size`` with the policy at seat ``k // size``."""
     player = job.policy() if callable(job.policy) else player_from_ref(job.policy)
-    others = [p if not isinstance(p, (str, PolicyBlob)) else player_from_ref(p) for p in job.others]
+    loaded: dict[str, Player] = {}  # copies of one checkpoint are one player: asked once for all its seats
+    others = [
+        p
+        if not isinstance(p, (str, PolicyBlob))
+        else loaded.setdefault(p if isinstance(p, str) else p.sha256, player_from_ref(p))
+        for p in job.others
+    ]
     n = len(others) + 1
     size = shard.size
     seat_of_game = np.repeat(np.arange(n), size)

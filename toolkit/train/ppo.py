@@ -59,7 +59,7 @@ from stable_baselines3.common.logger import Logger
 
 from toolkit.errors import ConfigError, TrainError
 from toolkit.game import DEFAULT_MAX_ROUNDS
-from toolkit.game.league import OpponentPool
+from toolkit.game.league import OpponentPool, OpponentTally
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
 from toolkit.jobs.config import BackendConfig
@@ -148,6 +148,13 @@ class PPOConfig(BaseModel):
     max_rounds: int = Field(
         DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit (--max-rounds)."
     )
+    turn_limit_reward: float = Field(
+        -1.0,
+        ge=-10,
+        le=0,
+        description="The learner's terminal reward at the turn limit (-1: the same as a loss; lower makes a stall "
+        "cost more than a loss).",
+    )
     eval_every: int = Field(
         20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every)."
     )
@@ -220,6 +227,14 @@ class EvalPoint(BaseModel):
     result: EvaluationResult
 
 
+class OpponentRecord(BaseModel):
+    """The learner's training games against one opponent of its league (every game that seated it)."""
+
+    name: str
+    games: int
+    wins: int
+
+
 class PPOResult(BaseModel):
     """What a PPO run did and wrote."""
 
@@ -239,6 +254,9 @@ class PPOResult(BaseModel):
     )
     eval_export: ExportCounts | None
     stages_reached: list[str]
+    opponents: list[OpponentRecord] = Field(
+        default_factory=list, description="The learner's training results by opponent (what PFSP weighs by)."
+    )
 
 
 class LinearSchedule:
@@ -325,6 +343,7 @@ class _Run:
     evaluations: list[EvalPoint] = field(default_factory=list)
     best: Path | None = None
     best_win_rate: float | None = None
+    tally: OpponentTally = field(default_factory=OpponentTally)
 
 
 class _RunCallback(BaseCallback):
@@ -340,6 +359,10 @@ class _RunCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         run = self.run
+        names = run.env.pool.names
+        for info in self.locals.get("infos", ()):
+            if "opponents" in info:  # an episode ended
+                run.tally.add([names[i] for i in info["opponents"]], info["won"])
         if self.num_timesteps >= self.next_eval:
             self.next_eval += run.config.eval_every
             _evaluate(run)
@@ -380,7 +403,14 @@ def train_ppo(
     stages = config.curriculum
     league = _League(config)
     pool = league.pool(stages[0].opponents) if stages else league.pool(config.opponents, config.opponent_weights)
-    env = CommanderVecEnv(config.n_envs, pool, seed=config.seed, pod_size=config.pod_size, max_rounds=config.max_rounds)
+    env = CommanderVecEnv(
+        config.n_envs,
+        pool,
+        seed=config.seed,
+        pod_size=config.pod_size,
+        max_rounds=config.max_rounds,
+        turn_limit_reward=config.turn_limit_reward,
+    )
     model = league.model = _make_model(config, env)
     parent, dataset = _warm_start(config, model) if config.warm_start is not None else (None, None)
     model.set_logger(Logger(folder=None, output_formats=[]))
@@ -441,6 +471,10 @@ def train_ppo(
         export=counts,
         eval_export=eval_counts,
         stages_reached=[s.name for s in stages[: run.stage + 1]],
+        opponents=[
+            OpponentRecord(name=name, games=games, wins=run.tally.wins[name])
+            for name, games in sorted(run.tally.games.items())
+        ],
     )
 
 

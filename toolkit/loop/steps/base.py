@@ -30,6 +30,7 @@ class StepName(StrEnum):
     STUDENT_GATE = "student_gate"
     EVALUATE = "evaluate"
     RATINGS = "ratings"
+    EXPLOIT = "exploit"
 
 
 class SeedSlot(IntEnum):
@@ -43,6 +44,8 @@ class SeedSlot(IntEnum):
     STUDENT_GATE = 6
     TOURNAMENT = 7
     EVALUATION = 8
+    EXPLOIT = 9
+    LEAGUE = 10
 
 
 def derive_seed(*parts: int) -> int:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from toolkit.loop.steps.base import StepContext
 from toolkit.train.export import ExportCounts
-from toolkit.train.ppo import UpdateStats
+from toolkit.train.ppo import OpponentRecord, UpdateStats
 
 
 class LeagueEntry(BaseModel):
@@ -18,6 +18,9 @@ class LeagueEntry(BaseModel):
     name: str
     player: str
     weight: float
+    win_rate: float | None = Field(
+        None, description="The learner's pairwise win rate against it that PFSP weighed by (None: not measured)."
+    )
 
 
 class SelfPlayInput(BaseModel):
@@ -40,6 +43,9 @@ class SelfPlayResult(BaseModel):
     learning_rate: float
     ent_coef: float
     warm_start: str
+    opponents: list[OpponentRecord] = Field(
+        default_factory=list, description="The learner's training games by league entry (by its name)."
+    )
 
 
 def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
@@ -50,6 +56,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
 
     p = ctx.config.ppo
     hidden = ctx.config.student.hidden
+    players = [str(ctx.layout.resolve(e.player)) if e.player.endswith(CARD_SUFFIX) else e.player for e in step.league]
     config = PPOConfig(
         run_id=step.run_id,
         seed=ctx.seed,
@@ -63,11 +70,10 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         ent_coef=step.ent_coef,
         warm_start=ctx.layout.resolve(step.warm_start),
         critic_warmup_updates=step.critic_warmup_updates,
-        opponents=tuple(
-            str(ctx.layout.resolve(e.player)) if e.player.endswith(CARD_SUFFIX) else e.player for e in step.league
-        ),
+        opponents=tuple(players),
         opponent_weights=tuple(e.weight for e in step.league),
         max_rounds=ctx.config.max_rounds,
+        turn_limit_reward=p.turn_limit_reward,
         eval_every=0,
         eval_games=40,
         generation=ctx.generation,
@@ -88,4 +94,10 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         learning_rate=step.learning_rate,
         ent_coef=step.ent_coef,
         warm_start=step.warm_start,
+        opponents=[
+            r.model_copy(update={"name": e.name})
+            for e, player in zip(step.league, players, strict=True)
+            for r in result.opponents
+            if r.name == player
+        ],
     )
