@@ -142,3 +142,16 @@ def test_the_mixed_tables_seat_the_previous_model_with_the_latest_other_past_mod
     config = HeadToHeadConfig(past_tables=2)
     assert head_to_head_tables("b", ["b", "x", "y", "z"], config) == [("b", "b", "b"), ("b", "x", "x"), ("b", "y", "y")]
     assert head_to_head_tables("b", [], config) == [("b", "b", "b")]
+
+
+def test_a_student_gate_saved_before_head_to_head_promotion_still_loads() -> None:
+    """Runs recorded before promotion was head to head saved the student gate as its strength verdict: a resumed
+    run and the dashboard read it as that verdict, with no head-to-head part."""
+    from toolkit.loop.steps.strength import StudentGateResult
+
+    config = StrengthGateConfig(opponents=("heuristic",) * 3, min_deals=8, max_deals=8, deals_per_round=8)
+    old = strength_gate("tuned", "random", config, seed=1, max_rounds=30).model_dump(mode="json")
+    old.pop("rounds")  # nor did it keep its rounds
+    loaded = StudentGateResult.model_validate(old)
+    assert loaded.head_to_head is None and loaded.strength is not None
+    assert (loaded.passed, loaded.reason) == (old["passed"], old["reason"]) and loaded.strength.deals == 8

@@ -106,10 +106,12 @@ def kept_student_copy(source: Path, target: Path) -> None:
     records = [json.loads(line) for line in (target / "generations.jsonl").read_text().splitlines() if line.strip()]
     before, last = records[-2], records[-1]
     gate = last["attempts"][-1]["steps"]["student_gate"]
-    llr = gate["lower"] - 1.0  # below the lower bound: "no better"
-    rounds = [{**r, "llr": llr if i == len(gate["rounds"]) - 1 else r["llr"]} for i, r in enumerate(gate["rounds"])]
-    reason = "no better than its baseline (refused in this copy)"
-    refusal = {"passed": False, "decision": "accept_h0", "reason": reason, "llr": llr, "rounds": rounds}
+    beat = gate["head_to_head"]
+    llr = beat["lower"] - 1.0  # below the lower bound: "no better"
+    rounds = [{**r, "llr": llr if i == len(beat["rounds"]) - 1 else r["llr"]} for i, r in enumerate(beat["rounds"])]
+    reason = "does not beat the previous model head to head (refused in this copy)"
+    refused = {**beat, "passed": False, "decision": "accept_h0", "reason": reason, "llr": llr, "rounds": rounds}
+    refusal = {"passed": False, "reason": f"head to head: {reason}", "head_to_head": refused, "strength": None}
     gate.update(refusal)
     last.update(
         student_promoted=False,

@@ -38,11 +38,12 @@ def test_a_kept_student_is_shown_as_kept_with_its_refused_candidate(kept: views.
     assert last.ppo.status == "promoted" and last.ppo.in_use == "gen-001-ppo"
     assert (last.student.status, last.student.in_use, last.student.in_use_generation) == ("kept", "gen-000-student", 0)
     (candidate,) = last.student.candidates
-    assert (candidate.name, candidate.promoted, candidate.refused_by) == ("gen-001-student", False, "student gate")
+    refused = ("gen-001-student", False, "student gate: head to head")
+    assert (candidate.name, candidate.promoted, candidate.refused_by) == refused
     record = kept.generations[-1]
     assert candidate.holdout_accuracy == record.holdout_accuracy  # the refused candidate's, labelled so
     assert "kept gen-000-student" in last.student.note and "refused by the student gate" in last.student.note
-    gate = next(v for v in candidate.verdicts if v.gate == "student gate")
+    gate = next(v for v in candidate.verdicts if v.gate == "student gate: head to head")
     assert gate.passed is False and gate.report == "/runs/kept/gates/1/student_gate"
 
 
