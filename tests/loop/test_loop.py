@@ -102,6 +102,10 @@ def test_the_exploiter_probe_puts_the_students_exploitability_in_the_history_and
     assert run_status(layout, "probed").exploitability == record["exploitability"]
     shown = CliRunner().invoke(app, ["--home", str(layout.home), "loop", "status", "--name", "probed"])
     assert shown.exit_code == 0 and f"exploitability: {record['exploitability']}" in shown.output
+    from toolkit.serve.views import run_detail  # the dashboard's run page shows it per generation
+
+    [row] = run_detail(layout, "probed").rows
+    assert (row.exploitability.rate, row.exploitability.steps) == (record["exploitability"], probe["steps"])
 
 
 def test_steps_are_saved_with_typed_inputs_and_reloaded_as_their_types(reference) -> None:

@@ -160,6 +160,11 @@ GENERATION_COLUMNS: Final = MappingProxyType(
         "shares": "source -> its share of the training set (target, achieved).",
         "ratings": "The rating pool after the generation: one struct per player (name, elo, elo_se, mu, sigma, "
         "ordinal, games, wins).",
+        "exploitability": "The exploiter probe's win rate (fraction) against three copies of the promoted student "
+        "(0.25 is even; null: no probe).",
+        "exploitability_low": "Lower end of its 95% interval.",
+        "exploitability_high": "Upper end of its 95% interval.",
+        "exploiter_steps": "The exploiter's PPO budget (steps) behind that figure.",
         "attempts": "Every attempt: each step's saved result and its timing.",
         "seconds": "Seconds its steps took, in all.",
         "recorded_at": "When the record was written (UTC).",

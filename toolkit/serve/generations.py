@@ -68,6 +68,15 @@ class ModelOutcome(BaseModel):
     note: str = Field(description="One line: what happened, e.g. 'kept gen-001-student: candidate refused by ...'.")
 
 
+class Exploitability(BaseModel):
+    """A fresh exploiter's win rate against three copies of the student (25% is even), with its 95% interval."""
+
+    rate: float
+    low: float | None
+    high: float | None
+    steps: int | None = Field(description="The exploiter's PPO budget.")
+
+
 class GenerationRow(BaseModel):
     """One generation at a glance: the teacher's and the student's outcome and the strength of the models in use."""
 
@@ -80,6 +89,9 @@ class GenerationRow(BaseModel):
     student_scores: dict[str, Score] = Field(description="table -> the student in use, fixed-size evaluation.")
     ppo_scores: dict[str, Score] = Field(description="table -> the PPO model in use, fixed-size evaluation.")
     student_gain: dict[str, Gain] = Field(description="table -> the student in use over the gen-0 student, paired.")
+    exploitability: Exploitability | None = Field(
+        None, description="The exploiter probe against three copies of the student in use (None: no probe)."
+    )
 
 
 def table_label(opponents: Sequence[str]) -> str:
@@ -116,6 +128,18 @@ def generation_row(record: GenerationRecord, in_use: dict[Kind, int | None]) -> 
         student_scores=scores.get("student", {}),
         ppo_scores=scores.get("ppo", {}),
         student_gain=record.student_gain or {},
+        exploitability=_exploitability(record),
+    )
+
+
+def _exploitability(record: GenerationRecord) -> Exploitability | None:
+    if record.exploitability is None:
+        return None
+    return Exploitability(
+        rate=record.exploitability,
+        low=record.exploitability_low,
+        high=record.exploitability_high,
+        steps=record.exploiter_steps,
     )
 
 
