@@ -11,6 +11,7 @@ finished, and a later run of the same ablation reuses it.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 import uuid
@@ -84,6 +85,8 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
         staging.rename(folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the staging folder itself, once no variant stages in it
+            staging.parent.rmdir()
     return run
 
 

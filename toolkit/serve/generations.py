@@ -222,11 +222,12 @@ def _promotion(name: str, gate: dict[str, Any], url: str) -> list[GateFigure]:
     """Head to head against the previous model, then the scripted floor (a run before head-to-head promotion saved
     the student gate as its scripted verdict)."""
     found = []
+    legacy = "head_to_head" not in gate  # its strength verdict was the promotion test itself
     if gate.get("head_to_head"):
         found.append(_strength(f"{name}: head to head", gate["head_to_head"], url, "the previous model"))
     if gate.get("strength"):
-        found.append(_strength(f"{name}: scripted floor", gate["strength"], url))
-    elif "diff" in gate and "head_to_head" not in gate:
+        found.append(_strength(name if legacy else f"{name}: scripted floor", gate["strength"], url))
+    elif "diff" in gate and legacy:
         found.append(_strength(name, gate, url))
     return found
 
