@@ -69,7 +69,25 @@ class GateRound(BaseModel):
     llr: float = Field(description="The GSPRT's log-likelihood ratio after this round (bounds: the verdict's).")
 
 
-class StrengthVerdict(BaseModel):
+class _SequentialTest(BaseModel):
+    """What every paired GSPRT gate reports after its verdict fields: the paired difference, the test, its rounds."""
+
+    diff: float = Field(description="Mean paired win difference per game, candidate minus baseline.")
+    diff_low: float = Field(description="95% interval of the mean paired difference.")
+    diff_high: float
+    llr: float
+    lower: float
+    upper: float
+    delta0: float
+    delta1: float
+    rounds: list[GateRound] = Field(
+        default_factory=list,
+        description="Each round's paired results (summed over the tables head to head) and the LLR after it "
+        "(empty in older runs).",
+    )
+
+
+class StrengthVerdict(_SequentialTest):
     """What the strength gate saw and decided."""
 
     passed: bool
@@ -80,17 +98,6 @@ class StrengthVerdict(BaseModel):
     games: int = Field(description="Games each model played.")
     candidate_win_rate: float
     baseline_win_rate: float
-    diff: float = Field(description="Mean paired win difference per game, candidate minus baseline.")
-    diff_low: float = Field(description="95% interval of the mean paired difference.")
-    diff_high: float
-    llr: float
-    lower: float
-    upper: float
-    delta0: float
-    delta1: float
-    rounds: list[GateRound] = Field(
-        default_factory=list, description="Each round's paired results and the LLR after it (empty in older runs)."
-    )
 
 
 def deal_wins(result: EvaluationResult) -> np.ndarray:
@@ -249,7 +256,7 @@ class TableScore(BaseModel):
     baseline_truncated: float
 
 
-class HeadToHeadVerdict(BaseModel):
+class HeadToHeadVerdict(_SequentialTest):
     """What the head-to-head gate saw and decided (see the module docstring for what "beats" means)."""
 
     passed: bool
@@ -259,17 +266,6 @@ class HeadToHeadVerdict(BaseModel):
     baseline: str
     tables: list[TableScore]
     deals: int = Field(description="Deals fed to the test (each at every table, in every seat, by both).")
-    diff: float = Field(description="Mean paired win difference per game, candidate minus previous model.")
-    diff_low: float = Field(description="95% interval of the mean paired difference.")
-    diff_high: float
-    llr: float
-    lower: float
-    upper: float
-    delta0: float
-    delta1: float
-    rounds: list[GateRound] = Field(
-        default_factory=list, description="Each round: its paired deals, summed over the tables, and the LLR after it."
-    )
 
 
 def head_to_head_tables(
