@@ -204,9 +204,7 @@ def _verdict(
 ) -> StrengthVerdict:
     pods = len(config.opponents) + 1
     deals = len(wins_c)
-    units = (wins_c - wins_b) / pods
-    mean = float(units.mean())
-    half = Z95 * float(units.std(ddof=1)) / math.sqrt(deals) if deals > 1 else 1.0
+    mean, half = _mean_interval((wins_c - wins_b) / pods)
     shown = f"{mean:+.1%} wins per game over {deals} paired deals"
     h1, h0 = _hypotheses(config)
     reason = {
@@ -223,15 +221,28 @@ def _verdict(
         games=deals * pods,
         candidate_win_rate=round(float(wins_c.sum()) / (deals * pods), 4),
         baseline_win_rate=round(float(wins_b.sum()) / (deals * pods), 4),
-        diff=round(mean, 4),
-        diff_low=round(mean - half, 4),
-        diff_high=round(mean + half, 4),
-        llr=round(sprt.llr, 4),
-        lower=round(sprt.lower, 4),
-        upper=round(sprt.upper, 4),
-        delta0=config.delta0,
-        delta1=config.delta1,
+        **_test_fields(sprt, mean, half, config),
     )
+
+
+def _mean_interval(units: np.ndarray) -> tuple[float, float]:
+    """The mean paired unit and the half-width of its normal 95% interval (1.0, all of [-1, 1], for one unit)."""
+    mean = float(units.mean())
+    return mean, Z95 * float(units.std(ddof=1)) / math.sqrt(len(units)) if len(units) > 1 else 1.0
+
+
+def _test_fields(sprt: MeanSPRT, mean: float, half: float, config: SequentialConfig) -> dict[str, float]:
+    """What every paired GSPRT verdict reports (:class:`_SequentialTest`, its rounds aside)."""
+    return {
+        "diff": round(mean, 4),
+        "diff_low": round(mean - half, 4),
+        "diff_high": round(mean + half, 4),
+        "llr": round(sprt.llr, 4),
+        "lower": round(sprt.lower, 4),
+        "upper": round(sprt.upper, 4),
+        "delta0": config.delta0,
+        "delta1": config.delta1,
+    }
 
 
 def _hypotheses(config: SequentialConfig) -> tuple[str, str]:
@@ -325,8 +336,7 @@ def head_to_head_gate(
         np.concatenate([sum(deal_wins(pair[k]) for pair in pairs) for pairs in zip(*played, strict=True)])[:used]
         for k in (0, 1)
     ]  # per deal, summed over the tables: the candidate's, the previous model's
-    mean = float(units.mean())
-    half = Z95 * float(units.std(ddof=1)) / math.sqrt(used) if used > 1 else 1.0
+    mean, half = _mean_interval(units)
     shown = f"{mean:+.1%} wins per game over {used} paired deals at {len(tables)} table(s)"
     reason = {
         "accept_h1": f"beats the previous model head to head: {shown} (GSPRT)",
@@ -342,14 +352,7 @@ def head_to_head_gate(
         baseline=_ref_name(baseline),
         tables=scores,
         deals=used,
-        diff=round(mean, 4),
-        diff_low=round(mean - half, 4),
-        diff_high=round(mean + half, 4),
-        llr=round(sprt.llr, 4),
-        lower=round(sprt.lower, 4),
-        upper=round(sprt.upper, 4),
-        delta0=config.delta0,
-        delta1=config.delta1,
+        **_test_fields(sprt, mean, half, config),
         rounds=_rounds(trace, wins[0], wins[1], POD * len(tables)),
     )
 
