@@ -87,26 +87,24 @@ def _long(path: Path) -> None:
         out.write(b'"}\n' + _good(1) + b"\n")
 
 
+def _bomb(path: Path, compressor: Any) -> None:  # noqa: ANN401 - zstandard's and zlib's compress objects
+    """A good line, then 2 GiB of x through ``compressor`` (its ``compress`` and ``flush``)."""
+    piece = b"x" * (16 * MB)
+    with open(path, "wb") as out:
+        out.write(compressor.compress(_good(0) + b"\n"))
+        for _ in range(2048 // 16):
+            out.write(compressor.compress(piece))
+        out.write(compressor.flush())
+
+
 def _bomb_zst(path: Path) -> None:
     import zstandard
 
-    compressor = zstandard.ZstdCompressor(level=3).compressobj()
-    piece = b"x" * (16 * MB)
-    with open(path, "wb") as out:
-        out.write(compressor.compress(_good(0) + b"\n"))
-        for _ in range(2048 // 16):
-            out.write(compressor.compress(piece))
-        out.write(compressor.flush())
+    _bomb(path, zstandard.ZstdCompressor(level=3).compressobj())
 
 
 def _bomb_gz(path: Path) -> None:
-    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip container
-    piece = b"x" * (16 * MB)
-    with open(path, "wb") as out:
-        out.write(compressor.compress(_good(0) + b"\n"))
-        for _ in range(2048 // 16):
-            out.write(compressor.compress(piece))
-        out.write(compressor.flush())
+    _bomb(path, zlib.compressobj(9, zlib.DEFLATED, 31))  # 31: a gzip container
 
 
 def _wide(path: Path) -> None:
