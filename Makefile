@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 DEMO_HOME ?= datasets
 
-.PHONY: setup demo test lint bench notebooks clean-demo chromium serve
+.PHONY: setup demo test lint bench bench-studies notebooks clean-demo chromium serve
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,5 +51,18 @@ notebooks: $(STAMP)
 	$(BIN)/python notebooks/dataset.py -- --home $(DEMO_HOME) --name loop-demo --report
 	$(BIN)/python notebooks/loop.py -- --home $(DEMO_HOME) --name demo --report
 
+# Every stage's speed and memory benchmark, then one table of every target they judged (bench/summary.py).
+BENCH_STAGES = game ingest build lake check labels train scale hostile ablate
+# The studies: does the loop keep learning (about an hour), does cleaning labels help.
+BENCH_STUDIES = learning cleaning
+VERDICTS = $(CURDIR)/bench/out/verdicts.jsonl
+
 bench: $(STAMP)
-	for script in bench/bench_*.py; do $(BIN)/python $$script || exit 1; done
+	rm -f $(VERDICTS)
+	for name in $(BENCH_STAGES); do DISTILL_BENCH_VERDICTS=$(VERDICTS) $(BIN)/python bench/bench_$$name.py || exit 1; done
+	$(BIN)/python bench/summary.py $(VERDICTS)
+
+bench-studies: $(STAMP)
+	rm -f $(VERDICTS)
+	for name in $(BENCH_STUDIES); do DISTILL_BENCH_VERDICTS=$(VERDICTS) $(BIN)/python bench/bench_$$name.py || exit 1; done
+	$(BIN)/python bench/summary.py $(VERDICTS)

@@ -9,6 +9,7 @@ every thread of the process) as one JSON line on stdout.
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 RESULT_PREFIX = "BENCH-RESULT "
+VERDICTS_ENV = "DISTILL_BENCH_VERDICTS"  # a JSONL file every verdict is appended to (``make bench`` sets it)
 
 
 def peak_rss_mb() -> float:
@@ -92,6 +94,71 @@ def best_of(runs: list[Measurement]) -> Measurement:
     best = min(runs, key=lambda m: m.wall_s)
     best.peak_rss_mb = max(m.peak_rss_mb for m in runs)
     return best
+
+
+def figure(value: float, unit: str = "") -> str:
+    """A measured figure as the benchmarks print it: ``1.23x``, ``16.3 s``, ``218,431 decisions/s``, ``4.2%``."""
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit == "%":
+        return f"{value:.1%}"
+    if math.isinf(value) or math.isnan(value):
+        text = str(value)
+    elif abs(value) >= 1000:
+        text = f"{value:,.0f}"
+    elif abs(value) >= 100 or float(value).is_integer():
+        text = f"{value:.0f}"
+    else:
+        text = f"{value:.3g}"
+    return f"{text} {unit}" if unit else text
+
+
+def verdict(
+    what: str,
+    measured: float,
+    target: float,
+    *,
+    at_most: bool = False,
+    unit: str = "",
+    against: str = "",
+) -> str:
+    """Judge one numeric target and record it for ``bench/summary.py``; returns ``"PASS"`` or ``"FAIL"``.
+
+    Args:
+        what: the figure, as the summary table names it ("ingest / orjson line by line").
+        measured: the figure measured in this run (a ratio, seconds, MiB, a rate).
+        target: the bound it must reach.
+        at_most: the target is an upper bound (a time, a memory, a time ratio); else a lower bound.
+        unit: how to print both numbers (see :func:`figure`; ``"x"`` for a ratio, ``"%"`` for a share).
+        against: the baseline measured in the same run, when ``measured`` is a ratio to it.
+    """
+    ok = measured <= target if at_most else measured >= target
+    bound = ("<= " if at_most else ">= ") + figure(target, unit)
+    return judged(what, ok, figure(measured, unit), bound, against=against)
+
+
+def judged(what: str, ok: bool, measured: str, target: str, *, against: str = "") -> str:
+    """Record a target judged by the caller (one that is not a single number against a bound); returns
+    ``"PASS"`` or ``"FAIL"``.
+
+    When the environment names a file in ``DISTILL_BENCH_VERDICTS``, the verdict is appended to it as one JSON
+    line (the benchmark's script name, ``what``, ``against``, ``measured``, ``target``, ``ok``), so ``make bench``
+    can end with one table of every target of every benchmark.
+    """
+    path = os.environ.get(VERDICTS_ENV)
+    if path:
+        record = {
+            "bench": Path(sys.argv[0]).stem,
+            "what": what,
+            "against": against,
+            "measured": measured,
+            "target": target,
+            "ok": bool(ok),
+        }
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+    return "PASS" if ok else "FAIL"
 
 
 class Tee:

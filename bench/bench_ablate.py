@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +36,9 @@ from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.run import run_loop
 from toolkit.loop.state import RunFolder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import verdict  # noqa: E402
 
 TARGET_S = 600.0
 NAME = "bench-forge-share"
@@ -88,9 +92,9 @@ def main() -> None:
                 f"  {v.label:<45} {percent(s.win_rate)} {interval(s.win_low, s.win_high):<14} {diff:<22} "
                 f"acc {v.holdout_accuracy:.3f}  rows {v.train_rows:,} ({shares})"
             )
-    verdict = "PASS" if wall <= TARGET_S else "FAIL"
+    judged = verdict(f"ablate of {len(result.variants)} variants, from scratch", wall, TARGET_S, at_most=True, unit="s")
     target = f"target <= {TARGET_S:.0f} s"
-    print(f"\nablate of {len(result.variants)} variants on the demo's lake: {wall:.0f} s ({target}) {verdict}")
+    print(f"\nablate of {len(result.variants)} variants on the demo's lake: {wall:.0f} s ({target}) {judged}")
     print(f"report: {layout.home / result.paths['html']}")
 
 

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Measurement, Tee, report_child, run_child, timed  # noqa: E402
+from _common import Measurement, Tee, report_child, run_child, timed, verdict  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 DATA = OUT / "hostile"
@@ -217,13 +217,14 @@ def main(argv: list[str] | None = None) -> int:
         size = "a link" if path.is_symlink() else f"{path.stat().st_size / MB:,.1f} MB"
         measured = _measure(name, args.cap_gb, args.timeout)
         if isinstance(measured, str):
-            out(f"{name:<17} {'-':>10} {'-':>8}  {measured}  FAIL   [{size}; made in {made.wall:.0f}s]")
+            judged = verdict(f"peak RSS, {name} (died)", float("inf"), TARGET_RSS_MB, at_most=True, unit="MiB")
+            out(f"{name:<17} {'-':>10} {'-':>8}  {measured}  {judged}   [{size}; made in {made.wall:.0f}s]")
             results[name] = {"died": measured}
             continue
-        ok = measured.peak_rss_mb < TARGET_RSS_MB
+        judged = verdict(f"peak RSS, {name}", measured.peak_rss_mb, TARGET_RSS_MB, at_most=True, unit="MiB")
         out(
             f"{name:<17} {measured.peak_rss_mb:>6,.0f} MiB {measured.wall_s:>6.1f}s  {measured.extra['outcome']}  "
-            f"{'PASS' if ok else 'FAIL'}   [{size}]"
+            f"{judged}   [{size}]"
         )
         results[name] = {"peak_rss_mb": measured.peak_rss_mb, "wall_s": measured.wall_s, **measured.extra}
     out(f"target: peak RSS < {TARGET_RSS_MB:,.0f} MiB for any single input file")

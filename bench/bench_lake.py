@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Tee, best_of, report_child, run_child, timed  # noqa: E402
+from _common import Tee, best_of, report_child, run_child, timed, verdict  # noqa: E402
 from bench_build import OUT, child_copy, lake_home, make_lake  # noqa: E402
 
 TARGET_RETIRE_S = 1.0
@@ -107,15 +107,15 @@ def main() -> None:
         restores.append(run_child("restore", [script, "--child-change", str(home), "restore", batch]))
     retired, restored = best_of(retires), best_of(restores)
     before = int(retires[-1].extra["version"]) - 1  # the lake just before the last retirement: the same rows as now
-    verdict = "PASS" if retired.wall_s < TARGET_RETIRE_S else "FAIL"
-    tee(f"retire one batch ({rows:,} rows): {retired.wall_s:.3f}s (target < {TARGET_RETIRE_S}s) {verdict}")
+    judged = verdict("retire one batch", retired.wall_s, TARGET_RETIRE_S, at_most=True, unit="s")
+    tee(f"retire one batch ({rows:,} rows): {retired.wall_s:.3f}s (target < {TARGET_RETIRE_S}s) {judged}")
     tee(f"restore it: {restored.wall_s:.3f}s")
     now = best_of([run_child("sql", [script, "--child-sql", str(home), "latest"]) for _ in range(args.repeat)])
     then = best_of([run_child("sql", [script, "--child-sql", str(home), str(before)]) for _ in range(args.repeat)])
     ratio = then.wall_s / now.wall_s
-    verdict = "PASS" if ratio <= TARGET_AS_OF else "FAIL"
+    judged = verdict("sql --as-of / latest", ratio, TARGET_AS_OF, at_most=True, unit="x", against="sql latest")
     tee(f"sql over {now.rows:,} decisions: latest {now.wall_s:.2f}s, --as-of {before} {then.wall_s:.2f}s")
-    tee(f"sql --as-of / latest: {ratio:.2f}x (target <= {TARGET_AS_OF}x) {verdict}")
+    tee(f"sql --as-of / latest: {ratio:.2f}x (target <= {TARGET_AS_OF}x) {judged}")
     builds = [run_child("build", [script, "--child-build", str(home), str(before)]) for _ in range(args.repeat)]
     copies = [
         run_child("copy", [script, "--child-copy", str(home), str(before), str(OUT / "copy-as-of.parquet")])
@@ -123,9 +123,9 @@ def main() -> None:
     ]
     build, copy = best_of(builds), best_of(copies)
     ratio = build.wall_s / copy.wall_s
-    verdict = "PASS" if ratio <= TARGET_BUILD else "FAIL"
+    judged = verdict("build --as-of / COPY", ratio, TARGET_BUILD, at_most=True, unit="x", against="DuckDB COPY")
     tee(f"build --as-of {before}: {build.rows:,} rows in {build.wall_s:.1f}s; copy {copy.wall_s:.1f}s")
-    tee(f"build --as-of / copy time: {ratio:.2f}x (target <= {TARGET_BUILD}x) {verdict}")
+    tee(f"build --as-of / copy time: {ratio:.2f}x (target <= {TARGET_BUILD}x) {judged}")
     tee.write(OUT / "bench_lake.txt")
 
 

@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,9 @@ from toolkit.ratings import RatedGame, fit_ratings
 from toolkit.stats import wilson_interval
 from toolkit.train.agents import policy_blob
 from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import judged  # noqa: E402
 
 EVAL_SEED = 2_727_027  # deals the loop never played
 MINUTES_TARGET = 60.0
@@ -228,7 +232,7 @@ def main() -> None:  # noqa: C901 (a bench reads top to bottom)
     total_minutes = (time.perf_counter() - start) / 60
     checks = _targets(rows, pairings, elo, names, students, total_minutes, args)
     for label, ok, shown in checks:
-        print(f"{'PASS' if ok else 'FAIL'}  {label}: {shown}")
+        print(f"{judged(label, ok, shown, 'as stated')}  {label}: {shown}")
     summary = {
         "loop_minutes": round(loop_minutes, 2),
         "total_minutes": round(total_minutes, 2),
