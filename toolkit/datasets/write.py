@@ -55,6 +55,11 @@ MAX_QUEUED_WRITES: Final = 2  # row groups waiting for the writer thread (bounds
 _PLAYER_FIELDS: Final = (*SEAT_FIELDS, HAND, COMMAND_ZONE)
 _DICTIONARY: Final = [col.GAME_ID, col.SOURCE, LABEL_SOURCE, col.BATCH_ID]
 _STATISTICS: Final = [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION]
+# The scanned columns a dataset row copies as they are (the nested ones are encoded into FEATURES / LEGAL_MASK).
+_FLAT: Final = [
+    col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION, LABEL, LABEL_SOURCE,
+    col.REWARD, col.EPISODE_RETURN, col.SEAT_WON, col.BATCH_ID, col.SOURCE_LINE,
+]  # fmt: skip
 # The parts' schema: the rows' columns plus the Hugging Face features, so that `datasets` reads the label as
 # a ClassLabel of the action names.
 FILE_SCHEMA: Final = with_features(SCHEMA, {LABEL: MACRO_ACTIONS})
@@ -240,6 +245,7 @@ class _Matcher:
         games = sorted({*plan.train.game_id.tolist(), *plan.holdout.game_id.tolist()})
         self.n_games = len(games)
         self._games = pa.array(games, pa.string())
+        self._game_index = {game: i for i, game in enumerate(games)}
         self._sources = pa.array(self.sources, pa.string())
         size = max(1, self.n_games * len(self.sources) * MAX_SEATS)
         self._weight = {TRAIN: self._table(plan.train, size), HOLDOUT: self._table(plan.holdout, size)}
@@ -248,6 +254,21 @@ class _Matcher:
         self.dropped = _line_keys(dropped) if dropped.num_rows else None
         self.label_drop = label_drop
         self._label_keys = _line_keys(label_drop.rows) if label_drop is not None and label_drop.rows.num_rows else None
+
+    def _game_codes(self, game_id: pa.Array) -> np.ndarray:
+        """Each row's index in the plan's games (-1: not planned).
+
+        A batch holds a few hundred games (the lake keeps a game's rows together), so the batch's distinct ids
+        are looked up in a dict built once; ``pc.index_in`` against every game would hash them all per batch.
+        """
+        encoded = pc.dictionary_encode(game_id)
+        lookup = self._game_index
+        codes = np.array([lookup.get(g, -1) for g in encoded.dictionary.to_pylist()] or [-1], np.int64)
+        indices = encoded.indices
+        if indices.null_count:
+            valid = indices.is_valid().to_numpy(zero_copy_only=False)
+            return np.where(valid, codes[pc.fill_null(indices, 0).to_numpy()], -1)
+        return codes[indices.to_numpy()]
 
     def _codes(self, source: np.ndarray, game: np.ndarray, seat: np.ndarray) -> np.ndarray:
         return (game * len(self.sources) + source) * MAX_SEATS + seat
@@ -264,11 +285,11 @@ class _Matcher:
     def split(self, batch: pa.RecordBatch) -> dict[str, Matched]:
         if self.dropped is not None:
             batch = batch.filter(pc.invert(pc.is_in(_line_keys(batch), self.dropped)))
-        game = pc.fill_null(pc.index_in(batch.column(col.GAME_ID), value_set=self._games), -1).to_numpy()
+        game = self._game_codes(batch.column(col.GAME_ID))
         source = pc.fill_null(pc.index_in(batch.column(col.SOURCE), value_set=self._sources), -1).to_numpy()
         known = (game >= 0) & (source >= 0)
         codes = np.where(known, self._codes(source, game, batch.column(col.SEAT).to_numpy().astype(np.int64)), 0)
-        out = {}
+        keeps = {}
         for split, table in self._weight.items():
             weight = np.where(known, table[codes], 0.0)
             keep = weight > 0
@@ -278,32 +299,36 @@ class _Matcher:
                 issue = keep & pc.is_in(_line_keys(batch), value_set=self._label_keys).to_numpy(zero_copy_only=False)
                 self.label_drop.rows_dropped += int(issue.sum())
                 keep &= ~issue
-            rows = batch.filter(pa.array(keep))
-            out[split] = Matched(to_dataset_rows(rows, weight[keep]), source[keep], game[keep])
+            keeps[split] = (keep, weight[keep])
+        # Encoded once for the whole batch; each split then takes its rows of the vectors and filters only the
+        # flat columns (filtering the nested players and legal_actions columns per split cost more than encoding).
+        vectors, legal = encode_rows(batch)
+        flat = batch.select(_FLAT)
+        out = {}
+        for split, (keep, weights) in keeps.items():
+            rows = flat.filter(pa.array(keep))
+            out[split] = Matched(dataset_rows(rows, vectors[keep], legal[keep], weights), source[keep], game[keep])
         return out
 
 
-def to_dataset_rows(batch: pa.RecordBatch, weights: np.ndarray) -> pa.RecordBatch:
-    """Scanned lake rows -> dataset rows (SCHEMA): features encoded, mask completed, weight attached."""
+def encode_rows(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Scanned lake rows -> their feature vectors [M, FEATURE_SIZE] and completed legal masks [M, 8]."""
     state = state_arrays_from_arrow(batch)
-    vectors = encode(state)
     legal = state.mask | ~state.mask_known[:, None]  # no logged mask: every action counts as legal
+    return encode(state), legal
+
+
+def dataset_rows(flat: pa.RecordBatch, vectors: np.ndarray, legal: np.ndarray, weights: np.ndarray) -> pa.RecordBatch:
+    """Dataset rows (SCHEMA) from the scanned rows' flat columns, their vectors, masks and weights."""
     columns = {
-        **{
-            name: batch.column(name) for name in (col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION)
-        },
+        **{name: flat.column(name) for name in _FLAT},
         FEATURES: pa.FixedSizeListArray.from_arrays(
             pa.array(vectors.ravel(), pa.float32()), type=SCHEMA.field(FEATURES).type
         ),
-        LABEL: batch.column(LABEL),
         LEGAL_MASK: pa.FixedSizeListArray.from_arrays(
             pa.array(legal.ravel(), pa.bool_()), type=SCHEMA.field(LEGAL_MASK).type
         ),
         SAMPLE_WEIGHT: pa.array(weights, pa.float32()),
-        **{
-            name: batch.column(name)
-            for name in (LABEL_SOURCE, col.REWARD, col.EPISODE_RETURN, col.SEAT_WON, col.BATCH_ID, col.SOURCE_LINE)
-        },
     }
     return pa.RecordBatch.from_arrays([columns[name].cast(SCHEMA.field(name).type) for name in COLUMNS], schema=SCHEMA)
 
