@@ -185,6 +185,24 @@ def test_share_mode_meets_the_target_shares_and_reports_them(layout: Layout, lak
     assert ds.manifest.filters["forge"][-1].rows == ds.manifest.filters["forge"][1].rows  # forge is not cut
 
 
+def test_generation_decay_weighs_older_generations_less_and_keeps_each_sources_weighted_rows(
+    layout: Layout, lake
+) -> None:
+    games = [*_games("f", 40)] + [game_records(f"p{g}-{i}", "ppo", generation=g) for g in (1, 2, 3) for i in range(10)]
+    lake("a.jsonl", *games)
+    flat = build_dataset(layout, BuildConfig(name="flat")).dataset
+    decayed = build_dataset(layout, BuildConfig(name="decayed", generation_decay=0.5)).dataset
+    weight = {(r[col.SOURCE], r[col.GAME_ID][:2]): r[SAMPLE_WEIGHT] for r in _rows(decayed, TRAIN)}
+    assert weight[("ppo", "p3")] == pytest.approx(2 * weight[("ppo", "p2")]) == pytest.approx(4 * weight[("ppo", "p1")])
+    assert weight[("ppo", "p3")] == pytest.approx(3 / (1 + 0.5 + 0.25))  # 30 games keep 30 games' weight
+    assert weight[("forge", "f-")] == 1.0  # no generation: unchanged
+    assert decayed.manifest.splits[TRAIN].weighted_rows_by_source == pytest.approx(
+        flat.manifest.splits[TRAIN].weighted_rows_by_source
+    )
+    assert decayed.manifest.fingerprint != flat.manifest.fingerprint
+    assert "generation_decay" not in flat.manifest.model_dump(mode="json")["config"]  # unset: fingerprints as before
+
+
 def test_filters_keep_or_drop_whole_episodes(layout: Layout, lake) -> None:
     good = game_records("p-good", "ppo", returns=[0.5, 0.1, 0.3, 0.9])
     lake("a.jsonl", good, game_records("f-0", "forge", winner=2), game_records("f-short", "forge", per_seat=1))

@@ -61,6 +61,13 @@ def build(
         list[int] | None, typer.Option("--pod-size", help="Keep only pods of this size (repeat).")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed of the game sampling.")] = None,
+    generation_decay: Annotated[
+        float | None,
+        typer.Option(
+            "--generation-decay",
+            help="D in (0, 1]: within a source, generation g weighs D^(newest - g) (its share holds).",
+        ),
+    ] = None,
     drop_label_issues: Annotated[
         bool,
         typer.Option(
@@ -103,6 +110,7 @@ def build(
             exclude_label_sources=exclude_labels or None,
             pod_sizes=pod_size or None,
             seed=seed,
+            generation_decay=generation_decay,
             label_issues=_label_issues(drop_label_issues, min_label_quality, label_scores),
         ),
     )

@@ -119,14 +119,24 @@ class BuildConfig(BaseModel):
     label_issues: LabelIssueFilter | None = Field(
         None, description="Leave label issues out of the train split, by a scored build's label scores."
     )
+    generation_decay: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="A window of generations with decaying weight (KataGo's shuffle window): within each source, "
+        "an episode of generation g weighs decay^(G - g), G the source's newest generation in the build, rescaled "
+        "so the source keeps its weighted rows (its share holds); rows with no generation keep their weight. "
+        "null: every generation weighs the same.",
+    )
 
     @model_serializer(mode="wrap")
     def _without_absent_filter(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """A build that cleans nothing has the config (so the input key and fingerprint) it had before cleaning
         existed."""
         body = handler(self)
-        if body.get("label_issues", 0) is None:
-            body.pop("label_issues")
+        for optional in ("label_issues", "generation_decay"):  # unset: the config builds made before it had
+            if body.get(optional, 0) is None:
+                body.pop(optional)
         return body
 
     @field_validator("sources", "wins_only", "reward_sources")

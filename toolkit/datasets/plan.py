@@ -98,6 +98,8 @@ def make_plan(episodes: pa.Table, config: BuildConfig) -> Plan:
     game_weight = _sample(ep, kept, rows, sources, config)
     weights = np.array([game_weight.get((s, g), 0.0) for s, g in zip(ep["source"], ep["game_id"], strict=True)])
     weights[~kept] = 0.0
+    if config.generation_decay is not None:
+        weights = decay_by_generation(ep, weights * rows, sources, config.generation_decay) * weights
     train = _episodes(ep, (weights > 0) & (rows > 0), weights)
     if not len(train):
         raise BuildError(
@@ -109,6 +111,23 @@ def make_plan(episodes: pa.Table, config: BuildConfig) -> Plan:
         mine = (ep["source"] == source) & (weights > 0) & (rows > 0)
         filters[source].append(_count(ep, "sampled", mine, weights * rows))
     return Plan(train, holdout, filters, _shares(filters, config))
+
+
+def decay_by_generation(
+    ep: dict[str, np.ndarray], weighted_rows: np.ndarray, sources: list[str], decay: float
+) -> np.ndarray:
+    """Each episode's weight factor for ``BuildConfig.generation_decay``: decay^(newest - g) within its source,
+    scaled so that the source's weighted rows (``weighted_rows`` summed) do not change; 1 where an episode has
+    no generation or its source has no weighted rows."""
+    generation = ep["generation"].astype(np.float64)  # null -> nan
+    factor = np.ones(len(weighted_rows))
+    for source in sources:
+        mine = (ep["source"] == source) & (weighted_rows > 0) & ~np.isnan(generation)
+        if not mine.any():
+            continue
+        decayed = decay ** (generation[mine].max() - generation[mine])
+        factor[mine] = decayed * weighted_rows[mine].sum() / (decayed * weighted_rows[mine]).sum()
+    return factor
 
 
 def _episodes(ep: dict[str, np.ndarray], mask: np.ndarray, weights: np.ndarray) -> Episodes:

@@ -77,6 +77,13 @@ class DataConfig(_Config):
         description="The student learns from the teacher exports of this many latest generations (older "
         "teachers were weaker).",
     )
+    teacher_decay: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Within the teacher window, generation g's exports weigh decay^(newest - g) (KataGo's "
+        "shuffle window; `distill build --generation-decay`). null: the window's generations weigh the same.",
+    )
     min_reward: float | None = Field(None, description="Minimum episode return of policy-written episodes.")
     wins_only: list[str] = Field(default_factory=list, description="Sources of which only won episodes are kept.")
     holdout: HoldoutConfig = Field(

@@ -103,6 +103,7 @@ def dataset_config(
         wins_only=[s for s in data.wins_only if s in present],
         holdout=data.holdout,
         seed=seed,
+        generation_decay=data.teacher_decay if generation > 0 else None,
         batches=[batch for batch, _ in usable] if pin else None,
     )
 
