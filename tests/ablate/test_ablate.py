@@ -163,6 +163,20 @@ def test_a_loop_base_varies_the_loop_config_and_builds_as_the_loop_does(loop_hom
     assert variants[0].tables == {"heuristic": ("heuristic",) * 3, "tuned": ("tuned",) * 3}
 
 
+def test_a_loop_bases_teacher_window_reads_the_runs_earlier_exports_as_the_loop_would(loop_home: Layout) -> None:
+    from toolkit.ablate.base import Base, resolve_base
+    from toolkit.loop.config import LoopConfig
+
+    base = resolve_base(loop_home, AblateConfig(loop="tiny", vary=[Vary(field="student.epochs", values=[1, 2])]))
+    assert base.teacher and set(base.teacher.values()) == {1}  # the tiny run's one generation of exports
+    assert base.window(1) == base.usable  # its last build read them all
+    usable = [("boot", ["forge"]), ("g1", ["ppo"]), ("g2", ["ppo"]), ("g3", ["ppo"])]
+    later = Base("loop", "a run", LoopConfig, {}, usable, generation=3, teacher={"g1": 1, "g2": 2, "g3": 3})
+    assert [b for b, _ in later.window(1)] == ["boot", "g3"]
+    assert [b for b, _ in later.window(2)] == ["boot", "g2", "g3"]
+    assert [b for b, _ in later.window(8)] == ["boot", "g1", "g2", "g3"]
+
+
 def test_an_unknown_player_is_refused_before_anything_is_written(lakes: tuple[Layout, Layout], tmp_path: Path) -> None:
     config = tmp_path / "build.yaml"
     config.write_text("name: base\nsources: [forge]\n", encoding="utf-8")

@@ -5,8 +5,9 @@ Two kinds of base, one field grammar. A loop base (``--loop RUN``,
 (``data.weights.forge``, ``data.wins_only``, ``student.epochs``...); each
 variant's dataset is the one the loop's build step would make from it
 (:func:`toolkit.loop.steps.build.dataset_config`) over the batches the run's
-last build read. A build base (``--build NAME``, ``--build-config FILE``) is
-varied as :class:`BuildSubject`: ``data`` is the build config
+last build read, with the run's earlier teacher exports within each variant's
+``data.teacher_generations`` window (so the window itself can be varied). A
+build base (``--build NAME``, ``--build-config FILE``) is varied as :class:`BuildSubject`: ``data`` is the build config
 (``data.weights.forge``, ``data.min_reward``...), ``student`` the loop's
 student settings. A build named by ``--build`` keeps the batches it read, so
 data ingested since changes nothing.
@@ -48,6 +49,13 @@ class Base:
     document: dict[str, Any]
     usable: list[tuple[str, list[str]]] = field(default_factory=list)  # loop base: (batch, sources) to build from
     generation: int = 1  # loop base: the generation whose build rule applies
+    teacher: dict[str, int] = field(default_factory=dict)  # loop base: the run's self-play batches -> generation
+
+    def window(self, teacher_generations: int) -> list[tuple[str, list[str]]]:
+        """The usable batches a build of ``generation`` reads with a window of ``teacher_generations``: every
+        batch but the run's self-play exports of generations before the window (as the loop leaves them out)."""
+        oldest = self.generation - teacher_generations + 1
+        return [(b, s) for b, s in self.usable if self.teacher.get(b, oldest) >= oldest]
 
 
 def resolve_base(layout: Layout, config: AblateConfig) -> Base:
@@ -106,6 +114,7 @@ def _loop_base(layout: Layout, loop: LoopConfig, description: str) -> Base:
     batches, generation = _last_build(layout, loop.name)
     with Catalog.open(layout, read_only=True) as catalog:
         every = catalog.batches()
+    teacher: dict[str, int] = {}
     if batches is None:
         usable = [(b.batch_id, list(b.sources)) for b in every if b.status != "rejected" and not b.retired]
     else:
@@ -116,10 +125,20 @@ def _loop_base(layout: Layout, loop: LoopConfig, description: str) -> Base:
                 f"the last build of loop run {loop.name!r} read batches the catalog no longer holds: {missing[:3]}",
                 hint="restore them (distill lake restore), or give --build-config with the batches you want",
             )
-        usable = [(b, sources[b]) for b in batches]
+        teacher = _teacher_batches(layout, loop.name, generation)
+        held = {b.batch_id for b in every if b.status != "rejected" and not b.retired}
+        earlier = sorted(b for b in teacher if b in held and b not in set(batches))
+        usable = [(b, sources[b]) for b in [*batches, *earlier]]
     if not usable:
         raise ConfigError(f"the lake of {layout.home} holds no usable batch", hint="ingest logs or run a loop first")
-    return Base("loop", description, LoopConfig, loop.model_dump(mode="json"), usable, max(1, generation))
+    generation = max(1, generation)
+    return Base("loop", description, LoopConfig, loop.model_dump(mode="json"), usable, generation, teacher)
+
+
+def _teacher_batches(layout: Layout, name: str, upto: int) -> dict[str, int]:
+    """The self-play exports of run ``name``'s generations 1..``upto``, each with its generation."""
+    generations = RunFolder(layout, name).load().generations[1 : upto + 1]
+    return {batch: gen.generation for gen in generations for batch in gen.batches()}
 
 
 def _last_build(layout: Layout, name: str) -> tuple[list[str] | None, int]:

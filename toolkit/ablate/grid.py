@@ -143,7 +143,8 @@ def _runs(base: Base, config: AblateConfig, index: int, settings: dict[str, Any]
     if isinstance(subject, LoopConfig):
         from toolkit.loop.steps.build import dataset_config
 
-        build = dataset_config(subject, base.generation, base.usable, seed=config.seed, pin=True)
+        usable = base.window(subject.data.teacher_generations)
+        build = dataset_config(subject, base.generation, usable, seed=config.seed, pin=True)
         student, tables, rounds = subject.student, subject.evaluation.tables, subject.max_rounds
     else:
         assert isinstance(subject, BuildSubject)
