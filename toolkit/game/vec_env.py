@@ -36,6 +36,7 @@ from toolkit.game.env import action_space, learner_observation, observation_spac
 from toolkit.game.league import OpponentPool, draw_episode, env_seed
 from toolkit.game.players import Player, attack_target
 
+_RESTART_BATCH = 16  # ended episodes restarted together mid-step once this many wait (one deal each time)
 LEARNER = -1  # the learner's entry in the seating table: asked through step(), never by the core
 
 
@@ -93,6 +94,7 @@ class CommanderVecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         every = np.arange(self.num_envs)
         self._start(every)
+        self._play(every)
         return learner_observation(self.state, every, self._mask)
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -110,21 +112,14 @@ class CommanderVecEnv(VecEnv):
         if len(attacks):
             targets[attacks] = attack_target(self.state, attacks, self.learner[attacks])[0]
         rewards = rules.apply(self.state, every, actions, targets, self._mask).reward.astype(np.float32)
-        self._advance(every)
-        st = self.state
-        ended = np.flatnonzero(st.done | st.eliminated[every, self.learner])
-        won = st.done[ended] & ~st.truncated[ended] & (st.winner[ended] == self.learner[ended])
-        outcome = rules.outcome_reward(won)
-        outcome[st.truncated[ended] & ~won] = self.turn_limit_reward
-        rewards[ended] += outcome.astype(np.float32)
+        dones = np.zeros(self.num_envs, bool)
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        self._play(every, rewards, dones, infos)
         self._returns += rewards
         self._lengths += 1
-        dones = np.zeros(self.num_envs, bool)
-        dones[ended] = True
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        if len(ended):
-            self._close(ended, won, infos)
-        return learner_observation(st, every, self._mask), rewards, dones, infos
+        self._returns[dones] = 0.0  # the episodes that started in this step
+        self._lengths[dones] = 0
+        return learner_observation(self.state, every, self._mask), rewards, dones, infos
 
     def action_masks(self) -> np.ndarray:
         """The legal-action masks of every env's current learner decision, [n_envs, 8] bool."""
@@ -160,7 +155,7 @@ class CommanderVecEnv(VecEnv):
     # -- episodes ---------------------------------------------------------------------------
 
     def _start(self, slots: np.ndarray) -> None:
-        """Start the next episode of each env in ``slots`` and play up to its learner's first decision."""
+        """Deal the next episode of each env in ``slots`` (learner seat and table drawn from its generator)."""
         n = self.config.n_seats
         deals = []
         for i in slots.tolist():
@@ -173,38 +168,74 @@ class CommanderVecEnv(VecEnv):
         rules.deal(self.state, slots, deals, self.config)
         self._returns[slots] = 0.0
         self._lengths[slots] = 0
-        self._advance(slots)
 
-    def _close(self, ended: np.ndarray, won: np.ndarray, infos: list[dict[str, Any]]) -> None:
-        """Report the episodes of ``ended`` in ``infos`` and start their next ones."""
+    def _close(self, ended: np.ndarray, rewards: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """End the episodes of ``ended``: add the outcome to their ``rewards``, report them in ``infos``."""
         st = self.state
+        won = st.done[ended] & ~st.truncated[ended] & (st.winner[ended] == self.learner[ended])
+        outcome = rules.outcome_reward(won)
+        outcome[st.truncated[ended] & ~won] = self.turn_limit_reward
+        rewards[ended] += outcome.astype(np.float32)
+        self._mask[ended] = False
+        self._mask[ended, rules.PASS] = True  # a finished episode still offers one legal action
         terminal = learner_observation(st, ended, self._mask[ended])
         for k, i in enumerate(ended.tolist()):
             infos[i] = {
                 "terminal_observation": terminal[k],
-                "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])},
+                "episode": {"r": float(self._returns[i] + rewards[i]), "l": int(self._lengths[i] + 1)},
                 "won": bool(won[k]),
                 "placement": int(st.placement[i, self.learner[i]]),
                 "timed_out": bool(st.truncated[i]),
                 "opponents": self.opponents[i].tolist(),
             }
-        self._start(ended)
 
-    def _advance(self, slots: np.ndarray) -> None:
-        """Opponents play, all games together, until each game of ``slots`` waits on its learner or its episode
-        ended."""
+    def _play(
+        self,
+        slots: np.ndarray,
+        rewards: np.ndarray | None = None,
+        dones: np.ndarray | None = None,
+        infos: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Opponents play, all games together, until each game of ``slots`` waits on its learner.
+
+        In a step (``rewards`` given), the episodes that end (by the learner's
+        action or the opponents' play) are closed (outcome reward, info) and
+        their envs' next episodes dealt inside the same loop, in batches (once
+        ``_RESTART_BATCH`` wait, or when every other game waits on its
+        learner), so the restarted games play their opening rounds alongside
+        the others' last ones rather than in a loop of their own. Games are
+        independent: each plays the moves it would alone (only a random
+        player's draws, from one generator, come in another order).
+        """
         st = self.state
+        pending = slots[:0]  # ended in this step, to be closed and restarted together
         while True:
-            live = slots[~st.done[slots] & ~st.eliminated[slots, self.learner[slots]]]
-            waiting = st.seat[live] == self.learner[live]
-            self._mask[live[waiting]] = rules.legal_mask(st, live[waiting]) if waiting.any() else False
-            g = live[~waiting]
-            slots = g
+            over = slots[st.done[slots] | st.eliminated[slots, self.learner[slots]]]
+            if len(over):
+                again = over if dones is None else over[dones[over]]  # at most one episode ends per env and step
+                if dones is not None:
+                    first = over[~dones[over]]
+                    dones[first] = True
+                    pending = np.concatenate([pending, first])
+                if len(again):  # waits for the next step to be reported, offering only pass
+                    self._mask[again] = False
+                    self._mask[again, rules.PASS] = True
+                slots = slots[~np.isin(slots, over)]
+            waiting = st.seat[slots] == self.learner[slots]
+            if len(pending) and (len(pending) >= _RESTART_BATCH or waiting.all()):
+                self._close(pending, rewards, infos)  # type: ignore[arg-type]
+                self._start(pending)
+                slots = np.sort(np.concatenate([slots, pending]))
+                pending = pending[:0]
+                waiting = st.seat[slots] == self.learner[slots]
+            if not len(slots):
+                break
+            mask = rules.legal_mask(st, slots)
+            self._mask[slots[waiting]] = mask[waiting]
+            g = slots[~waiting]
             if not len(g):
                 break
-            mask = rules.legal_mask(st, g)
+            mask = mask[~waiting]
+            slots = g
             actions, targets = self.seating.ask(st, g, mask, self._rng)
             rules.apply(st, g, actions, targets, mask)
-        over = np.flatnonzero(st.done | st.eliminated[np.arange(self.num_envs), self.learner])
-        self._mask[over] = False
-        self._mask[over, rules.PASS] = True  # a finished episode still offers one legal action
