@@ -25,6 +25,7 @@ finished env is reset at once, as sb3 expects: its last observation is in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.env import action_space, learner_observation, observation_space
 from toolkit.game.league import OpponentPool, draw_episode, env_seed
-from toolkit.game.players import Player, attack_target
+from toolkit.game.players import DecisionBatch, HeuristicParams, HeuristicPlayer, Player, attack_target
 
 _RESTART_BATCH = 16  # ended episodes restarted together mid-step once this many wait (one deal each time)
 LEARNER = -1  # the learner's entry in the seating table: asked through step(), never by the core
@@ -77,8 +78,9 @@ class CommanderVecEnv(VecEnv):
         self.fixed_seat = learner_seat
         self.turn_limit_reward = turn_limit_reward
         self.state = rules.new_state(n_envs, self.config)
-        self.seating = core.Seating(self.pool.players, n_envs, n)
-        self._entries = np.array([self.seating.index_of(p) for p in self.pool.players], np.int32)
+        self._heuristics = _Heuristics(n_envs, n)
+        self.seating = core.Seating([], n_envs, n)
+        self._entries, self._variants = self._seat_entries(self.pool)
         self.learner = np.zeros(n_envs, np.intp)
         self.opponents = np.zeros((n_envs, n - 1), np.int64)
         self._episode_rngs = [np.random.default_rng(env_seed(seed, i)) for i in range(n_envs)]
@@ -150,7 +152,16 @@ class CommanderVecEnv(VecEnv):
     def set_pool(self, pool: OpponentPool) -> None:
         """Draw the opponents of every episode that starts from now on from ``pool`` (a curriculum's next stage)."""
         self.pool = pool
-        self._entries = np.array([self.seating.index_of(p) for p in pool.players], np.int32)
+        self._entries, self._variants = self._seat_entries(pool)
+
+    def _seat_entries(self, pool: OpponentPool) -> tuple[np.ndarray, np.ndarray]:
+        """Per pool player: its seating entry (the heuristics share one) and its heuristic variant (-1: none)."""
+        entries, variants = [], []
+        for player in pool.players:
+            variant = self._heuristics.variant(player)
+            entries.append(self.seating.index_of(self._heuristics if variant >= 0 else player))
+            variants.append(variant)
+        return np.array(entries, np.int32), np.array(variants, np.intp)
 
     # -- episodes ---------------------------------------------------------------------------
 
@@ -164,6 +175,7 @@ class CommanderVecEnv(VecEnv):
             self.opponents[i] = episode.opponents
             seats = episode.seat_players(n)
             self.seating.table[i] = np.where(seats < 0, LEARNER, self._entries[np.maximum(seats, 0)])
+            self._heuristics.table[i] = self._variants[np.maximum(seats, 0)]
             deals.append(episode.deal)
         rules.deal(self.state, slots, deals, self.config)
         self._returns[slots] = 0.0
@@ -239,3 +251,50 @@ class CommanderVecEnv(VecEnv):
             slots = g
             actions, targets = self.seating.ask(st, g, mask, self._rng)
             rules.apply(st, g, actions, targets, mask)
+
+
+# The parameters that may differ between the heuristics asked together (each row gets its own); every other one must
+# be equal, as the attack rule's (``target="value"``) code reads them for a subset of the rows.
+_ROW_PARAMS = ("ramp_until", "removal_min_power", "draw_below", "commander_first", "hold_when_behind")
+
+
+class _Heuristics:
+    """The scripted players of one env's league asked as one: one call per round for all the games where any of
+    them acts (the default and the tuned heuristic are two calls otherwise, each with its fixed cost), each row
+    with its own player's parameters. Each row's choice is the one its own player makes alone.
+    """
+
+    source = "forge"
+
+    def __init__(self, n_envs: int, n_seats: int) -> None:
+        self.params: list[HeuristicParams] = []
+        self.table = np.full((n_envs, n_seats), -1, np.intp)  # the variant at each seat of each game
+        self._ids: dict[int, int] = {}
+        self._player = HeuristicPlayer()
+        self._shared: dict[str, Any] = {}  # the parameters every variant shares, as they are
+        self._varying: dict[str, np.ndarray] = {}  # the others, one entry per variant
+
+    def variant(self, player: Player) -> int:
+        """The variant index of ``player``, added if new; -1 if it is no plain heuristic sharing the first one's
+        attack rule (it is then asked on its own)."""
+        if id(player) in self._ids:
+            return self._ids[id(player)]
+        if type(player) is not HeuristicPlayer:
+            return -1
+        params = player.params
+        first = self.params[0] if self.params else params
+        shared = [name for name in type(params).model_fields if name not in _ROW_PARAMS]
+        if params.target != "value" or any(getattr(params, k) != getattr(first, k) for k in shared):
+            return -1
+        self._ids[id(player)] = len(self.params)
+        self.params.append(params)
+        columns = {name: [getattr(p, name) for p in self.params] for name in type(params).model_fields}
+        self._shared = {name: c[0] for name, c in columns.items() if len(set(c)) == 1}
+        self._varying = {name: np.array(c) for name, c in columns.items() if name not in self._shared}
+        return self._ids[id(player)]
+
+    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        variant = self.table[batch.games, batch.seats]
+        values = {**self._shared, **{name: column[variant] for name, column in self._varying.items()}}
+        self._player.params = SimpleNamespace(**values)  # type: ignore[assignment]
+        return self._player.act(batch)
