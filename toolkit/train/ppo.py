@@ -248,6 +248,9 @@ class PPOResult(BaseModel):
         description="Steps per second of the rollouts and updates from the second rollout on (no set-up, warm-up, "
         "evaluations or export); None when there was one rollout.",
     )
+    steady_cpu_steps_per_second: float | None = Field(
+        None, description="The same per CPU second of this process: what a busy machine's load does not move."
+    )
     timings: dict[str, float] = Field(
         default_factory=dict,
         description="Seconds of set-up (env, model), rollouts, updates, evaluations and the export.",
@@ -404,14 +407,17 @@ class _PhaseClock:
         self.seconds = {"rollouts": 0.0, "updates": 0.0, "evaluations": 0.0}
         self.rollouts = 0
         self._mark = 0.0  # when the current phase started
-        self._steady: tuple[float, int, float] | None = None  # time, steps, evaluation seconds at rollout 2
+        self._evaluation_cpu = 0.0
+        self._steady: tuple[float, int, float, float] | None = None  # time, steps, evaluations, CPU at rollout 2
         self.steady_steps_per_second: float | None = None
+        self.steady_cpu_steps_per_second: float | None = None  # per CPU second of the process: robust to load
 
     def evaluate(self, run: Callable[[], Any]) -> None:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         run()
         spent = time.perf_counter() - start
         self.seconds["evaluations"] += spent
+        self._evaluation_cpu += time.process_time() - cpu
         self._mark += spent  # not the rollout's time
 
     def rollout_start(self, steps: int) -> None:
@@ -420,7 +426,7 @@ class _PhaseClock:
             self.seconds["updates"] += now - self._mark
         self.rollouts += 1
         if self.rollouts == 2:
-            self._steady = (now, steps, self.seconds["evaluations"])
+            self._steady = (now, steps, self.seconds["evaluations"], time.process_time() - self._evaluation_cpu)
         self._mark = now
 
     def rollout_end(self) -> None:
@@ -432,9 +438,11 @@ class _PhaseClock:
         now = time.perf_counter()
         self.seconds["updates"] += now - self._mark
         if self._steady is not None:
-            start, start_steps, evaluations = self._steady
+            start, start_steps, evaluations, cpu = self._steady
             spent = now - start - (self.seconds["evaluations"] - evaluations)
             self.steady_steps_per_second = round((steps - start_steps) / max(spent, 1e-9), 1)
+            cpu = time.process_time() - self._evaluation_cpu - cpu
+            self.steady_cpu_steps_per_second = round((steps - start_steps) / max(cpu, 1e-9), 1)
 
 
 def train_ppo(
@@ -517,9 +525,10 @@ def train_ppo(
     counts = (
         _export_teacher_games(run, exports, final, backend) if config.export.enabled and config.export.games else None
     )
+    clock = callback.clock
     timings = {
         "setup": round(start - setup_start, 3),
-        **{k: round(v, 3) for k, v in callback.clock.seconds.items()},
+        **{k: round(v, 3) for k, v in clock.seconds.items()},
         "export": round(time.perf_counter() - export_start, 3),
     }
     eval_counts = eval_exporter.close() if eval_exporter is not None else None
@@ -530,7 +539,8 @@ def train_ppo(
         steps=steps,
         seconds=round(seconds, 3),
         steps_per_second=round(steps / max(seconds, 1e-9), 1),
-        steady_steps_per_second=callback.clock.steady_steps_per_second,
+        steady_steps_per_second=clock.steady_steps_per_second,
+        steady_cpu_steps_per_second=clock.steady_cpu_steps_per_second,
         timings=timings,
         best=run.best,
         final=final,
