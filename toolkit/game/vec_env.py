@@ -222,8 +222,9 @@ class CommanderVecEnv(VecEnv):
         st = self.state
         pending = slots[:0]  # ended in this step, to be closed and restarted together
         while True:
-            over = slots[st.done[slots] | st.eliminated[slots, self.learner[slots]]]
-            if len(over):
+            ended = st.done[slots] | st.eliminated[slots, self.learner[slots]]
+            if ended.any():
+                over = slots[ended]
                 again = over if dones is None else over[dones[over]]  # at most one episode ends per env and step
                 if dones is not None:
                     first = over[~dones[over]]
@@ -232,7 +233,7 @@ class CommanderVecEnv(VecEnv):
                 if len(again):  # waits for the next step to be reported, offering only pass
                     self._mask[again] = False
                     self._mask[again, rules.PASS] = True
-                slots = slots[~np.isin(slots, over)]
+                slots = slots[~ended]
             waiting = st.seat[slots] == self.learner[slots]
             if len(pending) and (len(pending) >= _RESTART_BATCH or waiting.all()):
                 self._close(pending, rewards, infos)  # type: ignore[arg-type]
