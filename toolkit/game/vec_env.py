@@ -6,7 +6,10 @@ at once, then lets the opponents play, all games together, until each game
 is back at a learner decision: every round of that loop asks each distinct
 opponent once for all the games where it acts (one vectorised heuristic
 call, one forward pass of a policy), through the core's
-:class:`~toolkit.game.core.Seating`. ``action_masks()`` serves the masks of
+:class:`~toolkit.game.core.Seating`; the league's heuristics that share the
+value attack rule (the default and the tuned one) are asked as one, each
+row with its own parameters. Episodes that end are restarted inside the
+same loop, so one step is one loop however many games restart. ``action_masks()`` serves the masks of
 every env from one array, which is what sb3-contrib's ``MaskablePPO`` asks
 for (``env_method("action_masks")``).
 
@@ -262,7 +265,9 @@ _ROW_PARAMS = ("ramp_until", "removal_min_power", "draw_below", "commander_first
 class _Heuristics:
     """The scripted players of one env's league asked as one: one call per round for all the games where any of
     them acts (the default and the tuned heuristic are two calls otherwise, each with its fixed cost), each row
-    with its own player's parameters. Each row's choice is the one its own player makes alone.
+    with its own player's parameters. Each row's choice is the one its own player makes alone: the parameters
+    that differ are handed to :meth:`HeuristicPlayer.act` as one value per row, which its numpy expressions
+    broadcast (``test_vec_env`` plays a league of both against single envs, move for move).
     """
 
     source = "forge"

@@ -10,7 +10,10 @@ checkpoint path, such as earlier generations' models) with
 Throughput settings follow the field notes for 2 cores, then what learned
 best per second in the loop: 512 envs x 16 steps (the env's numpy calls
 spread over more games: 1.4x the steps/s of 256 x 32 for the same gain per
-step), minibatches of 1024, 4 epochs, ``torch.set_num_threads(1)``.
+step), minibatches of 1024, 4 epochs, ``torch.set_num_threads(1)``. The result
+times each phase (set-up, rollouts, updates, evaluations, export) and gives
+the steady rate: steps per second, and per CPU second, from the second
+rollout on (bench_train compares it with MaskablePPO's own ceiling).
 
 A warm start from a flat PPO checkpoint loads its whole policy, critic
 included (a generation continues where the last one stopped); from a BC
@@ -242,7 +245,9 @@ class PPOResult(BaseModel):
     kind: str
     steps: int
     seconds: float
-    steps_per_second: float = Field(description="Steps over the learning time, evaluations included.")
+    steps_per_second: float = Field(
+        description="Steps over the wall time of learning (its first evaluation and first rollout included)."
+    )
     steady_steps_per_second: float | None = Field(
         None,
         description="Steps per second of the rollouts and updates from the second rollout on (no set-up, warm-up, "
