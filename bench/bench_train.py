@@ -18,17 +18,17 @@ a random agent >= 25,000 agent steps/s (bench_game prints it too); BC >=
 1.0x a plain torch loop over the same in-memory tensors (after one warm-up
 epoch of the plain loop).
 
-Last runs (2026-12-04, 2 cores under load average 3.9-4.6 from other work, so
-wall-clock rates halve at times; --steps 100000, three runs): PPO with the
-defaults 7,302-8,785 agent steps/s steady (9,224-9,608 per CPU-second),
-7,112-8,488 end to end; MaskablePPO's ceiling with the same settings
-21,929-26,520 steady (29,404-31,026 per CPU-second): 0.30-0.38x wall,
-0.31-0.32x per CPU-second (a fourth run under load 5.4: 0.31x and 0.32x); target 12,000 FAIL (the env's game core is ~6 of
+Last runs (2026-12-04, 2 cores under load average 3.9-5.4 from other work, so
+wall-clock rates halve at times; --steps 100000, four runs): PPO with the
+defaults 3,639-8,785 agent steps/s steady (8,330-9,608 per CPU-second),
+3,642-8,488 end to end; MaskablePPO's ceiling with the same settings
+11,607-26,520 steady (25,966-31,026 per CPU-second): 0.30-0.38x wall,
+0.31-0.32x per CPU-second; target 12,000 FAIL (the env's game core is ~6 of
 the ~10.6 CPU-seconds per 100k steps: bench/PROFILES.md); vectorised /
 single-game env 10.3-18.0x (PASS); the vectorised env with a random agent
 14,489-24,385 steps/s (FAIL under this load); BC 0.86-1.00x the warmed-up
-plain loop (FAIL: epochs 2-3 match it, epoch 1 waits on the Parquet decode
-when no core is free); evaluation 322-645 games/s.
+plain loop (FAIL in three runs: epochs 2-3 match it, epoch 1 waits on the
+Parquet decode when no core is free); evaluation 322-645 games/s.
 """
 
 from __future__ import annotations
