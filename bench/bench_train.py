@@ -28,7 +28,7 @@ the ~10.6 CPU-seconds per 100k steps: bench/PROFILES.md); vectorised /
 single-game env 10.3-18.0x (PASS); the vectorised env with a random agent
 14,489-24,385 steps/s (FAIL under this load); BC 0.86-1.00x the warmed-up
 plain loop (FAIL in three runs: epochs 2-3 match it, epoch 1 waits on the
-Parquet decode when no core is free); evaluation 322-645 games/s.
+Parquet decode when no core is free); evaluation 278-645 games/s.
 """
 
 from __future__ import annotations
