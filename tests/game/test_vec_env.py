@@ -8,7 +8,7 @@ import pytest
 from toolkit.game import rules
 from toolkit.game.env import CommanderEnv
 from toolkit.game.league import OpponentPool, env_seed
-from toolkit.game.players import PolicyPlayer
+from toolkit.game.players import HeuristicParams, HeuristicPlayer, PolicyPlayer
 from toolkit.game.vec_env import CommanderVecEnv
 
 
@@ -16,6 +16,10 @@ def _pools():
     return {
         "fixed table": lambda: ("heuristic", "tuned", "heuristic"),
         "league": lambda: OpponentPool(["heuristic", "tuned"], weights=[1, 2]),
+        # the env asks the two value-rule heuristics as one, row by row; the leader-rule one on its own
+        "mixed rules": lambda: OpponentPool(
+            ["heuristic", "tuned", HeuristicPlayer(HeuristicParams(target="leader"))], weights=[1, 1, 1]
+        ),
     }
 
 

@@ -26,6 +26,10 @@ def test_a_short_run_logs_evaluates_checkpoints_and_exports(tmp_path: Path) -> N
         assert update.grad_norm > 0 and update.grad_norm_max >= update.grad_norm
     assert result.updates[1].learning_rate < result.updates[0].learning_rate  # the linear schedule
     assert [e.steps for e in result.evaluations] == [0, 128, 256]
+    # Where the time went: every phase is accounted for, and the steady rate covers the second rollout on.
+    assert set(result.timings) == {"setup", "rollouts", "updates", "evaluations", "export"}
+    assert all(seconds >= 0 for seconds in result.timings.values()) and result.timings["evaluations"] > 0
+    assert result.steady_steps_per_second > 0 and result.steady_cpu_steps_per_second > 0
     assert result.best.name == "ppo-test-best.json" and result.final.name == "ppo-test-final.json"
     card = checkpoints.read_card(result.best)
     assert (
@@ -48,6 +52,7 @@ def test_same_seed_same_weights(tmp_path: Path) -> None:
     config = tiny_ppo(total_steps=128, eval_every=0, export={"enabled": False})
     a = train_ppo(config, tmp_path / "a")
     b = train_ppo(config, tmp_path / "b")
+    assert a.steady_steps_per_second is a.steady_cpu_steps_per_second is None  # one rollout: no steady phase
     _, ta = checkpoints.load_tensors(a.final)
     _, tb = checkpoints.load_tensors(b.final)
     assert all(torch.equal(ta[k], tb[k]) for k in ta)

@@ -6,7 +6,10 @@ at once, then lets the opponents play, all games together, until each game
 is back at a learner decision: every round of that loop asks each distinct
 opponent once for all the games where it acts (one vectorised heuristic
 call, one forward pass of a policy), through the core's
-:class:`~toolkit.game.core.Seating`. ``action_masks()`` serves the masks of
+:class:`~toolkit.game.core.Seating`; the league's heuristics that share the
+value attack rule (the default and the tuned one) are asked as one, each
+row with its own parameters. Episodes that end are restarted inside the
+same loop, so one step is one loop however many games restart. ``action_masks()`` serves the masks of
 every env from one array, which is what sb3-contrib's ``MaskablePPO`` asks
 for (``env_method("action_masks")``).
 
@@ -25,6 +28,7 @@ finished env is reset at once, as sb3 expects: its last observation is in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -34,8 +38,9 @@ from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.env import action_space, learner_observation, observation_space
 from toolkit.game.league import OpponentPool, draw_episode, env_seed
-from toolkit.game.players import Player, attack_target
+from toolkit.game.players import DecisionBatch, HeuristicParams, HeuristicPlayer, Player, attack_target
 
+_RESTART_BATCH = 16  # ended episodes restarted together mid-step once this many wait (one deal each time)
 LEARNER = -1  # the learner's entry in the seating table: asked through step(), never by the core
 
 
@@ -76,8 +81,9 @@ class CommanderVecEnv(VecEnv):
         self.fixed_seat = learner_seat
         self.turn_limit_reward = turn_limit_reward
         self.state = rules.new_state(n_envs, self.config)
-        self.seating = core.Seating(self.pool.players, n_envs, n)
-        self._entries = np.array([self.seating.index_of(p) for p in self.pool.players], np.int32)
+        self._heuristics = _Heuristics(n_envs, n)
+        self.seating = core.Seating([], n_envs, n)
+        self._entries, self._variants = self._seat_entries(self.pool)
         self.learner = np.zeros(n_envs, np.intp)
         self.opponents = np.zeros((n_envs, n - 1), np.int64)
         self._episode_rngs = [np.random.default_rng(env_seed(seed, i)) for i in range(n_envs)]
@@ -93,6 +99,7 @@ class CommanderVecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         every = np.arange(self.num_envs)
         self._start(every)
+        self._play(every)
         return learner_observation(self.state, every, self._mask)
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -110,21 +117,14 @@ class CommanderVecEnv(VecEnv):
         if len(attacks):
             targets[attacks] = attack_target(self.state, attacks, self.learner[attacks])[0]
         rewards = rules.apply(self.state, every, actions, targets, self._mask).reward.astype(np.float32)
-        self._advance(every)
-        st = self.state
-        ended = np.flatnonzero(st.done | st.eliminated[every, self.learner])
-        won = st.done[ended] & ~st.truncated[ended] & (st.winner[ended] == self.learner[ended])
-        outcome = rules.outcome_reward(won)
-        outcome[st.truncated[ended] & ~won] = self.turn_limit_reward
-        rewards[ended] += outcome.astype(np.float32)
+        dones = np.zeros(self.num_envs, bool)
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        self._play(every, rewards, dones, infos)
         self._returns += rewards
         self._lengths += 1
-        dones = np.zeros(self.num_envs, bool)
-        dones[ended] = True
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        if len(ended):
-            self._close(ended, won, infos)
-        return learner_observation(st, every, self._mask), rewards, dones, infos
+        self._returns[dones] = 0.0  # the episodes that started in this step
+        self._lengths[dones] = 0
+        return learner_observation(self.state, every, self._mask), rewards, dones, infos
 
     def action_masks(self) -> np.ndarray:
         """The legal-action masks of every env's current learner decision, [n_envs, 8] bool."""
@@ -155,12 +155,21 @@ class CommanderVecEnv(VecEnv):
     def set_pool(self, pool: OpponentPool) -> None:
         """Draw the opponents of every episode that starts from now on from ``pool`` (a curriculum's next stage)."""
         self.pool = pool
-        self._entries = np.array([self.seating.index_of(p) for p in pool.players], np.int32)
+        self._entries, self._variants = self._seat_entries(pool)
+
+    def _seat_entries(self, pool: OpponentPool) -> tuple[np.ndarray, np.ndarray]:
+        """Per pool player: its seating entry (the heuristics share one) and its heuristic variant (-1: none)."""
+        entries, variants = [], []
+        for player in pool.players:
+            variant = self._heuristics.variant(player)
+            entries.append(self.seating.index_of(self._heuristics if variant >= 0 else player))
+            variants.append(variant)
+        return np.array(entries, np.int32), np.array(variants, np.intp)
 
     # -- episodes ---------------------------------------------------------------------------
 
     def _start(self, slots: np.ndarray) -> None:
-        """Start the next episode of each env in ``slots`` and play up to its learner's first decision."""
+        """Deal the next episode of each env in ``slots`` (learner seat and table drawn from its generator)."""
         n = self.config.n_seats
         deals = []
         for i in slots.tolist():
@@ -169,42 +178,129 @@ class CommanderVecEnv(VecEnv):
             self.opponents[i] = episode.opponents
             seats = episode.seat_players(n)
             self.seating.table[i] = np.where(seats < 0, LEARNER, self._entries[np.maximum(seats, 0)])
+            self._heuristics.table[i] = self._variants[np.maximum(seats, 0)]
             deals.append(episode.deal)
         rules.deal(self.state, slots, deals, self.config)
         self._returns[slots] = 0.0
         self._lengths[slots] = 0
-        self._advance(slots)
 
-    def _close(self, ended: np.ndarray, won: np.ndarray, infos: list[dict[str, Any]]) -> None:
-        """Report the episodes of ``ended`` in ``infos`` and start their next ones."""
+    def _close(self, ended: np.ndarray, rewards: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        """End the episodes of ``ended``: add the outcome to their ``rewards``, report them in ``infos``."""
         st = self.state
+        won = st.done[ended] & ~st.truncated[ended] & (st.winner[ended] == self.learner[ended])
+        outcome = rules.outcome_reward(won)
+        outcome[st.truncated[ended] & ~won] = self.turn_limit_reward
+        rewards[ended] += outcome.astype(np.float32)
+        self._mask[ended] = False
+        self._mask[ended, rules.PASS] = True  # a finished episode still offers one legal action
         terminal = learner_observation(st, ended, self._mask[ended])
         for k, i in enumerate(ended.tolist()):
             infos[i] = {
                 "terminal_observation": terminal[k],
-                "episode": {"r": float(self._returns[i]), "l": int(self._lengths[i])},
+                "episode": {"r": float(self._returns[i] + rewards[i]), "l": int(self._lengths[i] + 1)},
                 "won": bool(won[k]),
                 "placement": int(st.placement[i, self.learner[i]]),
                 "timed_out": bool(st.truncated[i]),
                 "opponents": self.opponents[i].tolist(),
             }
-        self._start(ended)
 
-    def _advance(self, slots: np.ndarray) -> None:
-        """Opponents play, all games together, until each game of ``slots`` waits on its learner or its episode
-        ended."""
+    def _play(
+        self,
+        slots: np.ndarray,
+        rewards: np.ndarray | None = None,
+        dones: np.ndarray | None = None,
+        infos: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Opponents play, all games together, until each game of ``slots`` waits on its learner.
+
+        In a step (``rewards`` given), the episodes that end (by the learner's
+        action or the opponents' play) are closed (outcome reward, info) and
+        their envs' next episodes dealt inside the same loop, in batches (once
+        ``_RESTART_BATCH`` wait, or when every other game waits on its
+        learner), so the restarted games play their opening rounds alongside
+        the others' last ones rather than in a loop of their own. Games are
+        independent: each plays the moves it would alone (only a random
+        player's draws, from one generator, come in another order).
+        """
         st = self.state
+        pending = slots[:0]  # ended in this step, to be closed and restarted together
         while True:
-            live = slots[~st.done[slots] & ~st.eliminated[slots, self.learner[slots]]]
-            waiting = st.seat[live] == self.learner[live]
-            self._mask[live[waiting]] = rules.legal_mask(st, live[waiting]) if waiting.any() else False
-            g = live[~waiting]
-            slots = g
+            ended = st.done[slots] | st.eliminated[slots, self.learner[slots]]
+            if ended.any():
+                over = slots[ended]
+                again = over if dones is None else over[dones[over]]  # at most one episode ends per env and step
+                if dones is not None:
+                    first = over[~dones[over]]
+                    dones[first] = True
+                    pending = np.concatenate([pending, first])
+                if len(again):  # waits for the next step to be reported, offering only pass
+                    self._mask[again] = False
+                    self._mask[again, rules.PASS] = True
+                slots = slots[~ended]
+            waiting = st.seat[slots] == self.learner[slots]
+            if len(pending) and (len(pending) >= _RESTART_BATCH or waiting.all()):
+                self._close(pending, rewards, infos)  # type: ignore[arg-type]
+                self._start(pending)
+                slots = np.sort(np.concatenate([slots, pending]))
+                pending = pending[:0]
+                waiting = st.seat[slots] == self.learner[slots]
+            if not len(slots):
+                break
+            mask = rules.legal_mask(st, slots)
+            self._mask[slots[waiting]] = mask[waiting]
+            g = slots[~waiting]
             if not len(g):
                 break
-            mask = rules.legal_mask(st, g)
+            mask = mask[~waiting]
+            slots = g
             actions, targets = self.seating.ask(st, g, mask, self._rng)
             rules.apply(st, g, actions, targets, mask)
-        over = np.flatnonzero(st.done | st.eliminated[np.arange(self.num_envs), self.learner])
-        self._mask[over] = False
-        self._mask[over, rules.PASS] = True  # a finished episode still offers one legal action
+
+
+# The parameters that may differ between the heuristics asked together (each row gets its own); every other one must
+# be equal, as the attack rule's (``target="value"``) code reads them for a subset of the rows.
+_ROW_PARAMS = ("ramp_until", "removal_min_power", "draw_below", "commander_first", "hold_when_behind")
+
+
+class _Heuristics:
+    """The scripted players of one env's league asked as one: one call per round for all the games where any of
+    them acts (the default and the tuned heuristic are two calls otherwise, each with its fixed cost), each row
+    with its own player's parameters. Each row's choice is the one its own player makes alone: the parameters
+    that differ are handed to :meth:`HeuristicPlayer.act` as one value per row, which its numpy expressions
+    broadcast (``test_vec_env`` plays a league of both against single envs, move for move).
+    """
+
+    source = "forge"
+
+    def __init__(self, n_envs: int, n_seats: int) -> None:
+        self.params: list[HeuristicParams] = []
+        self.table = np.full((n_envs, n_seats), -1, np.intp)  # the variant at each seat of each game
+        self._ids: dict[int, int] = {}
+        self._player = HeuristicPlayer()
+        self._shared: dict[str, Any] = {}  # the parameters every variant shares, as they are
+        self._varying: dict[str, np.ndarray] = {}  # the others, one entry per variant
+
+    def variant(self, player: Player) -> int:
+        """The variant index of ``player``, added if new; -1 if it is no plain heuristic sharing the first one's
+        attack rule (it is then asked on its own)."""
+        if id(player) in self._ids:
+            return self._ids[id(player)]
+        if type(player) is not HeuristicPlayer:
+            return -1
+        params = player.params
+        first = self.params[0] if self.params else params
+        shared = [name for name in type(params).model_fields if name not in _ROW_PARAMS]
+        if params.target != "value" or any(getattr(params, k) != getattr(first, k) for k in shared):
+            return -1
+        self._ids[id(player)] = len(self.params)
+        self.params.append(params)
+        columns = {name: [getattr(p, name) for p in self.params] for name in type(params).model_fields}
+        self._shared = {name: c[0] for name, c in columns.items() if len(set(c)) == 1}
+        self._varying = {name: np.array(c) for name, c in columns.items() if name not in self._shared}
+        return self._ids[id(player)]
+
+    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        variant = self.table[batch.games, batch.seats]
+        values = {**self._shared, **{name: column[variant] for name, column in self._varying.items()}}
+        self._player.params = SimpleNamespace(**values)  # type: ignore[assignment]
+        return self._player.act(batch)

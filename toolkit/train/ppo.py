@@ -10,7 +10,10 @@ checkpoint path, such as earlier generations' models) with
 Throughput settings follow the field notes for 2 cores, then what learned
 best per second in the loop: 512 envs x 16 steps (the env's numpy calls
 spread over more games: 1.4x the steps/s of 256 x 32 for the same gain per
-step), minibatches of 1024, 4 epochs, ``torch.set_num_threads(1)``.
+step), minibatches of 1024, 4 epochs, ``torch.set_num_threads(1)``. The result
+times each phase (set-up, rollouts, updates, evaluations, export) and gives
+the steady rate: steps per second, and per CPU second, from the second
+rollout on (bench_train compares it with MaskablePPO's own ceiling).
 
 A warm start from a flat PPO checkpoint loads its whole policy, critic
 included (a generation continues where the last one stopped); from a BC
@@ -242,7 +245,21 @@ class PPOResult(BaseModel):
     kind: str
     steps: int
     seconds: float
-    steps_per_second: float
+    steps_per_second: float = Field(
+        description="Steps over the wall time of learning (its first evaluation and first rollout included)."
+    )
+    steady_steps_per_second: float | None = Field(
+        None,
+        description="Steps per second of the rollouts and updates from the second rollout on (no set-up, warm-up, "
+        "evaluations or export); None when there was one rollout.",
+    )
+    steady_cpu_steps_per_second: float | None = Field(
+        None, description="The same per CPU second of this process: what a busy machine's load does not move."
+    )
+    timings: dict[str, float] = Field(
+        default_factory=dict,
+        description="Seconds of set-up (env, model), rollouts, updates, evaluations and the export.",
+    )
     best: Path | None = Field(description="Card of the best checkpoint by evaluation win rate.")
     final: Path
     metrics: Path
@@ -347,15 +364,16 @@ class _Run:
 
 
 class _RunCallback(BaseCallback):
-    """sb3's hooks into one run: records every update, evaluates on schedule, reports progress."""
+    """sb3's hooks into one run: records every update, evaluates on schedule, reports progress, times the phases."""
 
     def __init__(self, run: _Run) -> None:
         super().__init__()
         self.run = run
         self.next_eval = run.config.eval_every or math.inf
+        self.clock = _PhaseClock()
 
     def _on_training_start(self) -> None:
-        _evaluate(self.run)
+        self.clock.evaluate(lambda: _evaluate(self.run))
 
     def _on_step(self) -> bool:
         run = self.run
@@ -365,16 +383,71 @@ class _RunCallback(BaseCallback):
                 run.tally.add([names[i] for i in info["opponents"]], info["won"])
         if self.num_timesteps >= self.next_eval:
             self.next_eval += run.config.eval_every
-            _evaluate(run)
+            self.clock.evaluate(lambda: _evaluate(run))
         if run.progress is not None:
             run.progress(Progress(self.num_timesteps, run.config.total_steps, "steps"))
         return True
 
     def _on_rollout_start(self) -> None:
+        self.clock.rollout_start(self.num_timesteps)
         _log_update(self.run)
 
+    def _on_rollout_end(self) -> None:
+        self.clock.rollout_end()
+
     def _on_training_end(self) -> None:
+        self.clock.training_end(self.num_timesteps)
         _log_update(self.run)
+
+
+class _PhaseClock:
+    """Where a run's learning time goes: rollouts, updates and evaluations, and the steady rate.
+
+    The steady rate counts the steps and the time from the second rollout on
+    (the first one warms up, and model set-up, the final evaluation and the
+    export lie outside ``learn``), less the evaluations in between.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = {"rollouts": 0.0, "updates": 0.0, "evaluations": 0.0}
+        self.rollouts = 0
+        self._mark = 0.0  # when the current phase started
+        self._evaluation_cpu = 0.0
+        self._steady: tuple[float, int, float, float] | None = None  # time, steps, evaluations, CPU at rollout 2
+        self.steady_steps_per_second: float | None = None
+        self.steady_cpu_steps_per_second: float | None = None  # per CPU second of the process: robust to load
+
+    def evaluate(self, run: Callable[[], Any]) -> None:
+        start, cpu = time.perf_counter(), time.process_time()
+        run()
+        spent = time.perf_counter() - start
+        self.seconds["evaluations"] += spent
+        self._evaluation_cpu += time.process_time() - cpu
+        self._mark += spent  # not the rollout's time
+
+    def rollout_start(self, steps: int) -> None:
+        now = time.perf_counter()
+        if self.rollouts:
+            self.seconds["updates"] += now - self._mark
+        self.rollouts += 1
+        if self.rollouts == 2:
+            self._steady = (now, steps, self.seconds["evaluations"], time.process_time() - self._evaluation_cpu)
+        self._mark = now
+
+    def rollout_end(self) -> None:
+        now = time.perf_counter()
+        self.seconds["rollouts"] += now - self._mark
+        self._mark = now
+
+    def training_end(self, steps: int) -> None:
+        now = time.perf_counter()
+        self.seconds["updates"] += now - self._mark
+        if self._steady is not None:
+            start, start_steps, evaluations, cpu = self._steady
+            spent = now - start - (self.seconds["evaluations"] - evaluations)
+            self.steady_steps_per_second = round((steps - start_steps) / max(spent, 1e-9), 1)
+            cpu = time.process_time() - self._evaluation_cpu - cpu
+            self.steady_cpu_steps_per_second = round((steps - start_steps) / max(cpu, 1e-9), 1)
 
 
 def train_ppo(
@@ -394,6 +467,7 @@ def train_ppo(
         TrainError: the warm-start checkpoint is missing or does not fit.
         ConfigError: an invalid combination of options.
     """
+    setup_start = time.perf_counter()
     torch.set_num_threads(config.torch_threads)
     run_id = config.run_id or checkpoints.new_run_id()
     out.mkdir(parents=True, exist_ok=True)
@@ -446,14 +520,22 @@ def train_ppo(
             dataset=dataset,
             progress=progress,
         )
-        model.learn(total_timesteps=config.total_steps, callback=_RunCallback(run), log_interval=None)
+        callback = _RunCallback(run)
+        model.learn(total_timesteps=config.total_steps, callback=callback, log_interval=None)
         seconds = time.perf_counter() - start
         if not run.evaluations or run.evaluations[-1].steps != model.num_timesteps:
-            _evaluate(run, final=True)
+            callback.clock.evaluate(lambda: _evaluate(run, final=True))
     final = _save(run, "final", {"steps": model.num_timesteps})
+    export_start = time.perf_counter()
     counts = (
         _export_teacher_games(run, exports, final, backend) if config.export.enabled and config.export.games else None
     )
+    clock = callback.clock
+    timings = {
+        "setup": round(start - setup_start, 3),
+        **{k: round(v, 3) for k, v in clock.seconds.items()},
+        "export": round(time.perf_counter() - export_start, 3),
+    }
     eval_counts = eval_exporter.close() if eval_exporter is not None else None
     steps = int(model.num_timesteps)
     return PPOResult(
@@ -462,6 +544,9 @@ def train_ppo(
         steps=steps,
         seconds=round(seconds, 3),
         steps_per_second=round(steps / max(seconds, 1e-9), 1),
+        steady_steps_per_second=clock.steady_steps_per_second,
+        steady_cpu_steps_per_second=clock.steady_cpu_steps_per_second,
+        timings=timings,
         best=run.best,
         final=final,
         metrics=metrics_path,
