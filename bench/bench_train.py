@@ -46,6 +46,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import judged  # noqa: E402
 
 PPO_TARGET = 12_000
 PPO_RATIO_TARGET = 10.0
@@ -261,12 +262,12 @@ def main() -> None:
             figures.update(vec_env_figures())
     for key, value in figures.items():
         print(f"{key:48s} {value}")
-    for label, ok, target in _checks(figures):
-        print(f"target {label}: {target}: {'PASS' if ok else 'FAIL'}")
+    for label, ok, target, measured in _checks(figures):
+        print(f"target {label}: {target}: {judged(label.split(' (')[0], ok, measured, target)}")
 
 
-def _checks(figures: dict[str, Any]) -> list[tuple[str, bool, str]]:
-    """Each target of the parts that ran: (label, met, target)."""
+def _checks(figures: dict[str, Any]) -> list[tuple[str, bool, str, str]]:
+    """Each target of the parts that ran: (label, met, target, measured)."""
     checks = []
     if "ppo_defaults_steady_steps_per_s" in figures:
         checks += [
@@ -278,16 +279,19 @@ def _checks(figures: dict[str, Any]) -> list[tuple[str, bool, str]]:
                 f"{figures['ppo_steady_cpu_vs_ceiling']:.2f}x)",
                 figures["ppo_defaults_steady_steps_per_s"] >= PPO_TARGET,
                 f">= {PPO_TARGET:,} steps/s",
+                f"{figures['ppo_defaults_steady_steps_per_s']:,.0f} steps/s",
             ),
             (
                 "PPO vectorised / single-game env path",
                 figures["ppo_vectorised_vs_single_game"] >= PPO_RATIO_TARGET,
                 f">= {PPO_RATIO_TARGET:.0f}x",
+                f"{figures['ppo_vectorised_vs_single_game']:.1f}x",
             ),
             (
                 "vectorised env, random agent",
                 figures["vec_env_random_agent_steps_per_s"] >= VEC_ENV_TARGET,
                 f">= {VEC_ENV_TARGET:,} steps/s",
+                f"{figures['vec_env_random_agent_steps_per_s']:,.0f} steps/s",
             ),
         ]
     if "bc_ours_vs_plain" in figures:
@@ -296,6 +300,7 @@ def _checks(figures: dict[str, Any]) -> list[tuple[str, bool, str]]:
                 "BC against a plain torch loop (warmed up)",
                 figures["bc_ours_vs_plain"] >= BC_RATIO_TARGET,
                 f">= {BC_RATIO_TARGET:.1f}x",
+                f"{figures['bc_ours_vs_plain']:.2f}x",
             )
         )
     return checks
