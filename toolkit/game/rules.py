@@ -124,6 +124,61 @@ ELIMINATION_REWARD: Final = 0.05
 WIN_REWARD, LOSS_REWARD = 1.0, -1.0
 
 
+# Ranking a combat line sorts distinct int32 keys: the rank in the high bits, then the slot, then the card id + 1
+# (0 for an empty slot), so one plain np.sort gives the stable order and the ranked cards in it (a stable argsort
+# of int16 ranks, a radix sort per row of 10, cost ~10x more). Attackers rank by power, strongest first; blockers
+# by toughness, sturdiest first, an empty slot last.
+_CARD_BITS, _SLOT_BITS = 6, 4
+if N_CARDS + 1 >= 1 << _CARD_BITS or SLOTS > 1 << _SLOT_BITS:  # a card table that outgrows the keys is a bug
+    raise ValueError(f"{N_CARDS} cards or {SLOTS} slots do not fit the combat sort keys")
+_CARD_PLUS_ONE = np.append(np.arange(1, N_CARDS + 1), 0).astype(np.int32)  # indexed by card id, -1 -> 0
+_ATTACKER_KEY = ((int(POWER.max()) - POWER.astype(np.int32)) << (_CARD_BITS + _SLOT_BITS)) + _CARD_PLUS_ONE
+_BLOCKER_KEY = (
+    (int(TOUGHNESS.max()) + 1 - TOUGHNESS.astype(np.int32) - (_CARD_PLUS_ONE > 0)) << (_CARD_BITS + _SLOT_BITS)
+) + _CARD_PLUS_ONE
+_SLOT_KEY = np.arange(SLOTS, dtype=np.int32) << _CARD_BITS
+_THREAT_SCORE = POWER.astype(np.int32) * 4096 + TOUGHNESS * 16  # power first, then toughness (then turn order)
+
+
+def _ranked(keys: np.ndarray, cards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort each row of ``cards`` [...,SLOTS] by ``keys`` (a key table above): (slot order, ranked cards)."""
+    ranked = np.sort(keys[cards] + _SLOT_KEY, axis=-1)
+    return (ranked >> _CARD_BITS) & ((1 << _SLOT_BITS) - 1), (ranked & ((1 << _CARD_BITS) - 1)) - 1
+
+
+def _sum_slots(values: np.ndarray) -> np.ndarray:
+    """Sum over the last axis (the slots or seats): einsum runs ~5x faster than .sum(-1) over so short an axis."""
+    return np.einsum("...k->...", values)
+
+
+def _any_slot(flags: np.ndarray) -> np.ndarray:
+    """Any over the last axis of a bool array (see :func:`_sum_slots`)."""
+    return np.einsum("...k->...", flags.view(np.uint8)) > 0
+
+
+def max_slots(values: np.ndarray) -> np.ndarray:
+    """Max over the last axis, one elementwise maximum per entry (~7x faster than .max(-1) over 10 slots)."""
+    out = values[..., 0].copy()
+    for k in range(1, values.shape[-1]):
+        np.maximum(out, values[..., k], out=out)
+    return out
+
+
+def _columns(kind: int) -> slice | np.ndarray:
+    """The card ids of ``kind``: a slice when contiguous in the table (as they are), which reads without a copy."""
+    ids = np.flatnonzero(KIND[:-1] == kind)
+    contiguous = len(ids) and ids[-1] - ids[0] == len(ids) - 1
+    return slice(int(ids[0]), int(ids[-1]) + 1) if contiguous else ids
+
+
+_KIND_COLUMNS = {kind: _columns(kind) for kind in (LAND, CREATURE, REMOVAL, DRAW, RAMP)}
+
+
+def _any_of_kind(cards: np.ndarray, kind: int) -> np.ndarray:
+    """Whether any card of ``kind`` is flagged in ``cards`` [M,C] bool."""
+    return _any_slot(cards[:, _KIND_COLUMNS[kind]])
+
+
 def outcome_reward(won: np.ndarray) -> np.ndarray:
     """The terminal reward of each seat's last decision: +1 for a win, -1 for anything else (turn limit included)."""
     return np.where(won, WIN_REWARD, LOSS_REWARD)
@@ -263,7 +318,7 @@ def deal(state: GameState, g: np.ndarray, seeds: list[np.random.Generator], conf
 
 def seat_power(state: GameState, g: np.ndarray) -> np.ndarray:
     """Summed creature power of every seat, [M,N]."""
-    return POWER[state.creatures[g]].sum(-1)
+    return _sum_slots(POWER[state.creatures[g]])
 
 
 def ready_attackers(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -295,7 +350,7 @@ def strongest_threat(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np
     cards = state.creatures[g]  # [M,N,K]
     n = state.n_seats
     later = (n - turn_order_distance(state, g, s))[:, :, None]  # the next seat in turn order scores highest
-    score = POWER[cards].astype(np.int32) * 4096 + TOUGHNESS[cards] * 16 + later
+    score = _THREAT_SCORE[cards] + later
     valid = (cards >= 0) & (np.arange(n)[None, :, None] != s[:, None, None])
     flat = np.where(valid, score, -1).reshape(len(g), -1)
     best = flat.argmax(1)
@@ -317,19 +372,19 @@ def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
     """The legal-action mask of the acting seat of each game in ``g``, [M,8] bool."""
     s = state.seat[g].astype(np.intp)
     m = len(g)
-    mask = np.zeros((m, N_ACTIONS), bool)
+    mask = np.empty((m, N_ACTIONS), bool)
     hand, pool = state.hand[g, s], state.pool[g, s]
     affordable = (hand > 0) & (COST[:-1] <= pool[:, None])
-    kind = KIND[:-1]
-    free_slot = (state.creatures[g, s] < 0).any(1)
-    mask[:, CAST_CREATURE] = (affordable & (kind == CREATURE)).any(1) & free_slot
-    opponent_creature = ((state.creatures[g] >= 0).any(-1) & (np.arange(state.n_seats)[None, :] != s[:, None])).any(1)
-    mask[:, CAST_REMOVAL] = (affordable & (kind == REMOVAL)).any(1) & opponent_creature
-    mask[:, CAST_DRAW] = (affordable & (kind == DRAW)).any(1)
-    land_ok = ~state.land_played[g] & (hand[:, kind == LAND] > 0).any(1)
-    mask[:, CAST_RAMP] = land_ok | (affordable & (kind == RAMP)).any(1)
+    on_board = np.einsum("mnk->mn", (state.creatures[g] >= 0).view(np.uint8))  # [M,N] creatures per seat
+    free_slot = on_board[np.arange(m), s] < SLOTS
+    opponent_creature = _any_slot((on_board > 0) & (np.arange(state.n_seats)[None, :] != s[:, None]))
+    mask[:, CAST_CREATURE] = _any_of_kind(affordable, CREATURE) & free_slot
+    mask[:, CAST_REMOVAL] = _any_of_kind(affordable, REMOVAL) & opponent_creature
+    mask[:, CAST_DRAW] = _any_of_kind(affordable, DRAW)
+    land_ok = ~state.land_played[g] & _any_of_kind(hand > 0, LAND)
+    mask[:, CAST_RAMP] = land_ok | _any_of_kind(affordable, RAMP)
     mask[:, CAST_COMMANDER] = state.in_command_zone[g, s] & (commander_cost(state, g, s) <= pool) & free_slot
-    mask[:, ATTACK] = (state.phase[g] == MAIN_1) & ready_attackers(state, g, s).any(1)
+    mask[:, ATTACK] = (state.phase[g] == MAIN_1) & _any_slot(ready_attackers(state, g, s))
     mask[:, HOLD] = pool >= HOLD_MIN_MANA
     mask[:, PASS] = True
     return mask
@@ -479,28 +534,52 @@ def resolve_combat(
     Pure: players use it to foresee an attack (without the defender's held
     removal, which they cannot see); :func:`_attack` applies it.
     """
-    rows = np.arange(len(g))[:, None]
     attacking = ready_attackers(state, g, a) if attacking is None else attacking
-    att_cards = np.where(attacking, state.creatures[g, a], NO_CARD)
-    a_order = np.argsort(-POWER[att_cards], axis=1, kind="stable")
-    a_card = att_cards[rows, a_order]
+    a_order, a_card = _ranked(_ATTACKER_KEY, np.where(attacking, state.creatures[g, a], NO_CARD))
+    b_order, b_card = _ranked(_BLOCKER_KEY, np.where(state.tapped[g, d], NO_CARD, state.creatures[g, d]))
+    others = np.where(np.arange(state.n_seats)[None, :] == a[:, None], 0, state.cmd_damage[g, d]).max(1)
+    return _block(a_order, a_card, b_order, b_card, state.life[g, d], state.cmd_damage[g, d, a], others)
+
+
+def resolve_combats(state: GameState, g: np.ndarray, a: np.ndarray) -> Combat:
+    """:func:`resolve_combat` of every ready creature of seat ``a`` against each seat, [M,N] (itself included).
+
+    The attackers are ranked once per game and their line broadcast against
+    every seat's blockers (``a_order`` is [M,1,SLOTS]), which is what a player
+    foreseeing each possible target needs.
+    """
+    a_order, a_card = _ranked(_ATTACKER_KEY, np.where(ready_attackers(state, g, a), state.creatures[g, a], NO_CARD))
+    b_order, b_card = _ranked(_BLOCKER_KEY, np.where(state.tapped[g], NO_CARD, state.creatures[g]))
+    cmd = state.cmd_damage[g]  # [M,N defender,N commander's seat]
+    taken = np.take_along_axis(cmd, a[:, None, None], axis=2)[:, :, 0]
+    others = max_slots(np.where(np.arange(state.n_seats)[None, None, :] == a[:, None, None], 0, cmd))
+    return _block(a_order[:, None], a_card[:, None], b_order, b_card, state.life[g], taken, others)
+
+
+def _block(
+    a_order: np.ndarray,
+    a_card: np.ndarray,
+    b_order: np.ndarray,
+    b_card: np.ndarray,
+    life: np.ndarray,
+    taken: np.ndarray,
+    others: np.ndarray,
+) -> Combat:
+    """The block rule on ranked lines [...,SLOTS] (broadcast against each other), the defender's ``life``, its
+    commander damage ``taken`` from the attacker and the most it took from any other commander."""
     a_pow, a_tough, a_on = POWER[a_card], TOUGHNESS[a_card], a_card >= 0
     a_cmd = KIND[a_card] == COMMANDER
-    blk_cards = np.where(state.tapped[g, d], NO_CARD, state.creatures[g, d])
-    b_order = np.argsort(-TOUGHNESS[blk_cards] - (blk_cards >= 0), axis=1, kind="stable")
-    b_card = blk_cards[rows, b_order]
     b_pow, b_tough = POWER[b_card], TOUGHNESS[b_card]
     pair = a_on & (b_card >= 0)
     good = pair & ((b_tough > a_pow) | (b_pow >= a_tough))
-    life, taken = state.life[g, d], state.cmd_damage[g, d, a]
-    open_dmg = (a_pow * (a_on & ~good)).sum(1)
-    open_cmd = (a_pow * (a_on & ~good & a_cmd)).sum(1)
+    open_ = a_on & ~good
+    open_dmg = _sum_slots(a_pow * open_)
+    open_cmd = _sum_slots(a_pow * (open_ & a_cmd))
     lethal = (open_dmg >= life) | (taken + open_cmd >= COMMANDER_LETHAL)
-    block = np.where(lethal[:, None], pair, good)
+    block = np.where(lethal[..., None], pair, good)
     unblocked = a_on & ~block
-    damage = (a_pow * unblocked).sum(1)
-    commander_damage = taken + (a_pow * (unblocked & a_cmd)).sum(1)
-    others = np.where(np.arange(state.n_seats)[None, :] == a[:, None], 0, state.cmd_damage[g, d]).max(1)
+    damage = _sum_slots(a_pow * unblocked)
+    commander_damage = taken + _sum_slots(a_pow * (unblocked & a_cmd))
     a_dead = block & (b_pow >= a_tough)
     b_dead = block & (a_pow >= b_tough)
     return Combat(
@@ -511,8 +590,8 @@ def resolve_combat(
         b_order=b_order,
         a_dead=a_dead,
         b_dead=b_dead,
-        power_lost=(a_pow * a_dead).sum(1),
-        power_killed=(b_pow * b_dead).sum(1),
+        power_lost=_sum_slots(a_pow * a_dead),
+        power_killed=_sum_slots(b_pow * b_dead),
     )
 
 
