@@ -185,15 +185,16 @@ def attack_values(st: rules.GameState, g: np.ndarray, s: np.ndarray) -> np.ndarr
     that blocks nothing takes all the damage and is the best target; ties go
     to the opponent next in turn order.
     """
-    combat = rules.resolve_combats(st, g, s)  # [M,N]
-    distance = rules.turn_order_distance(st, g, s)
-    value = (
+    rows, defender, combat = rules.resolve_combats(st, g, s)  # one entry per live opponent
+    distance = (defender - s[rows]) % st.n_seats
+    values = np.full((len(g), st.n_seats), -np.inf)
+    values[rows, defender] = (
         KILL_VALUE * combat.eliminates
         + combat.damage
         + TRADE_WEIGHT * (combat.power_killed.astype(float) - combat.power_lost)
         - 1e-3 * distance
     )
-    return np.where((distance == 0) | st.eliminated[g], -np.inf, value)
+    return values
 
 
 def attack_target(st: rules.GameState, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

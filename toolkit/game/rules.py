@@ -541,19 +541,22 @@ def resolve_combat(
     return _block(a_order, a_card, b_order, b_card, state.life[g, d], state.cmd_damage[g, d, a], others)
 
 
-def resolve_combats(state: GameState, g: np.ndarray, a: np.ndarray) -> Combat:
-    """:func:`resolve_combat` of every ready creature of seat ``a`` against each seat, [M,N] (itself included).
+def resolve_combats(state: GameState, g: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, Combat]:
+    """:func:`resolve_combat` of every ready creature of seat ``a`` against each live opponent.
 
-    The attackers are ranked once per game and their line broadcast against
-    every seat's blockers (``a_order`` is [M,1,SLOTS]), which is what a player
-    foreseeing each possible target needs.
+    Returns ``(rows, defenders, combat)``: one entry per (decision, live
+    opponent) pair, ``rows`` indexing ``g``. The attackers are ranked once per
+    decision and their line reused against each opponent, which is what a
+    player foreseeing each possible target needs.
     """
     a_order, a_card = _ranked(_ATTACKER_KEY, np.where(ready_attackers(state, g, a), state.creatures[g, a], NO_CARD))
-    b_order, b_card = _ranked(_BLOCKER_KEY, np.where(state.tapped[g], NO_CARD, state.creatures[g]))
-    cmd = state.cmd_damage[g]  # [M,N defender,N commander's seat]
-    taken = np.take_along_axis(cmd, a[:, None, None], axis=2)[:, :, 0]
-    others = max_slots(np.where(np.arange(state.n_seats)[None, None, :] == a[:, None, None], 0, cmd))
-    return _block(a_order[:, None], a_card[:, None], b_order, b_card, state.life[g], taken, others)
+    rows, d = np.nonzero(~state.eliminated[g] & (np.arange(state.n_seats)[None, :] != a[:, None]))
+    g, a = g[rows], a[rows]
+    b_order, b_card = _ranked(_BLOCKER_KEY, np.where(state.tapped[g, d], NO_CARD, state.creatures[g, d]))
+    cmd = state.cmd_damage[g, d]  # [P,N] what each defender took from each seat's commander
+    others = max_slots(np.where(np.arange(state.n_seats)[None, :] == a[:, None], 0, cmd))
+    taken = cmd[np.arange(len(g)), a]
+    return rows, d, _block(a_order[rows], a_card[rows], b_order, b_card, state.life[g, d], taken, others)
 
 
 def _block(
