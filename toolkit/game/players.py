@@ -100,7 +100,7 @@ class HeuristicPlayer:
 
     def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
         p, st, g, s, mask = self.params, batch.state, batch.games, batch.seats.astype(np.intp), batch.mask
-        creature_power = POWER[st.creatures[g]]  # [M,N,SLOTS]
+        creature_power = POWER[st.creatures[g].astype(np.intp)]  # [M,N,SLOTS]; intp indices: ~3x faster than int16
         power = np.einsum("mns->mn", creature_power)  # rules.seat_power, from the lookup the threat reads too
         mine = power[np.arange(len(g)), s]
         own = np.arange(st.n_seats)[None, :] == s[:, None]

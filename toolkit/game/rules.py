@@ -337,7 +337,7 @@ def deal(state: GameState, g: np.ndarray, seeds: list[np.random.Generator], conf
 
 def seat_power(state: GameState, g: np.ndarray) -> np.ndarray:
     """Summed creature power of every seat, [M,N]."""
-    return _sum_slots(POWER[state.creatures[g]])
+    return _sum_slots(POWER[state.creatures[g].astype(np.intp)])
 
 
 def ready_attackers(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -370,7 +370,7 @@ def strongest_threat(state: GameState, g: np.ndarray, s: np.ndarray) -> tuple[np
     cards = state.creatures[g]  # [M,N,K]
     n = state.n_seats
     later = (n - turn_order_distance(state, g, s))[:, :, None]  # the next seat in turn order scores highest
-    score = _THREAT_SCORE[cards] + later
+    score = _THREAT_SCORE[cards.astype(np.intp)] + later
     valid = (cards >= 0) & (np.arange(n)[None, :, None] != s[:, None, None])
     flat = np.where(valid, score, -1).reshape(len(g), -1)
     best = flat.argmax(1)
