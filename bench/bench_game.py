@@ -40,6 +40,7 @@ from toolkit.game.simulate import SimulateConfig, simulate
 from toolkit.game.vec_env import CommanderVecEnv
 
 ORIGIN_DECISIONS_PER_S = 3_200  # the origin lab's simulator (field notes)
+BATCHED_TARGET = 300_000  # decisions/s of the batched core, 4 heuristics (issue 26; a numpy prototype reached 383k)
 SIMULATE_TARGET = 50_000  # decisions/s written by distill simulate, 4 heuristics, default settings
 VEC_ENV_TARGET = 25_000  # agent steps/s of the vectorised env with a random agent
 
@@ -49,9 +50,15 @@ def _met(ok: bool) -> str:
 
 
 def _rate(players: list, games: int, batch: int, seed: int = 0) -> float:
-    start = time.perf_counter()
+    return _timed_rate(players, games, batch, seed)[0]
+
+
+def _timed_rate(players: list, games: int, batch: int, seed: int = 0) -> tuple[float, float]:
+    """Decisions per wall second, and the CPU seconds the process spent per wall second (below 1: load)."""
+    start, cpu = time.perf_counter(), time.process_time()
     decisions = sum(int(f.decisions.sum()) for f in core.play(players, games, seed=seed, batch_size=batch))
-    return decisions / (time.perf_counter() - start)
+    wall = time.perf_counter() - start
+    return decisions / wall, (time.process_time() - cpu) / wall
 
 
 def _gym_rate(seconds: float) -> float:
@@ -83,7 +90,8 @@ def vec_env_rate(n_envs: int, seconds: float) -> float:
 def speed(quick: bool) -> None:
     """Print decisions/s of the batched core, one game at a time, both envs and simulate."""
     heuristics = [HeuristicPlayer()] * 4
-    batched = _rate(heuristics, 4096 if quick else 12288, 4096)
+    runs = [_timed_rate(heuristics, 4096 if quick else 12288, 4096) for _ in range(1 if quick else 3)]
+    batched = max(rate for rate, _ in runs)  # noise on a shared machine only ever slows a run
     single = _rate(heuristics, 10 if quick else 40, 1)
     gym = _gym_rate(2.0 if quick else 5.0)
     vec = vec_env_rate(1024, 3.0 if quick else 10.0)
@@ -96,6 +104,12 @@ def speed(quick: bool) -> None:
     print(
         f"same engine, one game at a time               : {single:>10,.0f} decisions/s (batched is "
         f"{batched / single:.0f}x)"
+    )
+    print(
+        f"batched core target {BATCHED_TARGET:,} decisions/s        : "
+        f"{'PASS' if batched >= BATCHED_TARGET else 'FAIL'} (best of {len(runs)} runs: "
+        + ", ".join(f"{rate:,.0f} at {cpu:.0%} CPU" for rate, cpu in runs)
+        + f"; {max(rate / cpu for rate, cpu in runs):,.0f} per CPU second)"
     )
     print(f"single-game env, random agent vs 3 heuristics  : {gym:>10,.0f} agent steps/s")
     print(
