@@ -117,6 +117,7 @@ PASS: Final = ACTION_INDEX["pass"]
 MAIN_1, MAIN_2 = 0, 1  # the two phases a decision can be taken in
 SLOTS: Final = 10  # creature slots per seat
 COMMANDER_LETHAL: Final = 21
+OPENING_HAND: Final = 7
 TAX_STEP: Final = 2
 HOLD_MIN_MANA: Final = 2
 DAMAGE_REWARD: Final = 0.002
@@ -323,13 +324,14 @@ def deal(state: GameState, g: np.ndarray, seeds: list[np.random.Generator], conf
     state.life[g] = config.starting_life
     state.creatures[g] = NO_CARD
     state.in_command_zone[g] = True
-    state.drawn[g] = 0
     state.turn[g] = 1
     state.alive[g] = n
     state.done[g] = False
     state.winner[g] = -1
-    for seat in range(n):
-        _draw(state, g, np.full(len(g), seat), 7)
+    # The opening hands: each seat draws the top OPENING_HAND cards of its library, all games and seats at once.
+    top = state.library[g, :, :OPENING_HAND].astype(np.intp)  # [G,N,7]
+    np.add.at(state.hand, (g[:, None, None], np.arange(n)[None, :, None], top), 1)
+    state.drawn[g] = OPENING_HAND
 
 
 # --------------------------------------------------------------------------- queries
