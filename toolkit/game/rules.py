@@ -183,15 +183,16 @@ def max_slots(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _columns(kind: int) -> slice | np.ndarray:
-    """The card ids of ``kind``: a slice when contiguous in the table (as they are), which reads without a copy."""
+def _columns(kind: int) -> slice:
+    """The card ids of ``kind``, contiguous in the card table, as a slice (it reads columns without a copy)."""
     ids = np.flatnonzero(KIND[:-1] == kind)
-    contiguous = len(ids) and ids[-1] - ids[0] == len(ids) - 1
-    return slice(int(ids[0]), int(ids[-1]) + 1) if contiguous else ids
+    if not len(ids) or ids[-1] - ids[0] != len(ids) - 1:  # the card table lists each kind together: a bug if not
+        raise ValueError(f"the cards of kind {kind} are not contiguous in the card table")
+    return slice(int(ids[0]), int(ids[-1]) + 1)
 
 
 _KIND_COLUMNS = {kind: _columns(kind) for kind in (LAND, CREATURE, REMOVAL, DRAW, RAMP)}
-_KIND_IDS = {kind: np.flatnonzero(KIND[:-1] == kind) for kind in _KIND_COLUMNS}
+_KIND_IDS = {kind: np.arange(N_CARDS)[columns] for kind, columns in _KIND_COLUMNS.items()}
 
 
 def _any_of_kind(cards: np.ndarray, kind: int) -> np.ndarray:
@@ -356,7 +357,7 @@ def best_in_hand(state: GameState, g: np.ndarray, s: np.ndarray, kind: int, chea
     """Card id of the most expensive (or cheapest) affordable card of ``kind`` in hand; -1 if none."""
     columns = _KIND_COLUMNS[kind]
     cost = COST[:-1][columns]
-    ok = (state.hand[g, s][:, columns] > 0) & (cost <= state.pool[g, s][:, None])
+    ok = (state.hand[g, s, columns] > 0) & (cost <= state.pool[g, s][:, None])
     score = ok * ((-cost if cheapest else cost) + 1000)  # 0 where not ok, below any card's score
     best = _KIND_IDS[kind][score.argmax(1)]
     return np.where(ok.any(1), best, NO_CARD)
@@ -435,12 +436,12 @@ def _put_creature(state: GameState, g: np.ndarray, s: np.ndarray, card: np.ndarr
 def _destroy(state: GameState, g: np.ndarray, s: np.ndarray, dead: np.ndarray) -> None:
     """Destroy the creatures of seat ``s`` marked in ``dead`` [M,SLOTS]: to the graveyard, commanders home."""
     cards = state.creatures[g, s]
-    is_commander = KIND[cards] == COMMANDER
+    is_commander = KIND[cards.astype(np.intp)] == COMMANDER
     to_grave = dead & ~is_commander
     rows, slots = np.nonzero(to_grave)
     np.add.at(state.graveyard, (g[rows], s[rows], cards[rows, slots]), 1)
-    state.in_command_zone[g, s] |= (dead & is_commander).any(1)
-    state.creatures[g, s] = np.where(dead, NO_CARD, cards)
+    state.in_command_zone[g, s] |= _any_slot(dead & is_commander)
+    state.creatures[g, s] = _emptied(cards, dead)
 
 
 def _cast(state: GameState, g: np.ndarray, s: np.ndarray, card: np.ndarray) -> None:
@@ -475,9 +476,12 @@ def _cast_draw(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 
 def _cast_ramp(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
-    lands = np.where(KIND[:-1] == LAND, state.hand[g, s], 0)
-    play_land = ~state.land_played[g] & (lands > 0).any(1)
-    card = np.where(play_land, lands.argmax(1), best_in_hand(state, g, s, RAMP, cheapest=False))
+    lands = state.hand[g, s, _KIND_COLUMNS[LAND]]
+    play_land = ~state.land_played[g] & _any_slot(lands > 0)
+    card = _KIND_IDS[LAND][lands.argmax(1)]  # the land the most copies of are in hand
+    rock = np.flatnonzero(~play_land)
+    if len(rock):
+        card[rock] = best_in_hand(state, g[rock], s[rock], RAMP, cheapest=False)
     state.hand[g, s, card] -= 1
     state.pool[g, s] += MANA[card] - np.where(play_land, 0, COST[card])
     state.sources[g, s] += MANA[card]
@@ -514,8 +518,11 @@ def _eliminate(state: GameState, g: np.ndarray, s: np.ndarray) -> None:
 
 def _react_with_removal(state: GameState, g: np.ndarray, d: np.ndarray, a: np.ndarray, attacking: np.ndarray) -> None:
     """A defender holding mana and removal destroys the strongest attacker (before blocks)."""
-    card = best_in_hand(state, g, d, REMOVAL, cheapest=True)
-    react = state.holding[g, d] & (card >= 0) & attacking.any(1)
+    react = state.holding[g, d] & _any_slot(attacking)
+    if react.any():  # only a holding defender that is attacked looks at its hand
+        card = np.full(len(g), NO_CARD, np.intp)
+        card[react] = best_in_hand(state, g[react], d[react], REMOVAL, cheapest=True)
+        react &= card >= 0
     if not react.any():
         return
     g, d, a, card = g[react], d[react], a[react], card[react]
