@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
 from toolkit.game import rules
-from toolkit.game.cards import KIND, LAND, POWER, REMOVAL
+from toolkit.game.cards import LAND, POWER, REMOVAL
 from toolkit.game.observation import observe
 
 
@@ -109,8 +109,8 @@ class HeuristicPlayer:
         threat = rules.max_slots(np.where(own, 0, rules.max_slots(creature_power)))
         target, attack_ok = self._attack(st, g, s, mask, power)
         hand = st.hand[g, s]
-        land_drop = ~st.land_played[g] & (hand[:, KIND[:-1] == LAND] > 0).any(1)
-        hold = mask[:, rules.HOLD] & p.hold_when_behind & (others.max(1) > mine)
+        land_drop = ~st.land_played[g] & rules.any_of_kind(hand > 0, LAND)
+        hold = mask[:, rules.HOLD] & p.hold_when_behind & (rules.max_slots(others) > mine)
         if hold.any():  # whether it holds removal matters only where it would hold
             hold[hold] = rules.best_in_hand(st, g[hold], s[hold], REMOVAL, cheapest=True) >= 0
         conditions = [
@@ -119,7 +119,7 @@ class HeuristicPlayer:
             mask[:, rules.CAST_COMMANDER] & p.commander_first,
             mask[:, rules.CAST_CREATURE],
             mask[:, rules.CAST_COMMANDER],
-            mask[:, rules.CAST_DRAW] & (hand.sum(1) <= p.draw_below),
+            mask[:, rules.CAST_DRAW] & (np.einsum("mc->m", hand, dtype=np.int16) <= p.draw_below),
             mask[:, rules.ATTACK] & attack_ok,
             hold,
         ]
@@ -205,7 +205,7 @@ def attack_target(st: rules.GameState, g: np.ndarray, s: np.ndarray) -> tuple[np
     player it imitates.
     """
     values = attack_values(st, g, s)
-    target = values.argmax(1)
+    target = rules.argmax_slots(values)
     return target, values[np.arange(len(g)), target]
 
 

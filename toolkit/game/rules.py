@@ -183,6 +183,17 @@ def max_slots(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def argmax_slots(values: np.ndarray) -> np.ndarray:
+    """The first index of the largest value over the last axis, as ``argmax(-1)`` gives it, one comparison per entry
+    (argmax over a short axis costs ~30x more)."""
+    best = values[..., 0].copy()
+    index = np.zeros(best.shape, np.intp)
+    for k in range(1, values.shape[-1]):
+        np.copyto(index, k, where=values[..., k] > best)  # strictly larger: ties keep the first, as argmax does
+        np.maximum(best, values[..., k], out=best)
+    return index
+
+
 def _columns(kind: int) -> slice:
     """The card ids of ``kind``, contiguous in the card table, as a slice (it reads columns without a copy)."""
     ids = np.flatnonzero(KIND[:-1] == kind)
@@ -195,7 +206,7 @@ _KIND_COLUMNS = {kind: _columns(kind) for kind in (LAND, CREATURE, REMOVAL, DRAW
 _KIND_IDS = {kind: np.arange(N_CARDS)[columns] for kind, columns in _KIND_COLUMNS.items()}
 
 
-def _any_of_kind(cards: np.ndarray, kind: int) -> np.ndarray:
+def any_of_kind(cards: np.ndarray, kind: int) -> np.ndarray:
     """Whether any card of ``kind`` is flagged in ``cards`` [M,C] bool."""
     return _any_slot(cards[:, _KIND_COLUMNS[kind]])
 
@@ -359,8 +370,8 @@ def best_in_hand(state: GameState, g: np.ndarray, s: np.ndarray, kind: int, chea
     cost = COST[:-1][columns]
     ok = (state.hand[g, s, columns] > 0) & (cost <= state.pool[g, s][:, None])
     score = ok * ((-cost if cheapest else cost) + 1000)  # 0 where not ok, below any card's score
-    best = _KIND_IDS[kind][score.argmax(1)]
-    return np.where(ok.any(1), best, NO_CARD)
+    best = _KIND_IDS[kind][argmax_slots(score)]
+    return np.where(_any_slot(ok), best, NO_CARD)
 
 
 def commander_cost(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -401,11 +412,11 @@ def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
     on_board = np.einsum("mnk->mn", (state.creatures[g] >= 0).view(np.uint8))  # [M,N] creatures per seat
     free_slot = on_board[np.arange(m), s] < SLOTS
     opponent_creature = _any_slot((on_board > 0) & (np.arange(state.n_seats)[None, :] != s[:, None]))
-    mask[:, CAST_CREATURE] = _any_of_kind(affordable, CREATURE) & free_slot
-    mask[:, CAST_REMOVAL] = _any_of_kind(affordable, REMOVAL) & opponent_creature
-    mask[:, CAST_DRAW] = _any_of_kind(affordable, DRAW)
-    land_ok = ~state.land_played[g] & _any_of_kind(hand > 0, LAND)
-    mask[:, CAST_RAMP] = land_ok | _any_of_kind(affordable, RAMP)
+    mask[:, CAST_CREATURE] = any_of_kind(affordable, CREATURE) & free_slot
+    mask[:, CAST_REMOVAL] = any_of_kind(affordable, REMOVAL) & opponent_creature
+    mask[:, CAST_DRAW] = any_of_kind(affordable, DRAW)
+    land_ok = ~state.land_played[g] & any_of_kind(hand > 0, LAND)
+    mask[:, CAST_RAMP] = land_ok | any_of_kind(affordable, RAMP)
     mask[:, CAST_COMMANDER] = state.in_command_zone[g, s] & (commander_cost(state, g, s) <= pool) & free_slot
     mask[:, ATTACK] = (state.phase[g] == MAIN_1) & _any_slot(ready_attackers(state, g, s))
     mask[:, HOLD] = pool >= HOLD_MIN_MANA
@@ -427,7 +438,7 @@ def _draw(state: GameState, g: np.ndarray, s: np.ndarray, count: np.ndarray | in
 
 
 def _put_creature(state: GameState, g: np.ndarray, s: np.ndarray, card: np.ndarray) -> None:
-    slot = (state.creatures[g, s] < 0).argmax(1)
+    slot = argmax_slots(state.creatures[g, s] < 0)
     state.creatures[g, s, slot] = card
     state.sick[g, s, slot] = True
     state.tapped[g, s, slot] = False
@@ -478,7 +489,7 @@ def _cast_draw(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
 def _cast_ramp(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarray:
     lands = state.hand[g, s, _KIND_COLUMNS[LAND]]
     play_land = ~state.land_played[g] & _any_slot(lands > 0)
-    card = _KIND_IDS[LAND][lands.argmax(1)]  # the land the most copies of are in hand
+    card = _KIND_IDS[LAND][argmax_slots(lands)]  # the land the most copies of are in hand
     rock = np.flatnonzero(~play_land)
     if len(rock):
         card[rock] = best_in_hand(state, g[rock], s[rock], RAMP, cheapest=False)
@@ -645,7 +656,7 @@ def _end_turn(state: GameState, g: np.ndarray, hold: np.ndarray) -> None:
     state.pool[g, s] = np.where(hold, state.pool[g, s], 0)
     n = state.n_seats
     later = (s[:, None] + np.arange(1, n)[None, :]) % n
-    nxt = later[np.arange(len(g)), (~state.eliminated[g[:, None], later]).argmax(1)]
+    nxt = later[np.arange(len(g)), argmax_slots(~state.eliminated[g[:, None], later])]
     state.turn[g] += 1
     over = state.turn[g] > state.max_turn
     state.done[g[over]] = True
