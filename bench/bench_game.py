@@ -3,9 +3,10 @@
 Run: ``.venv/bin/python bench/bench_game.py [--games 4000] [--quick]``.
 
 Speed: decisions/s of 4 heuristics with the batched core (4,096 games at
-once) against the same engine one game at a time (batch of 1) in the same
-run; the single-game Gymnasium env and the vectorised env with a random
-agent; ``distill simulate`` end to end writing JSONL.
+once; the best of three runs, each run's CPU share shown, against the
+target of 300,000) against the same engine one game at a time (batch of 1)
+in the same run; the single-game Gymnasium env and the vectorised env with a
+random agent; ``distill simulate`` end to end writing JSONL.
 
 Balance, over ``--games`` games per lineup (seats rotated), against the
 targets of the learning issue: the heuristic must not be exploitable by
@@ -14,14 +15,18 @@ passivity (random wins <= 12% in heuristic x3 + random; the heuristic wins
 lineup, ``tuned`` >= 35% against three heuristics, and fair seats (each
 within 2 points of 25% in heuristic x4).
 
-Last run (2 cores, another job running; 4,000 games per lineup): batched core
-189,724 decisions/s (55x one game at a time), single-game env 683 agent
-steps/s, vectorised env (1,024 games) 27,184 agent steps/s (40x; target
-25,000 met), simulate 63,192 decisions/s (target 50,000 met); seats 24.2 /
-25.8 / 25.4 / 24.5% (met), random vs 3 heuristics 4.3% (<= 12% met),
-heuristic vs 3 random 84.0% (>= 70% met), tuned vs 3 heuristics 42.8%
-(>= 35% met), turn limit at most 0.95% in every lineup (<= 2% met); the older
-leader-targeting heuristic let random win 25.9% with 5.35% at the turn limit.
+Last runs of the speed part (issue 26, 2 cores with other jobs at load 3.5-6.3, so the wall figures swing
+with the load; three runs, old code then new code back to back): batched core 386,481 / 239,032 / 245,396
+decisions/s (target 300,000: PASS in the first run, FAIL in the two others at 49% CPU; 487k-503k decisions
+per CPU second; the old code 89,322 / 75,671 / 82,513, and 216k-219k per CPU second in a CPU-only timing),
+160-197x one game at a time; vectorised env (1,024 games) 21,374 / 16,991 / 14,998 agent steps/s (the old
+code 21,190 / 14,007 / 9,792; target 25,000 not met under that load); simulate 30,072 / 24,543 / 26,016
+decisions/s (the old code 30,268 / 22,220 / 21,206). Where the time goes: ``bench/PROFILES.md``.
+
+Last balance run (4,000 games per lineup; the games are the same since, decision for decision): seats
+24.2 / 25.8 / 25.4 / 24.5% (met), random vs 3 heuristics 4.3% (<= 12% met), heuristic vs 3 random 84.0%
+(>= 70% met), tuned vs 3 heuristics 42.8% (>= 35% met), turn limit at most 0.95% in every lineup (<= 2% met);
+the older leader-targeting heuristic let random win 25.9% with 5.35% at the turn limit.
 """
 
 from __future__ import annotations
