@@ -112,7 +112,7 @@ def speed(quick: bool) -> None:
     )
     print(
         f"batched core target {BATCHED_TARGET:,} decisions/s        : "
-        f"{'PASS' if batched >= BATCHED_TARGET else 'FAIL'} (best of {len(runs)} runs: "
+        f"{'PASS' if batched >= BATCHED_TARGET else 'FAIL'} (best of {len(runs)} run(s): "
         + ", ".join(f"{rate:,.0f} at {cpu:.0%} CPU" for rate, cpu in runs)
         + f"; {max(rate / cpu for rate, cpu in runs):,.0f} per CPU second)"
     )
