@@ -33,22 +33,23 @@ _PHASE_CODE = np.array([PHASES.index("main_1"), PHASES.index("main_2")])  # inde
 
 def seat_features(state: rules.GameState, g: np.ndarray) -> np.ndarray:
     """The record's per-seat counts for every seat of each game in ``g``, [M,N,11] int16 (order: SEAT_FIELDS)."""
+    # einsum sums over these short last axes several times faster than .sum(-1), to the same counts
     creatures = state.creatures[g]
     perms = state.permanents[g].astype(np.int16)
-    on_board = (creatures >= 0).sum(-1)
+    on_board = np.einsum("mnk->mn", (creatures >= 0).view(np.uint8)).astype(np.int16)
     lands = perms @ _IS_LAND
     return np.stack(
         [
             state.life[g],
-            state.cmd_damage[g].sum(-1),
+            np.einsum("mnk->mn", state.cmd_damage[g]),
             state.pool[g],
             rules.TAX_STEP * state.commander_casts[g],
-            state.hand[g].sum(-1, dtype=np.int16),
-            state.graveyard[g].sum(-1, dtype=np.int16),
+            np.einsum("mnc->mn", state.hand[g].astype(np.int16)),
+            np.einsum("mnc->mn", state.graveyard[g].astype(np.int16)),
             on_board,
             lands,
-            perms.sum(-1) + on_board,
-            POWER[creatures].sum(-1),
+            np.einsum("mnc->mn", perms) + on_board,
+            np.einsum("mnk->mn", POWER[creatures.astype(np.intp)]),
             state.eliminated[g],
         ],
         axis=-1,

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
 from toolkit.game import rules
-from toolkit.game.cards import KIND, LAND, POWER, REMOVAL
+from toolkit.game.cards import LAND, POWER, REMOVAL
 from toolkit.game.observation import observe
 
 
@@ -100,22 +100,28 @@ class HeuristicPlayer:
 
     def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
         p, st, g, s, mask = self.params, batch.state, batch.games, batch.seats.astype(np.intp), batch.mask
-        power = rules.seat_power(st, g)  # [M,N]
+        creature_power = POWER[st.creatures[g].astype(np.intp)]  # [M,N,SLOTS]; intp indices: ~3x faster than int16
+        power = np.einsum("mns->mn", creature_power)  # rules.seat_power, from the lookup the threat reads too
         mine = power[np.arange(len(g)), s]
-        others = np.where(np.arange(st.n_seats)[None, :] == s[:, None], -1, power)
-        _, _, threat = rules.strongest_threat(st, g, s)
+        own = np.arange(st.n_seats)[None, :] == s[:, None]
+        others = np.where(own, -1, power)
+        # The power of rules.strongest_threat: it ranks by power first, so the most powerful opponent creature.
+        threat = rules.max_slots(np.where(own, 0, rules.max_slots(creature_power)))
         target, attack_ok = self._attack(st, g, s, mask, power)
-        has_removal = rules.best_in_hand(st, g, s, REMOVAL, cheapest=True) >= 0
-        land_drop = ~st.land_played[g] & (st.hand[g, s][:, KIND[:-1] == LAND] > 0).any(1)
+        hand = st.hand[g, s]
+        land_drop = ~st.land_played[g] & rules.any_of_kind(hand > 0, LAND)
+        hold = mask[:, rules.HOLD] & p.hold_when_behind & (rules.max_slots(others) > mine)
+        if hold.any():  # whether it holds removal matters only where it would hold
+            hold[hold] = rules.best_in_hand(st, g[hold], s[hold], REMOVAL, cheapest=True) >= 0
         conditions = [
             mask[:, rules.CAST_RAMP] & (land_drop | (st.sources[g, s] < p.ramp_until)),
             mask[:, rules.CAST_REMOVAL] & (threat >= p.removal_min_power),
             mask[:, rules.CAST_COMMANDER] & p.commander_first,
             mask[:, rules.CAST_CREATURE],
             mask[:, rules.CAST_COMMANDER],
-            mask[:, rules.CAST_DRAW] & (st.hand[g, s].sum(1) <= p.draw_below),
+            mask[:, rules.CAST_DRAW] & (np.einsum("mc->m", hand, dtype=np.int16) <= p.draw_below),
             mask[:, rules.ATTACK] & attack_ok,
-            mask[:, rules.HOLD] & p.hold_when_behind & (others.max(1) > mine) & has_removal,
+            hold,
         ]
         choices = [
             rules.CAST_RAMP,
@@ -179,18 +185,16 @@ def attack_values(st: rules.GameState, g: np.ndarray, s: np.ndarray) -> np.ndarr
     that blocks nothing takes all the damage and is the best target; ties go
     to the opponent next in turn order.
     """
-    m, n = len(g), st.n_seats
-    defender = np.tile(np.arange(n), m)  # every (game, seat) pair foreseen in one call
-    combat = rules.resolve_combat(st, np.repeat(g, n), np.repeat(s, n), defender)
-    distance = (defender - np.repeat(s, n)) % n
-    value = (
+    rows, defender, combat = rules.resolve_combats(st, g, s)  # one entry per live opponent
+    distance = (defender - s[rows]) % st.n_seats
+    values = np.full((len(g), st.n_seats), -np.inf)
+    values[rows, defender] = (
         KILL_VALUE * combat.eliminates
         + combat.damage
         + TRADE_WEIGHT * (combat.power_killed.astype(float) - combat.power_lost)
         - 1e-3 * distance
     )
-    value = value.reshape(m, n)
-    return np.where((distance.reshape(m, n) == 0) | st.eliminated[g], -np.inf, value)
+    return values
 
 
 def attack_target(st: rules.GameState, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +205,7 @@ def attack_target(st: rules.GameState, g: np.ndarray, s: np.ndarray) -> tuple[np
     player it imitates.
     """
     values = attack_values(st, g, s)
-    target = values.argmax(1)
+    target = rules.argmax_slots(values)
     return target, values[np.arange(len(g)), target]
 
 
