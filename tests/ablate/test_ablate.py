@@ -177,6 +177,22 @@ def test_a_loop_bases_teacher_window_reads_the_runs_earlier_exports_as_the_loop_
     assert [b for b, _ in later.window(8)] == ["boot", "g1", "g2", "g3"]
 
 
+def test_a_table_seats_checkpoints_named_as_the_loops_records_name_them(loop_home: Layout) -> None:
+    from toolkit.ablate.base import resolve_base
+    from toolkit.ablate.grid import make_grid
+    from toolkit.ablate.job import seat_player
+    from toolkit.ablate.run import _check_players
+    from toolkit.loop.state import RunFolder
+
+    student = RunFolder(loop_home, "tiny").records()[-1]["student"]  # relative to the data root
+    assert not Path(student).is_absolute() and seat_player(loop_home, student) == loop_home.resolve(Path(student))
+    assert seat_player(loop_home, "tuned") == "tuned"
+    config = AblateConfig(
+        loop="tiny", vary=[Vary(field="student.epochs", values=[1, 2])], tables={"past": (student, student, "tuned")}
+    )
+    _check_players(loop_home, make_grid(resolve_base(loop_home, config), config))  # accepted: nothing raised
+
+
 def test_an_unknown_player_is_refused_before_anything_is_written(lakes: tuple[Layout, Layout], tmp_path: Path) -> None:
     config = tmp_path / "build.yaml"
     config.write_text("name: base\nsources: [forge]\n", encoding="utf-8")
@@ -188,10 +204,10 @@ def test_an_unknown_player_is_refused_before_anything_is_written(lakes: tuple[La
         "--vary",
         "data.seed=1,2",
         "--table",
-        "t=heuristic,nobody",
+        "t=heuristic,nobody,nobody",
     ]
     result = runner.invoke(app, ["--home", str(lakes[1].home), "ablate", *args])
-    assert result.exit_code == 2 and "unknown player 'nobody'" in result.output
+    assert result.exit_code == 2 and result.output.count("'nobody' is neither a player type nor a checkpoint") == 1
     assert not lakes[1].ablation_dir("players").exists() and not (lakes[1].builds / "ablate-players").exists()
 
 

@@ -64,9 +64,10 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
         policy = policy_blob(trained.checkpoint)
         files = {}
         for table, opponents in job.tables.items():
+            seats = tuple(str(seat_player(layout, name)) for name in opponents)
             played = evaluate(
                 policy,
-                EvaluateConfig(opponents=opponents, games=job.games, seed=job.seed, max_rounds=job.max_rounds),
+                EvaluateConfig(opponents=seats, games=job.games, seed=job.seed, max_rounds=job.max_rounds),
                 backend=BackendConfig(kind="inprocess"),  # the variant is the unit of parallelism
             )
             files[table] = f"eval-{table}.json"
@@ -88,6 +89,20 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
         with contextlib.suppress(OSError):  # the staging folder itself, once no variant stages in it
             staging.parent.rmdir()
     return run
+
+
+def seat_player(layout: Layout, name: str) -> Path | str:
+    """A table's seat: a player type as named; a checkpoint as given when it is there, else under the data root
+    (``runs/<loop>/...`` as the loop's records name them)."""
+    from toolkit.game.players import PLAYER_TYPES
+    from toolkit.train.checkpoints import card_path
+
+    if name in PLAYER_TYPES:
+        return name
+    path = Path(name)
+    if path.is_absolute() or card_path(path).is_file():
+        return path
+    return layout.resolve(path)
 
 
 def finished(folder: Path) -> VariantRun | None:

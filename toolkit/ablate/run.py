@@ -23,7 +23,7 @@ from toolkit import __version__
 from toolkit.ablate.base import resolve_base
 from toolkit.ablate.config import AblateConfig
 from toolkit.ablate.grid import Variant, make_grid
-from toolkit.ablate.job import VariantJob, finished, run_variant
+from toolkit.ablate.job import VariantJob, finished, run_variant, seat_player
 from toolkit.ablate.report import write_ablation
 from toolkit.ablate.result import AblationResult, TableScore, VariantResult, VariantRun
 from toolkit.datasets.build import BuildInfo, build_dataset
@@ -56,7 +56,7 @@ def run_ablation(layout: Layout, config: AblateConfig, *, progress: ProgressFn |
     started = time.perf_counter()
     base = resolve_base(layout, config)
     variants = make_grid(base, config)
-    _check_players(variants)
+    _check_players(layout, variants)
     layout.check(write=True)
     builds = _build_all(layout, variants)
     root = layout.ablation_dir(config.name)
@@ -85,19 +85,21 @@ def run_ablation(layout: Layout, config: AblateConfig, *, progress: ProgressFn |
     return write_ablation(layout, root, table)
 
 
-def _check_players(variants: list[Variant]) -> None:
-    from toolkit.game.players import PLAYER_TYPES, make_player
+def _check_players(layout: Layout, variants: list[Variant]) -> None:
+    """Every seat of every table is a player type or a checkpoint (as given, else under the data root)."""
+    from toolkit.game.players import PLAYER_TYPES
+    from toolkit.train.checkpoints import card_path
 
     problems = []
     for table, opponents in variants[0].tables.items():
-        for name in opponents:
-            try:
-                make_player(name)
-            except ConfigError:
-                problems.append(f"table {table}: unknown player {name!r}")
+        for name in dict.fromkeys(opponents):  # each unknown name once
+            if name not in PLAYER_TYPES and not card_path(seat_player(layout, name)).is_file():
+                problems.append(f"table {table}: {name!r} is neither a player type nor a checkpoint")
     if problems:
         raise ConfigError(
-            "; ".join(problems), hint=f"seat players among {', '.join(PLAYER_TYPES)} (--table NAME=P,P,P)"
+            "; ".join(problems),
+            hint=f"seat player types ({', '.join(PLAYER_TYPES)}) or checkpoints (a card .json or its path without "
+            "the suffix, as given or under the data root), e.g. --table past=runs/demo/.../student-best.json,...",
         )
 
 
