@@ -189,17 +189,24 @@ def _run(
     stem: str,
     reference: Callable[[CheckContext], References],
 ) -> GateReport:
-    """GX expectations here while a second thread runs the metrics, then the native checks; assemble (and
-    write) the report, its results in the same order whichever finishes first."""
+    """GX expectations here while two threads run the rest: the metrics, then the DuckDB checks (some read the
+    metrics); the Arrow checks (they read files, not the connection). Assemble (and write) the report, its
+    results in the same order whichever finishes first."""
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="check-duckdb") as pool:
-        native = pool.submit(_run_metrics_and_native, ctx, suite, config, reference)
+    native = suite.native_specs()
+    on_arrow = [s for s in native if NATIVE_CHECKS[s.type].engine == "arrow"]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="check") as pool:
+        on_duckdb = pool.submit(_run_metrics_then, ctx, [s for s in native if s not in on_arrow], config, reference)
+        arrow = pool.submit(_run_natives, ctx, on_arrow, config)
         t = time.perf_counter()
         gx_results = _run_gx_frames(ctx, suite.gx_specs(), config.chunk_rows)
-        gx_seconds = time.perf_counter() - t
-        metric_errors, native_results, timings = native.result()
-    timings["gx"] = gx_seconds
-    results = [*metric_errors, *gx_results, *native_results]
+        timings = {"gx": time.perf_counter() - t, "duckdb": 0.0, "arrow": 0.0}
+        metric_errors, metric_seconds, duckdb_results = on_duckdb.result()
+        by_id = {r.id: r for r in [*duckdb_results, *arrow.result()]}
+    timings["duckdb"] += metric_seconds
+    for result in by_id.values():
+        timings[result.engine] += result.seconds
+    results = [*metric_errors, *gx_results, *(by_id[s.id] for s in native)]
     rows = sum(m.rows for m in ctx.metrics if m.source == qm.ALL)
     timings["total"] = time.perf_counter() - started
     now = dt.datetime.now(dt.UTC)
@@ -218,25 +225,24 @@ def _run(
     return write_report(report, layout) if config.write else report
 
 
-def _run_metrics_and_native(
-    ctx: CheckContext, suite: Suite, config: CheckConfig, reference: Callable[[CheckContext], References]
-) -> tuple[list[ExpectationResult], list[ExpectationResult], dict[str, float]]:
-    """The metrics, then the native checks (some read the metrics), on ``ctx.con``: (metric errors, native
-    results, seconds per engine)."""
-    timings = {"gx": 0.0, "duckdb": 0.0, "arrow": 0.0}
+def _run_metrics_then(
+    ctx: CheckContext,
+    specs: list[ExpectationSpec],
+    config: CheckConfig,
+    reference: Callable[[CheckContext], References],
+) -> tuple[list[ExpectationResult], float, list[ExpectationResult]]:
+    """The metrics, then the native checks ``specs``, on ``ctx.con``: (metric errors, their seconds, results)."""
     errors = []
     t = time.perf_counter()
     try:
         ctx.metrics = qm.attach_drift(qm.compute_metrics(ctx.con, _QUALITY), _references(ctx, config, reference))
     except duckdb.Error as exc:
         errors.append(_error_result("quality-metrics", "metrics", "duckdb", str(exc)))
-    timings["duckdb"] += time.perf_counter() - t
-    results = []
-    for spec in suite.native_specs():
-        result = _run_native(ctx, _with_overrides(spec, config))
-        timings[result.engine] += result.seconds
-        results.append(result)
-    return errors, results, timings
+    return errors, time.perf_counter() - t, _run_natives(ctx, specs, config)
+
+
+def _run_natives(ctx: CheckContext, specs: list[ExpectationSpec], config: CheckConfig) -> list[ExpectationResult]:
+    return [_run_native(ctx, _with_overrides(spec, config)) for spec in specs]
 
 
 def _with_overrides(spec: ExpectationSpec, config: CheckConfig) -> ExpectationSpec:

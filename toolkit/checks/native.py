@@ -102,7 +102,11 @@ NATIVE_CHECKS: dict[str, NativeCheck] = {}
 
 
 def native(name: str, targets: tuple[str, ...], engine: str = "duckdb") -> Callable[[CheckFn], CheckFn]:
-    """Register a native check under ``name`` for ``targets``."""
+    """Register a native check under ``name`` for ``targets``.
+
+    ``engine``: ``duckdb`` checks query ``ctx.con``; ``arrow`` checks read ``ctx.files`` and never touch the
+    connection (the gate runs them on a thread of their own, beside the DuckDB ones).
+    """
 
     def register(fn: CheckFn) -> CheckFn:
         NATIVE_CHECKS[name] = NativeCheck(name, targets, engine, fn)
