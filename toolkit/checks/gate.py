@@ -51,9 +51,7 @@ class CheckConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suite: Path | None = Field(None, description="Suite file (--suite); default checks/<target>.json.")
-    chunk_rows: int = Field(
-        500_000, ge=1_000, description="Rows per pandas chunk fed to Great Expectations (--chunk-rows)."
-    )
+    chunk_rows: int = Field(1_000_000, ge=1_000, description="Rows per chunk fed to Great Expectations (--chunk-rows).")
     sample_rows: int = Field(5, ge=0, le=100, description="Offending rows kept per expectation (--sample-rows).")
     entropy_floor: float | None = Field(
         None, ge=0, le=1, description="Overrides min_ratio of every action-entropy check (--entropy-floor)."
