@@ -122,7 +122,7 @@ class _Tally:
 
 
 class _ChunkRows:
-    """One chunk's offending rows as GX reported them with key columns: each domain column, then the keys."""
+    """One chunk's pandas frames, made as they are needed, and its offending rows with their keys."""
 
     def __init__(self, chunk: pa.Table, key_columns: list[str]) -> None:
         self.chunk, self.key_columns = chunk, key_columns
@@ -131,10 +131,12 @@ class _ChunkRows:
     def frame(self, columns: tuple[str, ...]) -> Any:
         """The pandas frame of ``columns`` (numbers widened), made once per chunk."""
         if columns not in self.frames:
-            self.frames[columns] = widen_numbers(self.chunk.select(list(columns)).to_pandas())
+            unique = list(dict.fromkeys(columns))  # a column pair of one column: GX refuses repeated names
+            self.frames[columns] = widen_numbers(self.chunk.select(unique).to_pandas())
         return self.frames[columns]
 
     def keyed(self, position: int, columns: list[str]) -> dict[str, Any]:
+        """The row at ``position`` as GX lists it with key columns: each checked column, then the keys."""
         keys = self.frame(tuple(self.key_columns))
         row: dict[str, Any] = {}
         for name in columns:
