@@ -86,6 +86,15 @@ def test_a_crafted_row_break_fails_exactly_its_expectation(
     assert result.unexpected_count and result.sample
 
 
+def test_a_non_finite_feature_is_shown_by_its_row_key(home: Layout) -> None:
+    path = _train(home)[0]
+    rewrite(path, lambda rows: [_nan_feature(row) for row in rows[5:7]] and rows)
+    report = check_dataset(home, "ratio", NO_WRITE)
+    (result,) = [r for r in report.results if r.id == "features.sized-finite"]
+    keys = pq.read_table(path, columns=["game_id", "seat", "decision_index"]).slice(5, 2).to_pylist()
+    assert (result.unexpected_count, result.sample) == (2, keys)
+
+
 def test_a_game_in_both_splits_fails_disjointness(home: Layout) -> None:
     dataset = open_dataset(home, "ratio")
     train_game = pq.read_table(dataset.files(TRAIN)[0], columns=["game_id"]).column(0)[0].as_py()

@@ -56,6 +56,14 @@ class CheckContext:
     dataset: Dataset | None = None
     metrics: list[GroupMetrics] = field(default_factory=list)
     label_scores: list[Path] = field(default_factory=list)  # label-scores tables in scope, oldest first
+    rows_sql: str = ""  # the query :data:`ROWS` is a view of (see :meth:`reader`)
+
+    def reader(self) -> duckdb.DuckDBPyConnection:
+        """A second connection to the same database where :data:`ROWS` reads the same rows, for a thread of its
+        own (a DuckDB connection runs one query at a time; temporary views belong to their connection)."""
+        cursor = self.con.cursor()
+        cursor.execute(f"CREATE TEMP VIEW {ROWS} AS {self.rows_sql}")
+        return cursor
 
     def sample(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
         """The first ``sample_rows`` rows of ``sql`` as dicts."""
@@ -94,7 +102,11 @@ NATIVE_CHECKS: dict[str, NativeCheck] = {}
 
 
 def native(name: str, targets: tuple[str, ...], engine: str = "duckdb") -> Callable[[CheckFn], CheckFn]:
-    """Register a native check under ``name`` for ``targets``."""
+    """Register a native check under ``name`` for ``targets``.
+
+    ``engine``: ``duckdb`` checks query ``ctx.con``; ``arrow`` checks read ``ctx.files`` and never touch the
+    connection (the gate runs them on a thread of their own, beside the DuckDB ones).
+    """
 
     def register(fn: CheckFn) -> CheckFn:
         NATIVE_CHECKS[name] = NativeCheck(name, targets, engine, fn)
@@ -452,16 +464,22 @@ def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         if not pa.types.is_fixed_size_list(kind) or kind.list_size != declared:
             wrong_size.append({"file": str(path), "type": str(kind), "declared_size": declared})
             continue
-        for batch in parquet.iter_batches(batch_size=131_072, columns=[FEATURES, *col.DECISION_KEY]):
-            values = batch.column(FEATURES).flatten().to_numpy(zero_copy_only=False).reshape(-1, declared)
-            rows_bad = ~np.isfinite(values).all(axis=1)
+        offset, offenders = 0, []  # the rows (in this file) of the offenders to sample
+        for batch in parquet.iter_batches(batch_size=131_072, columns=[FEATURES]):
+            values = batch.column(FEATURES).flatten().to_numpy(zero_copy_only=False)
             total += batch.num_rows
+            if values.size and np.isfinite(values.min()) and np.isfinite(values.max()):  # NaN and inf show there
+                offset += batch.num_rows
+                continue
+            rows_bad = ~np.isfinite(values.reshape(-1, declared)).all(axis=1)
             n_bad = int(rows_bad.sum())
             if n_bad:
                 bad += n_bad
-                if len(sample) < ctx.sample_rows:
-                    picked = batch.select(list(col.DECISION_KEY)).filter(pa.array(rows_bad))
-                    sample.extend(picked.slice(0, ctx.sample_rows - len(sample)).to_pylist())
+                room = ctx.sample_rows - len(sample) - len(offenders)
+                offenders.extend((offset + np.flatnonzero(rows_bad)[: max(room, 0)]).tolist())
+            offset += batch.num_rows
+        if offenders:  # the keys are read only where there is something to show (a third of the read otherwise)
+            sample.extend(parquet.read(columns=list(col.DECISION_KEY)).take(offenders).to_pylist())
     observed = {"declared_size": declared, "rows_with_non_finite": bad, "files_of_wrong_size": len(wrong_size)}
     return Outcome(
         bad == 0 and not wrong_size, observed, total, bad + len(wrong_size), (wrong_size + sample)[: ctx.sample_rows]

@@ -33,7 +33,9 @@ BaselineOpt = Annotated[
     Path | None, typer.Option("--baseline", help="A previous report (JSON) to measure action drift against.")
 ]
 NoWriteOpt = Annotated[bool, typer.Option("--no-write", help="Do not write the JSON and HTML report under reports/.")]
-ChunkOpt = Annotated[int, typer.Option("--chunk-rows", help="Rows per pandas chunk given to Great Expectations.")]
+ChunkOpt = Annotated[
+    int, typer.Option("--chunk-rows", help="Rows per chunk given to Great Expectations (memory against speed).")
+]
 SampleOpt = Annotated[int, typer.Option("--sample-rows", help="Offending rows kept per expectation.")]
 
 
@@ -68,7 +70,7 @@ def check_lake(
     baseline: BaselineOpt = None,
     as_json: JsonOpt = False,
     no_write: NoWriteOpt = False,
-    chunk_rows: ChunkOpt = 500_000,
+    chunk_rows: ChunkOpt = 1_000_000,
     sample_rows: SampleOpt = 5,
 ) -> None:
     """Check the decision lake (or a source / generation / batch of it); exit 1 if a blocking expectation fails."""
@@ -92,7 +94,7 @@ def check_dataset(
     baseline: BaselineOpt = None,
     as_json: JsonOpt = False,
     no_write: NoWriteOpt = False,
-    chunk_rows: ChunkOpt = 500_000,
+    chunk_rows: ChunkOpt = 1_000_000,
     sample_rows: SampleOpt = 5,
 ) -> None:
     """Check a built dataset; exit 1 if a blocking expectation fails."""
