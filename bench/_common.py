@@ -137,7 +137,13 @@ def verdict(
     return judged(what, ok, figure(measured, unit), bound, against=against)
 
 
-def judged(what: str, ok: bool, measured: str, target: str, *, against: str = "") -> str:
+def ratio(what: str, value: float, against: str) -> None:
+    """Record a ratio to a baseline measured in the same run that has no target of its own (it shows where the
+    floor is), for ``bench/summary.py``'s table."""
+    judged(what, None, figure(value, "x"), "-", against=against)
+
+
+def judged(what: str, ok: bool | None, measured: str, target: str, *, against: str = "") -> str:
     """Record a target judged by the caller (one that is not a single number against a bound); returns
     ``"PASS"`` or ``"FAIL"``.
 
@@ -153,12 +159,12 @@ def judged(what: str, ok: bool, measured: str, target: str, *, against: str = ""
             "against": against,
             "measured": measured,
             "target": target,
-            "ok": bool(ok),
+            "ok": None if ok is None else bool(ok),
         }
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
-    return "PASS" if ok else "FAIL"
+    return "-" if ok is None else "PASS" if ok else "FAIL"
 
 
 class Tee:

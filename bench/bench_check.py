@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Measurement, Tee, best_of, report_child, run_child, timed  # noqa: E402
+from _common import Measurement, Tee, best_of, ratio, report_child, run_child, timed, verdict  # noqa: E402
 from bench_build import OUT, lake_home, make_lake  # noqa: E402
 
 if TYPE_CHECKING:
@@ -188,11 +188,12 @@ def main() -> None:
         f"{'equal' if agree else 'DIFFER: ' + str(floor.extra['unexpected'])}"
     )
     tee(f"ratio check/floor: {best.wall_s / floor.wall_s:.2f}x (best of each)")
-    tee(f"time: {best.wall_s:.1f}s (target <= {TARGET_S:.0f}s) {'PASS' if best.wall_s <= TARGET_S else 'FAIL'}")
-    tee(
-        f"peak RSS: {best.peak_rss_mb:,.0f} MiB (target < {TARGET_RSS_MB:,.0f}) "
-        f"{'PASS' if best.peak_rss_mb < TARGET_RSS_MB else 'FAIL'}"
-    )
+    rows = f"{best.rows / 1e6:.1f}M rows"
+    judged = verdict(f"check dataset, {rows}", best.wall_s, TARGET_S, at_most=True, unit="s")
+    tee(f"time: {best.wall_s:.1f}s (target <= {TARGET_S:.0f}s) {judged}")
+    ratio(f"check dataset / floor, {rows}", best.wall_s / floor.wall_s, "one DuckDB pass + features scan")
+    judged = verdict(f"check dataset peak RSS, {rows}", best.peak_rss_mb, TARGET_RSS_MB, at_most=True, unit="MiB")
+    tee(f"peak RSS: {best.peak_rss_mb:,.0f} MiB (target < {TARGET_RSS_MB:,.0f}) {judged}")
     tee.write(OUT / "bench_check.txt")
 
 

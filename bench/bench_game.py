@@ -32,6 +32,7 @@ the older leader-targeting heuristic let random win 25.9% with 5.35% at the turn
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +44,9 @@ from toolkit.game.env import CommanderEnv
 from toolkit.game.players import HeuristicParams, HeuristicPlayer, RandomPlayer, make_player
 from toolkit.game.simulate import SimulateConfig, simulate
 from toolkit.game.vec_env import CommanderVecEnv
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import verdict  # noqa: E402
 
 ORIGIN_DECISIONS_PER_S = 3_200  # the origin lab's simulator (field notes)
 BATCHED_TARGET = 300_000  # decisions/s of the batched core, 4 heuristics (issue 26; a numpy prototype reached 383k)
@@ -110,21 +114,23 @@ def speed(quick: bool) -> None:
         f"same engine, one game at a time               : {single:>10,.0f} decisions/s (batched is "
         f"{batched / single:.0f}x)"
     )
+    judged = verdict("batched core, 4 heuristics", batched, BATCHED_TARGET, unit="decisions/s")
     print(
         f"batched core target {BATCHED_TARGET:,} decisions/s        : "
-        f"{'PASS' if batched >= BATCHED_TARGET else 'FAIL'} (best of {len(runs)} run(s): "
+        f"{judged} (best of {len(runs)} run(s): "
         + ", ".join(f"{rate:,.0f} at {cpu:.0%} CPU" for rate, cpu in runs)
         + f"; {max(rate / cpu for rate, cpu in runs):,.0f} per CPU second)"
     )
     print(f"single-game env, random agent vs 3 heuristics  : {gym:>10,.0f} agent steps/s")
     print(
         f"vectorised env (1024 games), same              : {vec:>10,.0f} agent steps/s ({vec / gym:.0f}x the "
-        f"single-game env; target {VEC_ENV_TARGET:,}: {_met(vec >= VEC_ENV_TARGET)})"
+        f"single-game env; target {VEC_ENV_TARGET:,}: "
+        f"{verdict('vectorised env, random agent', vec, VEC_ENV_TARGET, unit='steps/s')})"
     )
     print(
         f"distill simulate end to end, writing JSONL     : {result.decisions_per_second:>10,.0f} decisions/s "
         f"({result.decisions_per_second / single:.1f}x the one-game loop, target {SIMULATE_TARGET:,}: "
-        f"{_met(result.decisions_per_second >= SIMULATE_TARGET)})"
+        f"{verdict('distill simulate end to end', result.decisions_per_second, SIMULATE_TARGET, unit='decisions/s')})"
     )
 
 

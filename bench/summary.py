@@ -25,7 +25,7 @@ def render(records: list[dict]) -> list[str]:
             r.get("against") or "-",
             r["measured"],
             r["target"],
-            "PASS" if r["ok"] else "FAIL",
+            "-" if r["ok"] is None else "PASS" if r["ok"] else "FAIL",
         )
         for r in records
     ]
@@ -33,8 +33,9 @@ def render(records: list[dict]) -> list[str]:
     line = "  ".join("{:<%d}" % w for w in widths)
     out = [line.format(*header).rstrip(), "  ".join("-" * w for w in widths)]
     out += [line.format(*row).rstrip() for row in rows]
-    met = sum(r["ok"] for r in records)
-    out.append(f"{met} of {len(records)} targets met")
+    judged = [r for r in records if r["ok"] is not None]
+    met = sum(r["ok"] for r in judged)
+    out.append(f"{met} of {len(judged)} targets met")
     return out
 
 

@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import summary  # noqa: E402
-from _common import VERDICTS_ENV, judged, verdict  # noqa: E402
+from _common import VERDICTS_ENV, judged, ratio, verdict  # noqa: E402
 
 
 def test_a_verdict_judges_lower_and_upper_bounds() -> None:
@@ -32,11 +32,14 @@ def test_verdicts_are_recorded_only_when_the_environment_names_a_file(
     monkeypatch.setenv(VERDICTS_ENV, str(path))
     verdict("ingest / orjson", 0.63, 1.0, unit="x", against="orjson line by line")
     judged("decisive play", False, "worst 28.0%", "< 10%")
+    ratio("check / floor", 1.45, "one DuckDB pass")
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(r["what"], r["measured"], r["target"], r["ok"]) for r in records] == [
         ("ingest / orjson", "0.63x", ">= 1.00x", False),
         ("decisive play", "worst 28.0%", "< 10%", False),
+        ("check / floor", "1.45x", "-", None),
     ]
+    assert summary.render(records)[-1] == "0 of 2 targets met"  # a ratio without a target is shown, not judged
     assert records[0]["against"] == "orjson line by line"
 
 
