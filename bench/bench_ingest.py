@@ -38,6 +38,11 @@ ingest's CPU. pyarrow.json alone costs 2.0x orjson's CPU on the same lines,
 so on 2 cores the parse alone only ties raw: 1.0x is out of reach here (see
 PROFILES.md). Naive 9,316 rec/s: ingest 1.89x by wall (target 3x; ~3.0x by
 CPU). Peak RSS 456 / 486 MiB at 100k / 1M.
+Second run (14:32, load 2.3: one core left to the bench; ingest and the
+parse floor each got ~1.0 core): ingest 46,923 vs raw 159,651 rec/s, 0.29x
+(FAIL), 20.8 vs 6.0 CPU-s: at most 0.57x; simulator log 39,621 vs 121,018,
+0.33x (FAIL), 25.2 vs 7.8 CPU-us/row: at most 0.62x; floor 14.7 + 3.7 CPU-s:
+at most 0.65x, 88% of ingest's CPU; naive 15,795 rec/s (2.97x, FAIL).
 
 Earlier runs (2 cores, nothing else running; 1M rows of ~2.07 KB, 2.07 GB):
 ingest 104,323 / 97,763 / 101,007 rec/s, raw orjson 163,222 / 155,526 /
