@@ -3,23 +3,50 @@
 Usage::
 
     .venv/bin/python bench/bench_ingest.py                      # 1M rows (+100k for memory)
-    .venv/bin/python bench/bench_ingest.py --rows 200000 --small-rows 50000 --dirty 0.001 0.01
+    .venv/bin/python bench/bench_ingest.py --rows 200000 --small-rows 50000 --dirty 0.001 0.01 --sim-games 1000
 
 Generates (once, cached under ``bench/out/data``) a deterministic JSONL file of
-realistic canonical records, then measures, each in a fresh process:
+realistic canonical records, and the simulator's own log of ``--sim-games``
+heuristic games (one file, as ``distill simulate`` writes it), then measures,
+each in a fresh process:
 
 (a) ``ingest``: ``ingest_paths`` end to end into a fresh data root;
 (b) ``naive``: Pydantic ``model_validate_json`` per line -> dicts -> pyarrow ->
     Parquet, in batches, GC left on (the obvious way to do it);
-(c) ``raw``: read lines + ``orjson.loads`` per line, nothing else (the ceiling).
+(c) ``raw``: read lines + ``orjson.loads`` per line, nothing else (the baseline);
+(d) ``parse``: the floor of parsing: reading the file and ``pyarrow.json`` on
+    two threads as the fast path calls it, nothing else;
+(e) ``encode``: the floor of writing: the parsed rows with lineage encoded to
+    one lake Parquet file (only the writing timed).
 
-Prints rec/s, the ratios ingest/naive and ingest/raw, peak RSS at the small,
-a middle and the full size, and PASS/FAIL against the targets; the report also goes
-to ``bench/out/``.
+(a) and (c) run on both inputs, (d) and (e) on the generated rows at full size.
+Prints rec/s, the ratios ingest/naive and ingest/raw (target 1.0x on each input,
+issue 26), under each the ratio ingest could reach with the cores to itself
+(from CPU time: wall ratios fall with the machine's load), the floor (d + e
+shared over the cores), peak RSS at the small, a middle and the full size, and
+PASS/FAIL against the targets; the report also goes to ``bench/out/``. Where
+the time goes, thread by thread: ``bench/profile_ingest.py`` and
+``bench/PROFILES.md``.
 
-Last runs (2 cores, nothing else running; 1M rows of ~2.07 KB, 2.07 GB):
+Last runs, issue 26 (2 cores under another benchmark, load 5-6, 14:03-14:12
+UTC; 1M generated rows of 2.07 KB; the simulator's log of 7,800 games, 907,120
+decisions of 2.57 KB): ingest 17,588 rec/s vs raw 65,815: 0.27x by wall
+(FAIL), 22.0 vs 6.2 CPU-s: at most 0.56x on 2 free cores; simulator log
+33,410 vs 87,510: 0.38x (FAIL), 23.7 vs 7.1 CPU-s: at most 0.60x. Floor:
+parse alone 15.2 CPU-s + encoding alone 3.8 CPU-s: at most 0.65x raw, 86% of
+ingest's CPU. pyarrow.json alone costs 2.0x orjson's CPU on the same lines,
+so on 2 cores the parse alone only ties raw: 1.0x is out of reach here (see
+PROFILES.md). Naive 9,316 rec/s: ingest 1.89x by wall (target 3x; ~3.0x by
+CPU). Peak RSS 456 / 486 MiB at 100k / 1M.
+Second run (14:32, load 2.3: one core left to the bench; ingest and the
+parse floor each got ~1.0 core): ingest 46,923 vs raw 159,651 rec/s, 0.29x
+(FAIL), 20.8 vs 6.0 CPU-s: at most 0.57x; simulator log 39,621 vs 121,018,
+0.33x (FAIL), 25.2 vs 7.8 CPU-us/row: at most 0.62x; floor 14.7 + 3.7 CPU-s:
+at most 0.65x, 88% of ingest's CPU; naive 15,795 rec/s (2.97x, FAIL).
+
+Earlier runs (2 cores, nothing else running; 1M rows of ~2.07 KB, 2.07 GB):
 ingest 104,323 / 97,763 / 101,007 rec/s, raw orjson 163,222 / 155,526 /
-159,396: 0.64x / 0.63x / 0.63x (target 0.6x); naive ~16k rec/s: ~6.3x; peak
+159,396: 0.64x / 0.63x / 0.63x (target then 0.6x); naive ~16k rec/s: ~6.3x; peak
 RSS 100k / 300k / 1M rows 504 / 507 / 603, 497 / 508 / 564 and 497 / 496 /
 579 MiB: 1.20x / 1.13x / 1.16x from 100k to 1M (target 1.25x). With 0.1% /
 1% corrupted lines (last two runs, each input read once before it is timed):
@@ -49,14 +76,15 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Measurement, Tee, best_of, report_child, run_child, timed  # noqa: E402
+from _common import Measurement, Tee, Timer, best_of, report_child, run_child, timed  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 SEED = 20240601
 POD = 4
 
 TARGET_VS_NAIVE = 3.0
-TARGET_VS_RAW = 0.6
+TARGET_VS_RAW = 1.0  # issue 26: ingest end to end at least as fast as orjson's line-by-line parse
+SIM_GAMES = 7_800  # heuristic games of the simulator's own logs: ~0.9M decisions, ~2.3 GB
 TARGET_RSS_MB = 1536.0
 FLAT_RSS_GROWTH = 1.25  # peak RSS at full size may be at most this times the small-size peak
 DIRTY_TIME_TARGETS = {0.001: 1.2, 0.01: 1.5}  # a file with this share of bad lines: at most this times the clean time
@@ -459,6 +487,32 @@ def data_file(rows: int, dirty: float = 0.0) -> tuple[Path, dict[str, Any]]:
     return path, generate_file(path, rows, dirty=dirty)
 
 
+def sim_file(games: int) -> tuple[Path, dict[str, Any]]:
+    """The simulator's own log of ``games`` heuristic games (one file, as ``distill simulate`` writes
+    it), simulated once and cached under ``bench/out/data``."""
+    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.jobs.config import BackendConfig
+
+    path = OUT / "data" / f"sim-{games}-s{SEED}.jsonl"
+    meta_path = path.with_suffix(".meta.json")
+    if path.exists() and meta_path.exists():
+        return path, json.loads(meta_path.read_text())
+    folder = OUT / "data" / f"sim-{games}-s{SEED}.parts"
+    shutil.rmtree(folder, ignore_errors=True)
+    # One shard: one file, as a single `distill simulate` run of this many games writes it.
+    result = simulate(SimulateConfig(games=games, seed=SEED, out=folder), backend=BackendConfig(shard_games=games))
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as out:
+        for part in sorted(result.files):
+            with open(part, "rb") as handle:
+                shutil.copyfileobj(handle, out, 16 << 20)
+    tmp.replace(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    meta = {"games": games, "seed": SEED, "rows": result.decisions, "bytes": path.stat().st_size}
+    meta_path.write_text(json.dumps(meta))
+    return path, meta
+
+
 def check_sample(path: Path, every: int = 997, first: int = 2000) -> int:
     """Validate the first ``first`` lines and every ``every``-th after with Pydantic.
 
@@ -536,6 +590,103 @@ def _child_raw(path: Path) -> None:
     report_child(n, t)
 
 
+def _line_chunks(path: Path, size: int = 16 << 20) -> Any:
+    """The file's bytes in blocks of about ``size`` that end at a newline (as ingest's chunks do)."""
+    tail = b""
+    with open(path, "rb") as handle:
+        while block := handle.read(size):
+            data = tail + block
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                yield data[:cut]
+                tail = data[cut:]
+            else:
+                tail = data
+    if tail:
+        yield tail
+
+
+def _parsed_chunks(path: Path, workers: int) -> Any:
+    """Each chunk parsed as ingest's fast path parses a clean one (pyarrow.json, its explicit schema, one
+    thread per chunk, ``workers`` chunks at a time, the UTF-8 check), in order."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolkit.ingest.fastpath import _parse_block
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        in_flight: deque[Any] = deque()
+        for data in _line_chunks(path):
+            in_flight.append(pool.submit(_parse_block, data, data.count(b"\n") + (not data.endswith(b"\n"))))
+            if len(in_flight) > workers:
+                yield in_flight.popleft().result()
+        while in_flight:
+            yield in_flight.popleft().result()
+
+
+def _child_parse(path: Path) -> None:
+    """The floor of parsing: reading the file and pyarrow.json on two threads, nothing else."""
+    from toolkit.ingest.config import ReadOptions
+
+    n = 0
+    with timed() as t:
+        for table in _parsed_chunks(path, ReadOptions().workers):
+            n += table.num_rows
+    report_child(n, t)
+
+
+def _child_encode(path: Path, home: Path) -> None:
+    """The floor of writing: the parsed rows (parsed first, untimed), with their lineage columns, to one
+    lake Parquet file as ingest encodes it, in row groups of ``ROW_GROUP_ROWS``; only the writing is timed."""
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from toolkit.catalog.parquet import lake_parquet_options
+    from toolkit.ingest.staging import ROW_GROUP_ROWS
+    from toolkit.schema import columns as col
+    from toolkit.schema.arrow import lake_schema
+
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    schema = lake_schema()
+    writer = pq.ParquetWriter(home / "encode.parquet", schema, **lake_parquet_options())
+    wall = cpu = 0.0
+    n = 0
+    held: list[pa.Table] = []
+
+    def write(tables: list[pa.Table]) -> tuple[float, float]:
+        table = pa.concat_tables(tables)
+        rows = table.num_rows
+        lineage = {
+            col.BATCH_ID: pa.repeat(pa.scalar("b0123456789abcdef", pa.string()), rows),
+            col.SOURCE_FILE: pa.repeat(pa.scalar(path.name, pa.string()), rows),
+            col.SOURCE_LINE: pa.array(np.arange(n + 1, n + 1 + rows), pa.int64()),
+            col.FILE_SHA256: pa.repeat(pa.scalar("0" * 64, pa.string()), rows),
+        }
+        w, c = time.perf_counter(), time.process_time()
+        for name, values in lineage.items():
+            table = table.append_column(name, values)
+        writer.write_table(table.cast(schema), row_group_size=rows)
+        return time.perf_counter() - w, time.process_time() - c
+
+    for table in _parsed_chunks(path, 1):
+        held.append(table)
+        if sum(t.num_rows for t in held) >= ROW_GROUP_ROWS:
+            dw, dc = write(held)
+            wall, cpu, n = wall + dw, cpu + dc, n + sum(t.num_rows for t in held)
+            held = []
+    if held:
+        dw, dc = write(held)
+        wall, cpu, n = wall + dw, cpu + dc, n + sum(t.num_rows for t in held)
+    writer.close()
+    timer = Timer()
+    timer.wall, timer.cpu = wall, cpu
+    report_child(n, timer)
+    shutil.rmtree(home, ignore_errors=True)
+
+
 def _read_through(path: Path) -> None:
     """Read ``path`` once, unmeasured, so that the run timed next finds it in the page cache.
 
@@ -566,6 +717,17 @@ def _verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
+def _cpu_bound(ingest: Measurement, raw: Measurement) -> str:
+    """The ratio ingest could reach with every core of this machine to itself, from the CPU time of each
+    (the ratio of walls falls with the machine's load: raw runs on one thread, ingest needs them all)."""
+    ingest_us, raw_us = ingest.cpu_s / ingest.rows * 1e6, raw.cpu_s / raw.rows * 1e6
+    cores = os.cpu_count() or 1
+    return (
+        f"CPU: ingest {ingest_us:.1f} us/row, raw {raw_us:.1f} us/row: at most {cores * raw_us / ingest_us:.2f}x "
+        f"raw on {cores} free cores (ingest used {ingest.cpu_s / ingest.wall_s:.2f} cores of them here)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the main data file")
@@ -584,9 +746,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FRACTION",
         help="also ingest files with this fraction of corrupted lines (e.g. 0.001 0.01)",
     )
+    parser.add_argument(
+        "--sim-games",
+        type=int,
+        default=SIM_GAMES,
+        help="also ingest the simulator's own log of this many games (0 to skip)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest counts")
     parser.add_argument("--skip-naive-small", action="store_true", help="do not run the naive path at small size")
-    parser.add_argument("--child", choices=("ingest", "naive", "raw"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("ingest", "naive", "raw", "parse", "encode"), help=argparse.SUPPRESS)
     parser.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -596,6 +764,8 @@ def main(argv: list[str] | None = None) -> int:
             "ingest": lambda: _child_ingest(args.input, args.home),
             "naive": lambda: _child_naive(args.input, args.home),
             "raw": lambda: _child_raw(args.input),
+            "parse": lambda: _child_parse(args.input),
+            "encode": lambda: _child_encode(args.input, args.home),
         }[args.child]()
         return 0
 
@@ -618,8 +788,10 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[tuple[str, int], Measurement] = {}
     for rows in sizes:
-        for kind in ("raw", "ingest", "naive"):
+        for kind in ("raw", "ingest", "naive", "parse", "encode"):
             if kind == "naive" and rows != args.rows and (args.skip_naive_small or rows == args.mid_rows):
+                continue
+            if kind in ("parse", "encode") and rows != args.rows:  # the floor: at full size only
                 continue
             m = _measure(kind, files[rows], args.repeat)
             results[(kind, rows)] = m
@@ -640,6 +812,24 @@ def main(argv: list[str] | None = None) -> int:
             f"{m.rate:,.0f} rec/s  peak RSS {m.peak_rss_mb:.0f} MiB  {m.extra}"
         )
 
+    sim: tuple[dict[str, Any], Measurement, Measurement] | None = None
+    if args.sim_games:
+        with timed() as t:
+            path, meta = sim_file(args.sim_games)
+        out(
+            f"data {path.name}: {meta['rows']:,} decisions of {meta['games']:,} simulated games, "
+            f"{meta['bytes'] / meta['rows']:,.0f} B/row ({t.wall:.0f}s to prepare)"
+        )
+        sim_raw, sim_ingest = _measure("raw", path, args.repeat), _measure("ingest", path, args.repeat)
+        for kind, m in (("raw", sim_raw), ("ingest", sim_ingest)):
+            out(
+                f"  measured {kind:6s} simulator log {m.rows:>9,} rows: {m.rate:>9,.0f} rec/s  wall {m.wall_s:6.1f}s  "
+                f"cpu {m.cpu_s:6.1f}s  peak RSS {m.peak_rss_mb:7.0f} MiB  {m.extra or ''}"
+            )
+        if sim_ingest.extra.get("valid") != meta["rows"]:
+            out(f"  !! ingest accepted {sim_ingest.extra.get('valid')} of {meta['rows']} simulated rows")
+        sim = (meta, sim_raw, sim_ingest)
+
     big, small = args.rows, args.small_rows
     ingest, naive, raw = results[("ingest", big)], results[("naive", big)], results[("raw", big)]
     vs_naive, vs_raw = ingest.rate / naive.rate, ingest.rate / raw.rate
@@ -647,6 +837,7 @@ def main(argv: list[str] | None = None) -> int:
     out()
     out(f"{'path':<34}{'rec/s':>10}{'peak RSS ' + format(small, ','):>18}{'peak RSS ' + format(big, ','):>18}")
     labels = {"ingest": "(a) distill ingest", "naive": "(b) naive Pydantic -> Parquet", "raw": "(c) raw orjson parse"}
+    labels |= {"parse": "(d) parse alone (floor)", "encode": "(e) Parquet encode alone"}
     for kind, label in labels.items():
         s = results.get((kind, small))
         small_rss = f"{s.peak_rss_mb:,.0f} MiB" if s else "-"
@@ -665,6 +856,25 @@ def main(argv: list[str] | None = None) -> int:
         f"ingest / naive = {vs_naive:5.2f}x   target >= {TARGET_VS_NAIVE}x      {_verdict(vs_naive >= TARGET_VS_NAIVE)}"
     )
     out(f"ingest / raw   = {vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      {_verdict(vs_raw >= TARGET_VS_RAW)}")
+    out(f"  {_cpu_bound(ingest, raw)}")
+    sim_vs_raw = sim[2].rate / sim[1].rate if sim else None
+    if sim_vs_raw is not None:
+        out(
+            f"ingest / raw, simulator log = {sim_vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      "
+            f"{_verdict(sim_vs_raw >= TARGET_VS_RAW)}"
+        )
+        out(f"  {_cpu_bound(sim[2], sim[1])}")
+    parse, encode = results[("parse", big)], results[("encode", big)]
+    # The floor on this machine, from CPU time (load-independent): the parse alone (reading included) and the
+    # Parquet encoding alone, shared evenly over every core, with no other work and no wait.
+    cores = os.cpu_count() or 1
+    floor_vs_raw = cores * raw.cpu_s / (parse.cpu_s + encode.cpu_s)
+    out(
+        f"floor: parse alone (read + pyarrow.json, 2 threads) {parse.cpu_s:.1f} CPU-s "
+        f"({parse.rate / raw.rate:.2f}x raw by wall here); Parquet encoding alone {encode.cpu_s:.1f} CPU-s; "
+        f"both over {cores} free cores at most {floor_vs_raw:.2f}x raw ({raw.cpu_s:.1f} CPU-s); "
+        f"ingest {ingest.cpu_s:.1f} CPU-s, the floor's work {(parse.cpu_s + encode.cpu_s) / ingest.cpu_s:.0%} of it"
+    )
     for fraction, _, m in dirty_results:
         slower = m.wall_s / ingest.wall_s
         limit = DIRTY_TIME_TARGETS.get(fraction)
@@ -706,6 +916,14 @@ def main(argv: list[str] | None = None) -> int:
                     }
                     for (k, n), m in results.items()
                 },
+                "sim": {
+                    "games": sim[0]["games"],
+                    "rows": sim[0]["rows"],
+                    "raw": {"rate": sim[1].rate, "wall_s": sim[1].wall_s, "cpu_s": sim[1].cpu_s},
+                    "ingest": {"rate": sim[2].rate, "wall_s": sim[2].wall_s, "cpu_s": sim[2].cpu_s, **sim[2].extra},
+                }
+                if sim
+                else None,
                 "dirty": [
                     {"fraction": f, "rate": m.rate, "peak_rss_mb": m.peak_rss_mb, **m.extra}
                     for f, _, m in dirty_results
@@ -713,6 +931,9 @@ def main(argv: list[str] | None = None) -> int:
                 "ratios": {
                     "ingest_vs_naive": vs_naive,
                     "ingest_vs_raw": vs_raw,
+                    "parse_vs_raw": parse.rate / raw.rate,
+                    "floor_vs_raw": floor_vs_raw,
+                    "sim_ingest_vs_raw": sim_vs_raw,
                     "rss_growth": growth,
                     "rss_growth_from_mid": plateau,
                 },
