@@ -76,7 +76,7 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import Measurement, Tee, Timer, best_of, report_child, run_child, timed  # noqa: E402
+from _common import Measurement, Tee, Timer, best_of, ratio, report_child, run_child, timed, verdict  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 SEED = 20240601
@@ -713,10 +713,6 @@ def _measure(kind: str, path: Path, repeat: int) -> Measurement:
 # -- report ---------------------------------------------------------------------------------
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 def _cpu_bound(ingest: Measurement, raw: Measurement) -> str:
     """The ratio ingest could reach with every core of this machine to itself, from the CPU time of each
     (the ratio of walls falls with the machine's load: raw runs on one thread, ingest needs them all)."""
@@ -852,16 +848,16 @@ def main(argv: list[str] | None = None) -> int:
             f"   ({m.rate / ingest.rate:.2f}x clean, {m.extra.get('rejected'):,} rejected)"
         )
     out()
-    out(
-        f"ingest / naive = {vs_naive:5.2f}x   target >= {TARGET_VS_NAIVE}x      {_verdict(vs_naive >= TARGET_VS_NAIVE)}"
-    )
-    out(f"ingest / raw   = {vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      {_verdict(vs_raw >= TARGET_VS_RAW)}")
+    judged = verdict("ingest / naive Pydantic", vs_naive, TARGET_VS_NAIVE, unit="x", against="naive Pydantic")
+    out(f"ingest / naive = {vs_naive:5.2f}x   target >= {TARGET_VS_NAIVE}x      {judged}")
+    judged = verdict("ingest / raw orjson", vs_raw, TARGET_VS_RAW, unit="x", against="orjson line by line")
+    out(f"ingest / raw   = {vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      {judged}")
     out(f"  {_cpu_bound(ingest, raw)}")
     sim_vs_raw = sim[2].rate / sim[1].rate if sim else None
     if sim_vs_raw is not None:
         out(
             f"ingest / raw, simulator log = {sim_vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      "
-            f"{_verdict(sim_vs_raw >= TARGET_VS_RAW)}"
+            f"{verdict('ingest / raw, simulator log', sim_vs_raw, TARGET_VS_RAW, unit='x', against='orjson')}"
         )
         out(f"  {_cpu_bound(sim[2], sim[1])}")
     parse, encode = results[("parse", big)], results[("encode", big)]
@@ -869,6 +865,7 @@ def main(argv: list[str] | None = None) -> int:
     # Parquet encoding alone, shared evenly over every core, with no other work and no wait.
     cores = os.cpu_count() or 1
     floor_vs_raw = cores * raw.cpu_s / (parse.cpu_s + encode.cpu_s)
+    ratio("floor: parse + encode over 2 cores / raw", floor_vs_raw, "orjson line by line (CPU)")
     out(
         f"floor: parse alone (read + pyarrow.json, 2 threads) {parse.cpu_s:.1f} CPU-s "
         f"({parse.rate / raw.rate:.2f}x raw by wall here); Parquet encoding alone {encode.cpu_s:.1f} CPU-s; "
@@ -878,16 +875,20 @@ def main(argv: list[str] | None = None) -> int:
     for fraction, _, m in dirty_results:
         slower = m.wall_s / ingest.wall_s
         limit = DIRTY_TIME_TARGETS.get(fraction)
-        verdict = _verdict(slower <= limit) if limit else "(no target)"
-        out(f"ingest time, {fraction:g} bad lines / clean = {slower:4.2f}x   target <= {limit or '-'}x   {verdict}")
+        judged = (
+            verdict(f"ingest, {fraction:g} bad lines / clean", slower, limit, at_most=True, unit="x", against="clean")
+            if limit
+            else "(no target)"
+        )
+        out(f"ingest time, {fraction:g} bad lines / clean = {slower:4.2f}x   target <= {limit or '-'}x   {judged}")
     out(
         f"peak RSS {big:,} = {rss_big:,.0f} MiB   target < {TARGET_RSS_MB:,.0f} MiB   "
-        f"{_verdict(rss_big < TARGET_RSS_MB)}"
+        f"{verdict(f'ingest peak RSS, {big:,} rows', rss_big, TARGET_RSS_MB, at_most=True, unit='MiB')}"
     )
     growth = rss_big / rss_small
     out(
         f"peak RSS growth {small:,} -> {big:,} rows = {growth:.2f}x   target <= {FLAT_RSS_GROWTH}x (flat)   "
-        f"{_verdict(growth <= FLAT_RSS_GROWTH)}"
+        f"{verdict('ingest peak RSS growth', growth, FLAT_RSS_GROWTH, at_most=True, unit='x', against=str(small))}"
     )
     curve = [(rows, results[("ingest", rows)].peak_rss_mb) for rows in sizes]
     out("peak RSS curve (ingest): " + "  ".join(f"{rows:,} rows {mb:,.0f} MiB" for rows, mb in curve))
