@@ -179,11 +179,12 @@ class PPOStepConfig(_Config):
         "from a student (whose critic does not exist yet).",
     )
     turn_limit_reward: float = Field(
-        -1.0,
+        -2.0,
         ge=-10,
         le=0,
         description="The learner's terminal reward when a training game ends at the turn limit (-1: the same as a "
-        "loss; lower makes a stall cost more than a loss, a push towards closing games).",
+        "loss; -2, measured best: a stall costs more than a loss, a push towards closing games; the README's "
+        "'Does the student get stronger?').",
     )
     league: LeagueConfig = Field(default_factory=LeagueConfig)
     export_games: int = Field(
