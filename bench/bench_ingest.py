@@ -888,7 +888,7 @@ def main(argv: list[str] | None = None) -> int:
     growth = rss_big / rss_small
     out(
         f"peak RSS growth {small:,} -> {big:,} rows = {growth:.2f}x   target <= {FLAT_RSS_GROWTH}x (flat)   "
-        f"{verdict('ingest peak RSS growth', growth, FLAT_RSS_GROWTH, at_most=True, unit='x', against=str(small))}"
+        f"{verdict('ingest peak RSS growth', growth, FLAT_RSS_GROWTH, at_most=True, unit='x', against=f'{small} rows')}"
     )
     curve = [(rows, results[("ingest", rows)].peak_rss_mb) for rows in sizes]
     out("peak RSS curve (ingest): " + "  ".join(f"{rows:,} rows {mb:,.0f} MiB" for rows, mb in curve))

@@ -46,8 +46,13 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import judged  # noqa: E402
+from _common import judged, ratio  # noqa: E402
 
+# What each judged figure is measured against in the same run (for make bench's table).
+AGAINST = {
+    "PPO vectorised / single-game env path": "MaskablePPO over 8 single-game envs",
+    "BC against a plain torch loop": "a plain torch loop, same tensors",
+}
 PPO_TARGET = 12_000
 PPO_RATIO_TARGET = 10.0
 VEC_ENV_TARGET = 25_000
@@ -262,8 +267,11 @@ def main() -> None:
             figures.update(vec_env_figures())
     for key, value in figures.items():
         print(f"{key:48s} {value}")
+    if "ppo_steady_vs_ceiling" in figures:
+        ratio("PPO steady / ceiling", figures["ppo_steady_vs_ceiling"], "MaskablePPO over an instant env")
     for label, ok, target, measured in _checks(figures):
-        print(f"target {label}: {target}: {judged(label.split(' (')[0], ok, measured, target)}")
+        what = label.split(" (")[0]
+        print(f"target {label}: {target}: {judged(what, ok, measured, target, against=AGAINST.get(what, ''))}")
 
 
 def _checks(figures: dict[str, Any]) -> list[tuple[str, bool, str, str]]:
