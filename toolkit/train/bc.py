@@ -288,7 +288,9 @@ class _Split:
         if self.cache is not None:
             reader: Iterator[_Arrays] = (arrays for index in order for arrays in self.cache[index])
         else:
-            self._reader = _ReadAhead(self._read(order))
+            # A split the cache keeps is held whole anyway: read it all ahead, from the moment the split is opened
+            # (while the holdout is read and the network built), not two read batches ahead of the training.
+            self._reader = _ReadAhead(self._read(order), depth=0 if self.keep else 2)
             reader = iter(self._reader)
         self.next = (epoch, rng, reader)
 
@@ -322,8 +324,8 @@ class _Split:
 
 
 class _ReadAhead:
-    """``source``'s items, produced by a thread (started at once) up to ``depth`` items ahead of the consumer;
-    its errors re-raised in the consumer. ``close()`` stops it."""
+    """``source``'s items, produced by a thread (started at once) up to ``depth`` items ahead of the consumer (0:
+    no bound); its errors re-raised in the consumer. ``close()`` stops it."""
 
     def __init__(self, source: Iterator[_Arrays], depth: int = 2) -> None:
         self._items: queue.Queue[tuple[str, Any]] = queue.Queue(depth)
