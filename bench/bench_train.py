@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
+
+from toolkit.game.vec_env import MaskedVecEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import judged, ratio  # noqa: E402
@@ -59,7 +60,7 @@ VEC_ENV_TARGET = 25_000
 BC_RATIO_TARGET = 1.0
 
 
-class InstantVecEnv(VecEnv):
+class InstantVecEnv(MaskedVecEnv):
     """The ceiling's env: ``n_envs`` games that answer one constant observation and mask at once, never ending."""
 
     def __init__(self, observations: np.ndarray, masks: np.ndarray) -> None:
@@ -86,21 +87,6 @@ class InstantVecEnv(VecEnv):
     def close(self) -> None:
         pass
 
-    def env_method(self, method_name: str, *args: Any, indices: VecEnvIndices = None, **kwargs: Any) -> list[Any]:
-        return list(self.action_masks()[self._get_indices(indices)])
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return [getattr(self, attr_name) for _ in self._get_indices(indices)]
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self, attr_name, value)
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False for _ in self._get_indices(indices)]
-
-    def has_attr(self, attr_name: str) -> bool:
-        return attr_name == "action_masks" or hasattr(self, attr_name)
-
 
 class _Clock(BaseCallback):
     """Times a bare ``learn`` the way train_ppo times its own: rollouts, updates, steady rate from rollout 2."""
@@ -124,7 +110,7 @@ class _Clock(BaseCallback):
         self.clock.training_end(self.num_timesteps)
 
 
-def ceiling_figures(config: Any, env: VecEnv, steps: int) -> dict[str, float]:
+def ceiling_figures(config: Any, env: MaskedVecEnv, steps: int) -> dict[str, float]:
     """MaskablePPO with ``config``'s settings over ``env``, timed as train_ppo times itself."""
     from toolkit.train.ppo import _make_model
 

@@ -44,7 +44,34 @@ _RESTART_BATCH = 16  # ended episodes restarted together mid-step once this many
 LEARNER = -1  # the learner's entry in the seating table: asked through step(), never by the core
 
 
-class CommanderVecEnv(VecEnv):
+class MaskedVecEnv(VecEnv):
+    """What sb3 asks of a vectorised env beyond stepping, for one whose envs all live in one object and answer
+    ``action_masks()`` for all of them at once (MaskablePPO's ``env_method("action_masks")``)."""
+
+    def action_masks(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        if method_name != "action_masks":
+            raise AttributeError(f"{type(self).__name__} has no per-env method {method_name!r}")
+        return list(self.action_masks()[self._get_indices(indices)])
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        return [getattr(self, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def has_attr(self, attr_name: str) -> bool:
+        return attr_name == "action_masks" or hasattr(self, attr_name)
+
+
+class CommanderVecEnv(MaskedVecEnv):
     """``n_envs`` games, one learner seat each, opponents answered in batches."""
 
     def __init__(
@@ -132,25 +159,6 @@ class CommanderVecEnv(VecEnv):
 
     def close(self) -> None:
         pass
-
-    def env_method(
-        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
-    ) -> list[Any]:
-        if method_name != "action_masks":
-            raise AttributeError(f"CommanderVecEnv has no per-env method {method_name!r}")
-        return list(self.action_masks()[self._get_indices(indices)])
-
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return [getattr(self, attr_name) for _ in self._get_indices(indices)]
-
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        setattr(self, attr_name, value)
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False for _ in self._get_indices(indices)]
-
-    def has_attr(self, attr_name: str) -> bool:
-        return attr_name == "action_masks" or hasattr(self, attr_name)
 
     def set_pool(self, pool: OpponentPool) -> None:
         """Draw the opponents of every episode that starts from now on from ``pool`` (a curriculum's next stage)."""
