@@ -75,6 +75,17 @@ def test_generations_has_every_column_before_any_loop_ran(tmp_path: Path) -> Non
     assert [c.name for c in generations.columns] == list(GENERATION_COLUMNS)
 
 
+def test_generations_is_empty_while_a_run_has_written_no_record_yet(tmp_path: Path) -> None:
+    layout = Layout.at(tmp_path / "home")
+    Catalog.open(layout).close()
+    (layout.runs / "starting").mkdir(parents=True)
+    (layout.runs / "starting" / "generations.jsonl").write_text("", encoding="utf-8")  # a run just started
+    with Catalog.open(layout, sandbox=True) as catalog:
+        (generations,) = describe_views(catalog, "generations")
+        assert run_query(catalog, "SELECT count(*) AS n FROM generations").to_pylist() == [{"n": 0}]
+    assert [c.name for c in generations.columns] == list(GENERATION_COLUMNS)
+
+
 def test_views_that_have_an_order_come_back_in_it(home: Layout) -> None:
     def rows(sql: str) -> list[tuple]:
         with Catalog.open(home, sandbox=True) as catalog:

@@ -258,9 +258,11 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
     documented columns first (in :data:`GENERATION_COLUMNS` order), in order of loop and generation (read now on a
     sandboxed connection: sealed, it cannot read the files later)."""
     pattern = str(layout.runs / "*" / "generations.jsonl")
+    source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
+    found: dict[str, str] = {}
     if glob.glob(pattern):
-        source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
         found = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+    if {"loop", "generation"} <= found.keys():
         ordered = [n for n in GENERATION_COLUMNS if n in found] + [n for n in found if n not in GENERATION_COLUMNS]
         columns = [  # a column null in every record has no type of its own: the one it has when it is not null
             f"{_quoted(n)}::{_GENERATION_TYPES[n]} AS {_quoted(n)}"
@@ -272,7 +274,7 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
             f"SELECT {', '.join(columns)} FROM {source} "
             "QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
         )
-    else:  # no loop ran: every documented column, none of its rows
+    else:  # no loop ran, or its first record is not written yet: every documented column, none of its rows
         columns = [f"NULL::{_GENERATION_TYPES.get(n, 'JSON')} AS {_quoted(n)}" for n in GENERATION_COLUMNS]
         body = f"SELECT {', '.join(columns)} WHERE false"
     _make(con, "generations", f"{body} ORDER BY loop, generation", sandbox=sandbox)
