@@ -95,14 +95,9 @@ def seat_player(layout: Layout, name: str) -> Path | str:
     """A table's seat: a player type as named; a checkpoint as given when it is there, else under the data root
     (``runs/<loop>/...`` as the loop's records name them)."""
     from toolkit.game.players import PLAYER_TYPES
-    from toolkit.train.checkpoints import card_path
+    from toolkit.train.checkpoints import locate_checkpoint
 
-    if name in PLAYER_TYPES:
-        return name
-    path = Path(name)
-    if path.is_absolute() or card_path(path).is_file():
-        return path
-    return layout.resolve(path)
+    return name if name in PLAYER_TYPES else locate_checkpoint(Path(name), lambda: layout)
 
 
 def finished(folder: Path) -> VariantRun | None:

@@ -157,11 +157,9 @@ def layout() -> Layout:
 def checkpoint(path: Path) -> Path:
     """A checkpoint given on the command line (its card, weights or stem): as given, or, when that is a relative
     path not found here, under the data root (loop state, records and cards name checkpoints relative to it)."""
-    from toolkit.train.checkpoints import card_path
+    from toolkit.train.checkpoints import locate_checkpoint
 
-    if path.is_absolute() or path.exists() or card_path(path).exists():
-        return path
-    return layout().resolve(path)
+    return locate_checkpoint(path, layout)
 
 
 @contextmanager

@@ -20,6 +20,7 @@ import datetime as dt
 import hashlib
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -30,7 +31,7 @@ from safetensors.torch import load, save_file
 from toolkit import __version__
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
-from toolkit.layout import CARD_FORMAT_VERSION
+from toolkit.layout import CARD_FORMAT_VERSION, Layout
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import file_sha256, read_versioned, write_text_atomic
 from toolkit.train.policy import PolicySpec
@@ -155,6 +156,15 @@ def save_checkpoint(
     )
     write_text_atomic(card_path, card.model_dump_json(indent=2) + "\n")
     return card_path
+
+
+def locate_checkpoint(path: Path, root: Callable[[], Layout]) -> Path:
+    """A checkpoint as a person names it (its card, weights or stem): as given, or, when that is a relative path
+    not found here, under the data root ``root()`` (loop state, records and cards name checkpoints relative to
+    it). ``root`` is called only then."""
+    if path.is_absolute() or path.exists() or card_path(path).exists():
+        return path
+    return root().resolve(path)
 
 
 def card_path(path: Path) -> Path:
