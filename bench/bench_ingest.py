@@ -6,9 +6,10 @@ Usage::
     .venv/bin/python bench/bench_ingest.py --rows 200000 --small-rows 50000 --dirty 0.001 0.01 --sim-games 1000
 
 Generates (once, cached under ``bench/out/data``) a deterministic JSONL file of
-realistic canonical records, and the simulator's own log of ``--sim-games``
-heuristic games (one file, as ``distill simulate`` writes it), then measures,
-each in a fresh process:
+realistic canonical records, the simulator's own log of ``--sim-games``
+heuristic games (one file, as ``distill simulate`` writes it) and a PPO-export
+log of ``--export-games`` games (the loop's self-play export, zstd JSONL), then
+measures, each in a fresh process:
 
 (a) ``ingest``: ``ingest_paths`` end to end into a fresh data root;
 (b) ``naive``: Pydantic ``model_validate_json`` per line -> dicts -> pyarrow ->
@@ -19,7 +20,8 @@ each in a fresh process:
 (e) ``encode``: the floor of writing: the parsed rows with lineage encoded to
     one lake Parquet file (only the writing timed).
 
-(a) and (c) run on both inputs, (d) and (e) on the generated rows at full size.
+(a) and (c) run on all three inputs (raw decompresses the export's zstd stream
+first), (d) and (e) on the generated rows at full size.
 Prints rec/s, the ratios ingest/naive and ingest/raw (target 1.0x on each input,
 issue 26), under each the ratio ingest could reach with the cores to itself
 (from CPU time: wall ratios fall with the machine's load), the floor (d + e
@@ -85,6 +87,7 @@ POD = 4
 TARGET_VS_NAIVE = 3.0
 TARGET_VS_RAW = 1.0  # issue 26: ingest end to end at least as fast as orjson's line-by-line parse
 SIM_GAMES = 7_800  # heuristic games of the simulator's own logs: ~0.9M decisions, ~2.3 GB
+EXPORT_GAMES = 16_000  # games of a PPO-export log (the loop's self-play export, zstd): ~0.9M decisions
 TARGET_RSS_MB = 1536.0
 FLAT_RSS_GROWTH = 1.25  # peak RSS at full size may be at most this times the small-size peak
 DIRTY_TIME_TARGETS = {0.001: 1.2, 0.01: 1.5}  # a file with this share of bad lines: at most this times the clean time
@@ -513,6 +516,44 @@ def sim_file(games: int) -> tuple[Path, dict[str, Any]]:
     return path, meta
 
 
+def export_file(games: int) -> tuple[Path, dict[str, Any]]:
+    """A PPO-export log of ``games`` games, written once and cached under ``bench/out/data``: the loop's self-play
+    export (``export_league_games``: the teacher's seats of games against a league that seats the teacher too,
+    source ``ppo``, zstd JSONL as the loop writes it), its shards' files joined into one multi-frame file. The
+    teacher is the tuned heuristic (no trained model to load: the rows, their dialect and compression are the
+    export's)."""
+    from toolkit.jobs.config import BackendConfig
+    from toolkit.train.export import SELF, ExportConfig, export_league_games
+
+    path = OUT / "data" / f"export-{games}-s{SEED}.jsonl.zst"
+    meta_path = path.parent / f"export-{games}-s{SEED}.meta.json"
+    if path.exists() and meta_path.exists():
+        return path, json.loads(meta_path.read_text())
+    folder = OUT / "data" / f"export-{games}-s{SEED}.parts"
+    shutil.rmtree(folder, ignore_errors=True)
+    counts = export_league_games(
+        "tuned",
+        [SELF, "heuristic", "tuned"],
+        folder,
+        games=games,
+        seed=SEED,
+        batch="bench",
+        generation=1,
+        config=ExportConfig(compression="zstd"),
+        backend=BackendConfig(shard_games=max(1, games // 4)),
+    )
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as out:
+        for part in sorted(counts.files):
+            with open(part, "rb") as handle:
+                shutil.copyfileobj(handle, out, 16 << 20)
+    tmp.replace(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    meta = {"games": games, "seed": SEED, "rows": counts.exported_decisions, "bytes": path.stat().st_size}
+    meta_path.write_text(json.dumps(meta))
+    return path, meta
+
+
 def check_sample(path: Path, every: int = 997, first: int = 2000) -> int:
     """Validate the first ``first`` lines and every ``every``-th after with Pydantic.
 
@@ -580,11 +621,20 @@ def _child_naive(path: Path, home: Path, batch_rows: int = 16_384) -> None:
 
 
 def _child_raw(path: Path) -> None:
+    """orjson line by line; a ``.zst`` file decompressed as a stream first (zstandard, across its frames)."""
+    import io
+
+    import zstandard
+
     loads = orjson.loads
     n = 0
     with timed() as t:
         with open(path, "rb") as handle:
-            for line in handle:
+            lines: Any = handle
+            if path.name.endswith(".zst"):
+                stream = zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True)
+                lines = io.BufferedReader(stream, 1 << 20)
+            for line in lines:
                 loads(line)
                 n += 1
     report_child(n, t)
@@ -748,6 +798,12 @@ def main(argv: list[str] | None = None) -> int:
         default=SIM_GAMES,
         help="also ingest the simulator's own log of this many games (0 to skip)",
     )
+    parser.add_argument(
+        "--export-games",
+        type=int,
+        default=EXPORT_GAMES,
+        help="also ingest a PPO-export log (zstd, as the loop writes it) of this many games (0 to skip)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement; the fastest counts")
     parser.add_argument("--skip-naive-small", action="store_true", help="do not run the naive path at small size")
     parser.add_argument("--child", choices=("ingest", "naive", "raw", "parse", "encode"), help=argparse.SUPPRESS)
@@ -808,23 +864,29 @@ def main(argv: list[str] | None = None) -> int:
             f"{m.rate:,.0f} rec/s  peak RSS {m.peak_rss_mb:.0f} MiB  {m.extra}"
         )
 
-    sim: tuple[dict[str, Any], Measurement, Measurement] | None = None
-    if args.sim_games:
+    # Distill's own logs, end to end as the CLI ingests them: the simulator's and a PPO export's.
+    own: dict[str, tuple[dict[str, Any], Measurement, Measurement]] = {}
+    for label, games, make in (
+        ("simulator log", args.sim_games, sim_file),
+        ("PPO-export log", args.export_games, export_file),
+    ):
+        if not games:
+            continue
         with timed() as t:
-            path, meta = sim_file(args.sim_games)
+            path, meta = make(games)
         out(
-            f"data {path.name}: {meta['rows']:,} decisions of {meta['games']:,} simulated games, "
-            f"{meta['bytes'] / meta['rows']:,.0f} B/row ({t.wall:.0f}s to prepare)"
+            f"data {path.name}: {meta['rows']:,} decisions of {meta['games']:,} games, {path.stat().st_size:,} bytes "
+            f"({t.wall:.0f}s to prepare)"
         )
-        sim_raw, sim_ingest = _measure("raw", path, args.repeat), _measure("ingest", path, args.repeat)
-        for kind, m in (("raw", sim_raw), ("ingest", sim_ingest)):
+        log_raw, log_ingest = _measure("raw", path, args.repeat), _measure("ingest", path, args.repeat)
+        for kind, m in (("raw", log_raw), ("ingest", log_ingest)):
             out(
-                f"  measured {kind:6s} simulator log {m.rows:>9,} rows: {m.rate:>9,.0f} rec/s  wall {m.wall_s:6.1f}s  "
+                f"  measured {kind:6s} {label} {m.rows:>9,} rows: {m.rate:>9,.0f} rec/s  wall {m.wall_s:6.1f}s  "
                 f"cpu {m.cpu_s:6.1f}s  peak RSS {m.peak_rss_mb:7.0f} MiB  {m.extra or ''}"
             )
-        if sim_ingest.extra.get("valid") != meta["rows"]:
-            out(f"  !! ingest accepted {sim_ingest.extra.get('valid')} of {meta['rows']} simulated rows")
-        sim = (meta, sim_raw, sim_ingest)
+        if log_ingest.extra.get("valid") != meta["rows"]:
+            out(f"  !! ingest accepted {log_ingest.extra.get('valid')} of {meta['rows']} rows of the {label}")
+        own[label] = (meta, log_raw, log_ingest)
 
     big, small = args.rows, args.small_rows
     ingest, naive, raw = results[("ingest", big)], results[("naive", big)], results[("raw", big)]
@@ -853,13 +915,14 @@ def main(argv: list[str] | None = None) -> int:
     judged = verdict("ingest / raw orjson", vs_raw, TARGET_VS_RAW, unit="x", against="orjson line by line")
     out(f"ingest / raw   = {vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      {judged}")
     out(f"  {_cpu_bound(ingest, raw)}")
-    sim_vs_raw = sim[2].rate / sim[1].rate if sim else None
-    if sim_vs_raw is not None:
+    own_vs_raw: dict[str, float] = {}
+    for label, (_, log_raw, log_ingest) in own.items():
+        own_vs_raw[label] = log_ingest.rate / log_raw.rate
         out(
-            f"ingest / raw, simulator log = {sim_vs_raw:5.2f}x   target >= {TARGET_VS_RAW}x      "
-            f"{verdict('ingest / raw, simulator log', sim_vs_raw, TARGET_VS_RAW, unit='x', against='orjson')}"
+            f"ingest / raw, {label} = {own_vs_raw[label]:5.2f}x   target >= {TARGET_VS_RAW}x      "
+            f"{verdict(f'ingest / raw, {label}', own_vs_raw[label], TARGET_VS_RAW, unit='x', against='orjson')}"
         )
-        out(f"  {_cpu_bound(sim[2], sim[1])}")
+        out(f"  {_cpu_bound(log_ingest, log_raw)}")
     parse, encode = results[("parse", big)], results[("encode", big)]
     # The floor on this machine, from CPU time (load-independent): the parse alone (reading included) and the
     # Parquet encoding alone, shared evenly over every core, with no other work and no wait.
@@ -917,14 +980,15 @@ def main(argv: list[str] | None = None) -> int:
                     }
                     for (k, n), m in results.items()
                 },
-                "sim": {
-                    "games": sim[0]["games"],
-                    "rows": sim[0]["rows"],
-                    "raw": {"rate": sim[1].rate, "wall_s": sim[1].wall_s, "cpu_s": sim[1].cpu_s},
-                    "ingest": {"rate": sim[2].rate, "wall_s": sim[2].wall_s, "cpu_s": sim[2].cpu_s, **sim[2].extra},
-                }
-                if sim
-                else None,
+                "own_logs": {
+                    label: {
+                        "games": meta["games"],
+                        "rows": meta["rows"],
+                        "raw": {"rate": r.rate, "wall_s": r.wall_s, "cpu_s": r.cpu_s},
+                        "ingest": {"rate": i.rate, "wall_s": i.wall_s, "cpu_s": i.cpu_s, **i.extra},
+                    }
+                    for label, (meta, r, i) in own.items()
+                },
                 "dirty": [
                     {"fraction": f, "rate": m.rate, "peak_rss_mb": m.peak_rss_mb, **m.extra}
                     for f, _, m in dirty_results
@@ -934,7 +998,7 @@ def main(argv: list[str] | None = None) -> int:
                     "ingest_vs_raw": vs_raw,
                     "parse_vs_raw": parse.rate / raw.rate,
                     "floor_vs_raw": floor_vs_raw,
-                    "sim_ingest_vs_raw": sim_vs_raw,
+                    **{f"ingest_vs_raw, {label}": v for label, v in own_vs_raw.items()},
                     "rss_growth": growth,
                     "rss_growth_from_mid": plateau,
                 },

@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python bench/bench_learning.py [--generations 8] [--seed 0] [--out DIR]`` (the issue's size: about
 60 minutes on a quiet 2-core machine). Smaller runs to try it: ``--ppo-steps``, ``--exploiter-steps``,
 ``--games-per-pairing``, ``--eval-games``, ``--bootstrap-games``, ``--export-games``, ``--gate-max-deals``; and
-``--turn-limit-reward -2`` to try the decisive-play remedy (a stall costs PPO more than a loss).
+``--turn-limit-reward`` and ``--mirror`` to try the decisive-play settings (a stall costing PPO more than a loss;
+the share of training games against three copies of one opponent).
 
 1. Runs the closed loop with the default settings (the convergence rule off, so every generation runs; the
    exploiter probe at ``--exploiter-steps``, 1M by default) and ``--generations`` generations in a fresh data root,
@@ -76,6 +77,8 @@ def loop_config(args: argparse.Namespace) -> LoopConfig:
         value = getattr(args, flag)
         if value is not None:
             data[path[0]][path[1]] = value
+    if args.mirror is not None:
+        data["ppo"]["league"]["mirror"] = args.mirror
     if args.gate_max_deals is not None:
         for gate in ("head_to_head", "strength_gate"):
             data[gate]["min_deals"] = min(data[gate]["min_deals"], args.gate_max_deals)
@@ -140,6 +143,9 @@ def main() -> None:  # noqa: C901 (a bench reads top to bottom)
     parser.add_argument("--gate-max-deals", type=int, default=None, help="override the gates' max_deals")
     parser.add_argument(
         "--turn-limit-reward", type=float, default=None, help="override ppo.turn_limit_reward (e.g. -2: decisive play)"
+    )
+    parser.add_argument(
+        "--mirror", type=float, default=None, help="override ppo.league.mirror (0: every opponent seat drawn alone)"
     )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "learning")
     args = parser.parse_args()

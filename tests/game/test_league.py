@@ -1,10 +1,21 @@
-"""The league's rules: PFSP weights follow the measured win rates; which past models it keeps; the tally."""
+"""The league's rules: PFSP weights follow the measured win rates; which past models it keeps; the tally; mirror
+tables."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from toolkit.game.league import OpponentTally, keep_past, pairwise_win_rate, pfsp_weights
+from toolkit.errors import ConfigError
+from toolkit.game.league import (
+    OpponentPool,
+    OpponentTally,
+    draw_opponents,
+    keep_past,
+    league_probabilities,
+    pairwise_win_rate,
+    pfsp_weights,
+)
 
 
 def test_pfsp_weighs_the_opponents_the_learner_beats_least_the_most() -> None:
@@ -44,3 +55,26 @@ def test_the_tally_credits_a_game_once_to_every_opponent_at_its_table() -> None:
     tally.add(["a", "a", "b"], won=True)
     tally.add(["a", "c", "c"], won=False)
     assert tally.games == {"a": 2, "b": 1, "c": 1} and tally.wins == {"a": 1, "b": 1, "c": 0}
+
+
+def test_a_mirror_share_of_tables_seats_one_drawn_player_in_every_opponent_seat() -> None:
+    p = league_probabilities([1.0, 1.0, 1.0, 1.0], 4)
+    rng = np.random.default_rng(3)
+    tables = np.array([draw_opponents(rng, p, 4, 3, mirror=0.5) for _ in range(4000)])
+    mirrored = (tables == tables[:, :1]).all(axis=1)
+    # an independent draw is a mirror by chance 1 time in 16: 0.5 + 0.5 / 16 expected
+    assert abs(mirrored.mean() - (0.5 + 0.5 / 16)) < 0.03
+    assert np.allclose(np.bincount(tables[mirrored, 0], minlength=4) / mirrored.sum(), 0.25, atol=0.04)
+    always = np.array([draw_opponents(np.random.default_rng(3), p, 4, 3, mirror=1.0) for _ in range(50)])
+    assert (always == always[:, :1]).all()
+
+
+def test_no_mirror_draws_the_same_tables_as_a_league_without_the_option() -> None:
+    p = league_probabilities([1.0, 2.0, 1.0], 3)
+    a, b = np.random.default_rng(9), np.random.default_rng(9)
+    for _ in range(20):
+        assert (draw_opponents(a, p, 3, 3, mirror=0.0) == b.choice(3, size=3, p=p)).all()
+    fixed = draw_opponents(np.random.default_rng(9), None, 3, 3, mirror=1.0)
+    assert fixed.tolist() == [0, 1, 2]  # a fixed table is a fixed table
+    with pytest.raises(ConfigError, match="share"):
+        OpponentPool(["heuristic", "tuned"], weights=[1, 1], mirror=1.5)

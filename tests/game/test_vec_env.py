@@ -16,6 +16,9 @@ def _pools():
     return {
         "fixed table": lambda: ("heuristic", "tuned", "heuristic"),
         "league": lambda: OpponentPool(["heuristic", "tuned"], weights=[1, 2]),
+        "mirror league": lambda: OpponentPool(
+            ["heuristic", "tuned", HeuristicPlayer(HeuristicParams(target="leader"))], weights=[1, 2, 1], mirror=0.5
+        ),
         # the env asks the two value-rule heuristics as one, row by row; the leader-rule one on its own
         "mixed rules": lambda: OpponentPool(
             ["heuristic", "tuned", HeuristicPlayer(HeuristicParams(target="leader"))], weights=[1, 1, 1]

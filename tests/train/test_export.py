@@ -15,7 +15,7 @@ from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.schema.models import DecisionSnapshot
 from toolkit.train.evaluate import EvaluateConfig, evaluate
-from toolkit.train.export import SELF, DecisionExporter, ExportConfig, export_league_games
+from toolkit.train.export import SELF, DecisionExporter, ExportConfig, draw_lineups, export_league_games
 
 
 def _episodes(n: int, seed: int = 0, illegal_every: int = 0) -> list[EpisodeRecord]:
@@ -135,6 +135,18 @@ def test_league_games_export_every_seat_the_player_holds(tmp_path: Path) -> None
     assert len(seats_per_game) == 24 and max(len(s) for s in seats_per_game.values()) > 1  # self-play seats too
     assert {r["source"] for r in rows} == {"ppo"} and any(not r["seat_won"] for r in rows)
     assert ingest_paths(counts.files, Layout.at(tmp_path / "home")).rows_rejected == 0
+
+
+def test_mirror_games_seat_one_league_entry_in_every_other_seat() -> None:
+    lineups = draw_lineups(3, [1, 1, 1], games=400, seed=2, pod_size=4, mirror=0.5)
+    others = np.array([[x for x in row if x != 0] for row in lineups])
+    assert (lineups == 0).sum(axis=1).tolist() == [1] * 400  # the teacher holds its one seat, k % pod_size
+    mirrored = (others == others[:, :1]).all(axis=1).mean()
+    assert 0.5 < mirrored < 0.65  # half by the draw, 1 in 9 of the rest by chance
+    assert (
+        draw_lineups(3, [1, 1, 1], games=40, seed=2, pod_size=4)
+        == draw_lineups(3, [1, 1, 1], games=40, seed=2, pod_size=4, mirror=0.0)
+    ).all()
 
 
 def _by_episode(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:

@@ -114,6 +114,10 @@ def train_ppo_command(
         str | None, typer.Option("--opponents", help="League: heuristic,tuned,random,self,CKPT.json")
     ] = None,
     weights: Annotated[str | None, typer.Option("--opponent-weights", help="League weights, e.g. 1,1,2.")] = None,
+    mirror: Annotated[
+        float | None,
+        typer.Option("--mirror", min=0, max=1, help="Share of games with one drawn opponent in every other seat."),
+    ] = None,
     eval_every: Annotated[int | None, typer.Option("--eval-every", help="Steps between evaluations.")] = None,
     eval_games: Annotated[int | None, typer.Option("--eval-games", help="Games per evaluation.")] = None,
     eval_vs: Annotated[str | None, typer.Option("--eval-vs", help="Evaluation opponents, comma-separated.")] = None,
@@ -150,6 +154,7 @@ def train_ppo_command(
             "warm_start": checkpoint(warm_start) if warm_start else None,
             "opponents": _names(opponents),
             "opponent_weights": _names(weights),
+            "opponent_mirror": mirror,
             "eval_every": eval_every,
             "eval_games": eval_games,
             "eval_opponents": _names(eval_vs),

@@ -3,7 +3,11 @@ past models (prioritised fictitious self-play).
 
 A :class:`OpponentPool` is either a fixed table (one player per opponent
 seat, in seat order after the learner's) or a league: players with weights,
-each opponent seat drawn independently per episode. Both environments (the
+each opponent seat drawn independently per episode, except that a share
+``mirror`` of the episodes seats one drawn player in every opponent seat (the
+learner against three copies: the tables the head-to-head gate and
+``bench_learning`` judge by, and the only ones where a league of passive
+players can stall a game). Both environments (the
 single-game :class:`~toolkit.game.env.CommanderEnv` and the vectorised
 :class:`~toolkit.game.vec_env.CommanderVecEnv`) start every episode with
 :func:`draw_episode` from a per-env generator, so an env of each kind fed
@@ -37,11 +41,13 @@ class OpponentPool:
         players: Sequence[Player | str],
         weights: Sequence[float] | None = None,
         names: Sequence[str] | None = None,
+        mirror: float = 0.0,
     ) -> None:
         """Args:
         players: players (or player names) of the pool.
         weights: a league's relative weights, one per player; None: a fixed table, seat by seat.
         names: how each player is reported (default: its name, or its source).
+        mirror: a league's share of episodes with one drawn player in every opponent seat.
         """
         by_name: dict[str, Player] = {}  # one player per name: it is asked once for all the seats it holds
         self.players = [by_name.setdefault(p, make_player(p)) if isinstance(p, str) else p for p in players]
@@ -49,6 +55,7 @@ class OpponentPool:
         if not self.players:
             raise ConfigError("an opponent pool needs at least one player", hint="name the opponents")
         self.p = league_probabilities(weights, len(self.players))
+        self.mirror = check_mirror(mirror)
 
     @property
     def fixed(self) -> bool:
@@ -56,7 +63,7 @@ class OpponentPool:
 
     def draw(self, rng: np.random.Generator, seats: int) -> np.ndarray:
         """Pool indices of the players of ``seats`` opponent seats (in seat order after the learner's)."""
-        return draw_opponents(rng, self.p, len(self.players), seats)
+        return draw_opponents(rng, self.p, len(self.players), seats, self.mirror)
 
 
 def league_probabilities(weights: Sequence[float] | None, players: int) -> np.ndarray | None:
@@ -76,8 +83,25 @@ def league_probabilities(weights: Sequence[float] | None, players: int) -> np.nd
     return w / w.sum()
 
 
-def draw_opponents(rng: np.random.Generator, p: np.ndarray | None, players: int, seats: int) -> np.ndarray:
+def check_mirror(mirror: float) -> float:
+    """``mirror`` if it is a share (0 to 1).
+
+    Raises:
+        ConfigError: it is not.
+    """
+    if not 0.0 <= mirror <= 1.0:
+        raise ConfigError(f"mirror {mirror} is not a share of episodes", hint="give a number from 0 to 1")
+    return float(mirror)
+
+
+def draw_opponents(
+    rng: np.random.Generator, p: np.ndarray | None, players: int, seats: int, mirror: float = 0.0
+) -> np.ndarray:
     """Indices of the players of ``seats`` opponent seats: drawn with probabilities ``p``, or a fixed table in order.
+
+    With ``mirror`` > 0 a league first draws whether this table is a mirror (one player drawn for every seat, with
+    probability ``mirror``); with 0 it draws nothing more than the seats, so its tables are those of a league
+    without the option.
 
     Raises:
         ConfigError: a fixed table without one player per opponent seat.
@@ -89,6 +113,8 @@ def draw_opponents(rng: np.random.Generator, p: np.ndarray | None, players: int,
                 hint="give one opponent per other seat, or league weights",
             )
         return np.arange(seats)
+    if mirror > 0.0 and rng.random() < mirror:
+        return np.full(seats, rng.choice(players, p=p))
     return rng.choice(players, size=seats, p=p)
 
 

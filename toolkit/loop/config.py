@@ -147,6 +147,14 @@ class LeagueConfig(_Config):
         "pfsp", description="Split `past` evenly, or by prioritised fictitious self-play (the hardest most)."
     )
     pfsp_power: float = Field(2.0, gt=0, description="PFSP's f_hard exponent p in (1 - x) ** p.")
+    mirror: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Share of training and export games whose three opponent seats hold one drawn player: the "
+        "learner against three copies of itself, of a past model or of a heuristic, the tables it is promoted "
+        "and measured on (0: every seat drawn on its own; the README's 'Does the student get stronger?').",
+    )
 
     @model_validator(mode="after")
     def _some_weight(self) -> LeagueConfig:

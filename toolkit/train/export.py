@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
-from toolkit.game.league import draw_opponents, league_probabilities
+from toolkit.game.league import check_mirror, draw_opponents, league_probabilities
 from toolkit.game.lineup import UNKNOWN, Entrant, entrant_of
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
@@ -248,6 +248,7 @@ def export_league_games(
     batch: str,
     generation: int,
     weights: Sequence[float] | None = None,
+    mirror: float = 0.0,
     source: str = "ppo",
     config: ExportConfig | None = None,
     pod_size: int = 4,
@@ -258,7 +259,8 @@ def export_league_games(
     """``teacher`` plays ``games`` games against ``league``; every seat it holds is exported to ``out``.
 
     Game ``k`` seats the teacher at ``k % pod_size`` and draws each other seat
-    from the league's ``weights`` (none: a fixed table, seat by seat); an entry
+    from the league's ``weights`` (none: a fixed table, seat by seat; a share
+    ``mirror`` of the games seat one drawn entry in every other seat); an entry
     :data:`SELF` is the teacher. The games are cut into shards (``backend``),
     each exported by its own :class:`DecisionExporter` (batch
     ``<batch>-s<j>`` when there are several), so the files and their rows do
@@ -269,7 +271,7 @@ def export_league_games(
         ConfigError: weights that do not fit the league, or a fixed table of the wrong size.
         JobError: a shard's worker died more often than the back end retries.
     """
-    lineups = draw_lineups(len(league), weights, games=games, seed=seed, pod_size=pod_size)
+    lineups = draw_lineups(len(league), weights, games=games, seed=seed, pod_size=pod_size, mirror=mirror)
     out = out.resolve()  # workers elsewhere (Ray) resolve a relative path against their own folder
     job = _LeagueJob(
         teacher,
@@ -298,13 +300,16 @@ def export_league_games(
     )
 
 
-def draw_lineups(entries: int, weights: Sequence[float] | None, *, games: int, seed: int, pod_size: int) -> np.ndarray:
+def draw_lineups(
+    entries: int, weights: Sequence[float] | None, *, games: int, seed: int, pod_size: int, mirror: float = 0.0
+) -> np.ndarray:
     """[games, pod_size] indices: 0 the teacher (at seat ``k % pod_size``), ``1 + i`` league entry ``i``."""
     p = league_probabilities(weights, entries)
+    mirror = check_mirror(mirror)
     rng = np.random.default_rng([seed, 1])
     lineups = np.empty((games, pod_size), np.int64)
     for k in range(games):
-        lineups[k] = np.insert(1 + draw_opponents(rng, p, entries, pod_size - 1), k % pod_size, 0)
+        lineups[k] = np.insert(1 + draw_opponents(rng, p, entries, pod_size - 1, mirror), k % pod_size, 0)
     return lineups
 
 

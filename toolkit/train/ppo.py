@@ -144,6 +144,13 @@ class PPOConfig(BaseModel):
     opponent_weights: tuple[float, ...] | None = Field(
         None, description="Relative weight of each opponent in the draw (default: equal)."
     )
+    opponent_mirror: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Share of episodes (training and export) whose opponent seats all hold one player drawn from "
+        "the league: the learner against three copies, where passive players stall (--mirror).",
+    )
     curriculum: tuple[CurriculumStage, ...] = Field(
         (), description="Stages of opponent pools with promotion rules; replaces `opponents` when given."
     )
@@ -333,7 +340,9 @@ class _League:
     ) -> OpponentPool:
         """The pool of ``names`` (equal weights by default); with ``teacher``, ``self`` seats are the teacher's."""
         players = [teacher if name == SELF and teacher is not None else self.player(name) for name in names]
-        return OpponentPool(players, weights=weights or [1.0] * len(names), names=list(names))
+        return OpponentPool(
+            players, weights=weights or [1.0] * len(names), names=list(names), mirror=self.config.opponent_mirror
+        )
 
 
 @dataclass
@@ -573,6 +582,7 @@ def _export_teacher_games(run: _Run, exports: Path, final: Path, backend: Backen
         [name if name == SELF else player_ref(name) for name in names],
         exports,
         weights=weights or [1.0] * len(names),
+        mirror=config.opponent_mirror,
         games=config.export.games,
         seed=config.seed + 3,
         batch=run.run_id,

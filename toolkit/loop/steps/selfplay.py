@@ -72,6 +72,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         critic_warmup_updates=step.critic_warmup_updates,
         opponents=tuple(players),
         opponent_weights=tuple(e.weight for e in step.league),
+        opponent_mirror=p.league.mirror,
         max_rounds=ctx.config.max_rounds,
         turn_limit_reward=p.turn_limit_reward,
         eval_every=0,
