@@ -30,6 +30,17 @@ PASS/FAIL against the targets; the report also goes to ``bench/out/``. Where
 the time goes, thread by thread: ``bench/profile_ingest.py`` and
 ``bench/PROFILES.md``.
 
+Last runs, issue 26 (quiet 2 cores, load ~1, 17:07-17:16 UTC, 4 Dec 2026;
+the full bench once, then twice with ``--dirty --mid-rows 0
+--skip-naive-small``): ingest / raw orjson 0.55x / 0.57x / 0.56x on 1M
+generated rows (90-93k vs 163-165k rec/s; 21 vs 6.1 CPU-s: at most 0.57x
+on 2 free cores); simulator log 0.59x / 0.61x / 0.62x; PPO-export log
+(16,000 games, 1,031,562 decisions, 66 MB of zstd) 0.61x / 0.61x / 0.61x
+(raw decompresses the stream too); floor 0.66x (parse 14.7 + encoding 3.9
+CPU-s, 87% of ingest's CPU). Peak RSS 462 / 502 / 555 MiB at 100k / 300k /
+1M rows (1.20x, PASS); 0.1% / 1% bad lines 1.11x / 1.19x the clean time
+(PASS); naive 15,815 rec/s (ingest 5.7x). FAIL against 1.0x: see PROFILES.md.
+
 Last runs, issue 26 (2 cores under another benchmark, load 5-6, 14:03-14:12
 UTC; 1M generated rows of 2.07 KB; the simulator's log of 7,800 games, 907,120
 decisions of 2.57 KB): ingest 17,588 rec/s vs raw 65,815: 0.27x by wall

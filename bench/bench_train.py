@@ -19,6 +19,13 @@ a random agent >= 25,000 agent steps/s (bench_game prints it too); BC >=
 split from the lake (both after one warm-up epoch of the plain loop, which
 neither is timed on: torch's one-time set-up in the process).
 
+Last runs (2026-12-04 17:16-17:20 UTC, quiet 2 cores, three runs each of
+``--only ppo`` and ``--only bc``): PPO with the defaults 9,997 / 10,541 /
+10,430 agent steps/s steady against MaskablePPO's ceiling 30,762 / 30,954 /
+32,073 (0.32-0.34x; target 12,000 FAIL); vectorised env with a random agent
+35,598 steps/s; BC 0.83x / 0.96x / 0.99x the plain loop (309k / 304k / 313k
+samples/s; FAIL), both after the plain loop's warm-up epoch.
+
 Last runs (2026-12-04, 2 cores under load average 3.9-5.4 from other work, so
 wall-clock rates halve at times; --steps 100000, four runs): PPO with the
 defaults 3,639-8,785 agent steps/s steady (8,330-9,608 per CPU-second),
