@@ -507,24 +507,12 @@ def sim_file(games: int) -> tuple[Path, dict[str, Any]]:
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.jobs.config import BackendConfig
 
-    path = OUT / "data" / f"sim-{games}-s{SEED}.jsonl"
-    meta_path = path.with_suffix(".meta.json")
-    if path.exists() and meta_path.exists():
-        return path, json.loads(meta_path.read_text())
-    folder = OUT / "data" / f"sim-{games}-s{SEED}.parts"
-    shutil.rmtree(folder, ignore_errors=True)
+    path, folder, cached = _cache_slot(f"sim-{games}-s{SEED}", ".jsonl")
+    if cached is not None:
+        return path, cached
     # One shard: one file, as a single `distill simulate` run of this many games writes it.
     result = simulate(SimulateConfig(games=games, seed=SEED, out=folder), backend=BackendConfig(shard_games=games))
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as out:
-        for part in sorted(result.files):
-            with open(part, "rb") as handle:
-                shutil.copyfileobj(handle, out, 16 << 20)
-    tmp.replace(path)
-    shutil.rmtree(folder, ignore_errors=True)
-    meta = {"games": games, "seed": SEED, "rows": result.decisions, "bytes": path.stat().st_size}
-    meta_path.write_text(json.dumps(meta))
-    return path, meta
+    return _joined(result.files, path, folder, {"games": games, "seed": SEED, "rows": result.decisions})
 
 
 def export_file(games: int) -> tuple[Path, dict[str, Any]]:
@@ -536,12 +524,9 @@ def export_file(games: int) -> tuple[Path, dict[str, Any]]:
     from toolkit.jobs.config import BackendConfig
     from toolkit.train.export import SELF, ExportConfig, export_league_games
 
-    path = OUT / "data" / f"export-{games}-s{SEED}.jsonl.zst"
-    meta_path = path.parent / f"export-{games}-s{SEED}.meta.json"
-    if path.exists() and meta_path.exists():
-        return path, json.loads(meta_path.read_text())
-    folder = OUT / "data" / f"export-{games}-s{SEED}.parts"
-    shutil.rmtree(folder, ignore_errors=True)
+    path, folder, cached = _cache_slot(f"export-{games}-s{SEED}", ".jsonl.zst")
+    if cached is not None:
+        return path, cached
     counts = export_league_games(
         "tuned",
         [SELF, "heuristic", "tuned"],
@@ -553,16 +538,36 @@ def export_file(games: int) -> tuple[Path, dict[str, Any]]:
         config=ExportConfig(compression="zstd"),
         backend=BackendConfig(shard_games=max(1, games // 4)),
     )
-    tmp = path.with_suffix(".tmp")
+    return _joined(counts.files, path, folder, {"games": games, "seed": SEED, "rows": counts.exported_decisions})
+
+
+def _joined(parts: list[Path], path: Path, folder: Path, meta: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    """``parts`` joined in name order into ``path`` (written whole, then renamed), ``folder`` removed, and the
+    ``meta`` of the cached file (its size added) written beside it."""
+    tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as out:
-        for part in sorted(counts.files):
+        for part in sorted(parts):
             with open(part, "rb") as handle:
                 shutil.copyfileobj(handle, out, 16 << 20)
     tmp.replace(path)
     shutil.rmtree(folder, ignore_errors=True)
-    meta = {"games": games, "seed": SEED, "rows": counts.exported_decisions, "bytes": path.stat().st_size}
-    meta_path.write_text(json.dumps(meta))
+    meta = {**meta, "bytes": path.stat().st_size}
+    _meta_path(path).write_text(json.dumps(meta))
     return path, meta
+
+
+def _cache_slot(name: str, suffix: str) -> tuple[Path, Path, dict[str, Any] | None]:
+    """The cached file ``name + suffix`` under ``bench/out/data``, the empty folder its parts are written to, and
+    its meta when the file is already there (None: make it)."""
+    path, folder = OUT / "data" / f"{name}{suffix}", OUT / "data" / f"{name}.parts"
+    if path.exists() and _meta_path(path).exists():
+        return path, folder, json.loads(_meta_path(path).read_text())
+    shutil.rmtree(folder, ignore_errors=True)
+    return path, folder, None
+
+
+def _meta_path(path: Path) -> Path:
+    return path.parent / (path.name.split(".")[0] + ".meta.json")
 
 
 def check_sample(path: Path, every: int = 997, first: int = 2000) -> int:
