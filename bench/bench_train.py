@@ -187,7 +187,7 @@ def vec_env_figures() -> dict[str, float]:
     return {"vec_env_random_agent_steps_per_s": round(vec_env_rate(1024, 10.0), 1)}
 
 
-def bc_figures(tmp: Path) -> dict[str, float]:
+def bc_figures(tmp: Path, games: int) -> dict[str, float]:
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
     from toolkit.game.simulate import SimulateConfig, simulate
@@ -197,7 +197,7 @@ def bc_figures(tmp: Path) -> dict[str, float]:
     from toolkit.train.policy import ActorNet, PolicySpec
 
     layout = Layout.at(tmp / "home")
-    logs = simulate(SimulateConfig(games=1000, seed=1, out=tmp / "logs"))
+    logs = simulate(SimulateConfig(games=games, seed=1, out=tmp / "logs"))
     ingest_paths(logs.files, layout)
     dataset = build_dataset(layout, BuildConfig(name="bench", sources=["forge"])).dataset
     features, labels, masks, weights = read_split(dataset, "train")
@@ -251,13 +251,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=100_000, help="PPO steps with the defaults")
     parser.add_argument("--baseline-steps", type=int, default=8_192, help="PPO steps on the single-game env path")
+    parser.add_argument(
+        "--bc-games",
+        type=int,
+        default=3000,
+        help="simulated games of BC's dataset (3,000: ~300k rows, ~3 s of training a side; 1,000 left the ratio "
+        "to run-to-run noise)",
+    )
     parser.add_argument("--only", choices=["ppo", "bc"], help="run one part (while iterating)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if args.only != "ppo":
-            figures.update(bc_figures(Path(tmp)))
+            figures.update(bc_figures(Path(tmp), args.bc_games))
             figures.update(eval_figures(figures.pop("bc_checkpoint")))
         if args.only != "bc":
             figures.update(ppo_figures(args.steps, args.baseline_steps, Path(tmp)))
