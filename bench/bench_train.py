@@ -24,7 +24,8 @@ Last runs (2026-12-04 17:16-17:20 UTC, quiet 2 cores, three runs each of
 10,430 agent steps/s steady against MaskablePPO's ceiling 30,762 / 30,954 /
 32,073 (0.32-0.34x; target 12,000 FAIL); vectorised env with a random agent
 35,598 steps/s; BC 0.83x / 0.96x / 0.99x the plain loop (309k / 304k / 313k
-samples/s; FAIL), both after the plain loop's warm-up epoch.
+samples/s; FAIL), both after the plain loop's warm-up epoch, on 1,000 games;
+on 3,000 games (18:36, now the default) 1.02x / 1.01x / 0.98x (plain 315-320k).
 
 Last runs (2026-12-04, 2 cores under load average 3.9-5.4 from other work, so
 wall-clock rates halve at times; --steps 100000, four runs): PPO with the
