@@ -891,7 +891,7 @@ def main(argv: list[str] | None = None) -> int:
         with timed() as t:
             path, meta = make(games)
         out(
-            f"data {path.name}: {meta['rows']:,} decisions of {meta['games']:,} games, {path.stat().st_size:,} bytes "
+            f"data {path.name}: {meta['rows']:,} decisions of {meta['games']:,} games, {meta['bytes']:,} bytes "
             f"({t.wall:.0f}s to prepare)"
         )
         log_raw, log_ingest = _measure("raw", path, args.repeat), _measure("ingest", path, args.repeat)

@@ -73,12 +73,15 @@ def loop_config(args: argparse.Namespace) -> LoopConfig:
         ("gate_max_deals", ("head_to_head", "max_deals")),
         ("gate_max_deals", ("strength_gate", "max_deals")),
         ("turn_limit_reward", ("ppo", "turn_limit_reward")),
+        ("mirror", ("ppo", "league", "mirror")),
     ):
         value = getattr(args, flag)
         if value is not None:
-            data[path[0]][path[1]] = value
-    if args.mirror is not None:
-        data["ppo"]["league"]["mirror"] = args.mirror
+            *parents, key = path
+            section = data
+            for name in parents:
+                section = section[name]
+            section[key] = value
     if args.gate_max_deals is not None:
         for gate in ("head_to_head", "strength_gate"):
             data[gate]["min_deals"] = min(data[gate]["min_deals"], args.gate_max_deals)
