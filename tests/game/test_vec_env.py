@@ -110,3 +110,31 @@ def test_a_turn_limit_reward_changes_only_what_a_stalled_episode_ends_with() -> 
     for (timed_out, won, before), (_, _, after) in zip(ends[-1.0], ends[-2.0], strict=True):
         assert after == pytest.approx(before - 1.0 if timed_out and not won else before)
     assert any(e[0] for e in ends[-2.0]) and any(not e[0] for e in ends[-2.0])
+
+
+def test_episodes_after_a_new_pool_are_drawn_from_it_though_each_next_game_was_dealt_ahead() -> None:
+    vec = CommanderVecEnv(16, OpponentPool(["heuristic", "tuned"], weights=[1, 0]), seed=4)
+    vec.reset()
+    vec.set_pool(OpponentPool(["heuristic", "tuned"], weights=[0, 1]))
+    tables: dict[int, list[list[int]]] = {i: [] for i in range(16)}
+    for _ in range(300):
+        _, _, dones, infos = vec.step(vec.action_masks().argmax(1))  # the first legal action: games end
+        for i in np.flatnonzero(dones):
+            tables[i].append(infos[i]["opponents"])
+    finished = [t for t in tables.values() if len(t) >= 2]
+    assert finished
+    for episodes in finished:  # the episode in play when the pool changed, then only the new pool's
+        assert episodes[0] == [0, 0, 0] and all(t == [1, 1, 1] for t in episodes[1:])
+
+
+def test_an_ended_episode_is_followed_by_a_game_dealt_ahead_and_the_next_one_is_dealt() -> None:
+    # Each env's next game is dealt ahead and plays its opening in a later step's rounds: an env whose episode
+    # ends continues, in the same step, with a game already waiting on its learner, and the one after it is
+    # dealt then, its opening left to the next step; every other env's next game is ready.
+    vec = CommanderVecEnv(64, ("heuristic",) * 3, seed=6, max_rounds=6)
+    vec.reset()
+    assert vec._ready[vec.spare].all()
+    for _ in range(100):
+        _, _, dones, _ = vec.step(np.full(64, rules.PASS))
+        assert not vec._ready[vec.spare[dones]].any() and vec._ready[vec.spare[~dones]].all()
+        assert (vec.state.seat[vec.row] == vec.learner[vec.row]).all()

@@ -8,15 +8,24 @@ opponent once for all the games where it acts (one vectorised heuristic
 call, one forward pass of a policy), through the core's
 :class:`~toolkit.game.core.Seating`; the league's heuristics that share the
 value attack rule (the default and the tuned one) are asked as one, each
-row with its own parameters. Episodes that end are restarted inside the
-same loop, so one step is one loop however many games restart. ``action_masks()`` serves the masks of
-every env from one array, which is what sb3-contrib's ``MaskablePPO`` asks
-for (``env_method("action_masks")``).
+row with its own parameters.
+
+Each env holds its next game dealt ahead, in a second row of the state: the
+next game's opening (the opponents' turns before the learner's first
+decision) is played in the rounds of the step after it was dealt, alongside
+the other games' turns, and when the env's episode ends its next game,
+already waiting on the learner, takes its place at once. A step's loop so
+runs as many rounds as the longest opponent turn, never an opening after
+it (issue 26: a step ran ~22 rounds, ~10 of them the openings of restarted
+games, a few games each, where numpy's fixed cost per call is the whole
+cost). ``action_masks()`` serves the masks of every env from one array,
+which is what sb3-contrib's ``MaskablePPO`` asks for
+(``env_method("action_masks")``).
 
 Episodes follow the single-game :class:`~toolkit.game.env.CommanderEnv`
 exactly: env ``i`` draws its episodes (learner seat, opponents from the
-pool, the deal) from a generator seeded :func:`~toolkit.game.league.env_seed`
-``(seed, i)``; rewards are the learner's shaped terms and, when its episode
+pool, the deal) in order from a generator seeded
+:func:`~toolkit.game.league.env_seed` ``(seed, i)``; rewards are the learner's shaped terms and, when its episode
 ends, ``rules.outcome_reward`` (+1 win, -1 otherwise, the turn limit
 included, unless ``turn_limit_reward`` sets the turn limit's own). A
 finished env is reset at once, as sb3 expects: its last observation is in
@@ -40,7 +49,6 @@ from toolkit.game.env import action_space, learner_observation, observation_spac
 from toolkit.game.league import OpponentPool, draw_episode, env_seed
 from toolkit.game.players import DecisionBatch, HeuristicParams, HeuristicPlayer, Player, attack_target
 
-_RESTART_BATCH = 16  # ended episodes restarted together mid-step once this many wait (one deal each time)
 LEARNER = -1  # the learner's entry in the seating table: asked through step(), never by the core
 
 
@@ -107,63 +115,69 @@ class CommanderVecEnv(MaskedVecEnv):
         super().__init__(n_envs, observation_space(), action_space())
         self.fixed_seat = learner_seat
         self.turn_limit_reward = turn_limit_reward
-        self.state = rules.new_state(n_envs, self.config)
-        self._heuristics = _Heuristics(n_envs, n)
-        self.seating = core.Seating([], n_envs, n)
+        rows = 2 * n_envs  # each env's current game and its next one, dealt ahead
+        self.state = rules.new_state(rows, self.config)
+        self.row = np.arange(n_envs)  # env -> the state row of its current game
+        self.spare = np.arange(n_envs, rows)  # env -> the row of its next game
+        self._env_of = np.concatenate([self.row, self.row])  # row -> its env
+        self._ready = np.zeros(rows, bool)  # a next game played up to its learner's first decision
+        self._heuristics = _Heuristics(rows, n)
+        self.seating = core.Seating([], rows, n)
         self._entries, self._variants = self._seat_entries(self.pool)
-        self.learner = np.zeros(n_envs, np.intp)
-        self.opponents = np.zeros((n_envs, n - 1), np.int64)
+        self.learner = np.zeros(rows, np.intp)  # per row: the learner's seat
+        self.opponents = np.zeros((rows, n - 1), np.int64)  # per row: the pool index at each other seat
         self._episode_rngs = [np.random.default_rng(env_seed(seed, i)) for i in range(n_envs)]
         self._rng = np.random.default_rng([seed, 2**31])  # random players' draws
-        self._mask = np.zeros((n_envs, rules.PASS + 1), bool)
-        self._returns = np.zeros(n_envs)
-        self._lengths = np.zeros(n_envs, np.int64)
+        self._mask = np.zeros((rows, rules.PASS + 1), bool)  # per row: the learner's legal actions when it waits
+        self._returns = np.zeros(rows)
+        self._lengths = np.zeros(rows, np.int64)
         self._actions = np.zeros(n_envs, np.intp)
         self.illegal_actions = 0
 
     # -- the VecEnv interface -------------------------------------------------------------
 
     def reset(self) -> np.ndarray:
-        every = np.arange(self.num_envs)
-        self._start(every)
-        self._play(every)
-        return learner_observation(self.state, every, self._mask)
+        self._start(self.row)  # each env draws its current episode, then its next
+        self._start(self.spare)
+        self._play()
+        return learner_observation(self.state, self.row, self._mask[self.row])
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = np.asarray(actions, np.intp).reshape(self.num_envs)
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        every = np.arange(self.num_envs)
+        rows = self.row
         actions = self._actions
-        illegal = ~self._mask[every, actions]
+        illegal = ~self._mask[rows, actions]
         if illegal.any():  # only a policy without masking asks for one (e.g. a recurrent one): pass instead
             self.illegal_actions += int(illegal.sum())
             actions = np.where(illegal, rules.PASS, actions)
         targets = np.full(self.num_envs, -1, np.intp)
         attacks = np.flatnonzero(actions == rules.ATTACK)
         if len(attacks):
-            targets[attacks] = attack_target(self.state, attacks, self.learner[attacks])[0]
-        rewards = rules.apply(self.state, every, actions, targets, self._mask).reward.astype(np.float32)
+            targets[attacks] = attack_target(self.state, rows[attacks], self.learner[rows[attacks]])[0]
+        rewards = rules.apply(self.state, rows, actions, targets, self._mask[rows]).reward.astype(np.float32)
         dones = np.zeros(self.num_envs, bool)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        self._play(every, rewards, dones, infos)
-        self._returns += rewards
-        self._lengths += 1
-        self._returns[dones] = 0.0  # the episodes that started in this step
-        self._lengths[dones] = 0
-        return learner_observation(self.state, every, self._mask), rewards, dones, infos
+        self._play(rewards, dones, infos)
+        going = self.row[~dones]  # a done env's row is its next episode's, which starts at 0
+        self._returns[going] += rewards[~dones]
+        self._lengths[going] += 1
+        return learner_observation(self.state, self.row, self._mask[self.row]), rewards, dones, infos
 
     def action_masks(self) -> np.ndarray:
         """The legal-action masks of every env's current learner decision, [n_envs, 8] bool."""
-        return self._mask.copy()
+        return self._mask[self.row]
 
     def close(self) -> None:
         pass
 
     def set_pool(self, pool: OpponentPool) -> None:
-        """Draw the opponents of every episode that starts from now on from ``pool`` (a curriculum's next stage)."""
+        """Draw the opponents of every episode that starts from now on from ``pool`` (a curriculum's next stage):
+        the next games dealt ahead are dealt again (each env's generator draws them anew)."""
         self.pool = pool
         self._entries, self._variants = self._seat_entries(pool)
+        self._start(self.spare)
 
     def _seat_entries(self, pool: OpponentPool) -> tuple[np.ndarray, np.ndarray]:
         """Per pool player: its seating entry (the heuristics share one) and its heuristic variant (-1: none)."""
@@ -176,84 +190,81 @@ class CommanderVecEnv(MaskedVecEnv):
 
     # -- episodes ---------------------------------------------------------------------------
 
-    def _start(self, slots: np.ndarray) -> None:
-        """Deal the next episode of each env in ``slots`` (learner seat and table drawn from its generator)."""
+    def _start(self, rows: np.ndarray) -> None:
+        """Deal in each of ``rows`` its env's next episode (learner seat and table drawn from the env's generator)."""
         n = self.config.n_seats
         deals = []
-        for i in slots.tolist():
+        for row, i in zip(rows.tolist(), self._env_of[rows].tolist(), strict=True):
             episode = draw_episode(self._episode_rngs[i], n, self.fixed_seat, self.pool)
-            self.learner[i] = episode.learner_seat
-            self.opponents[i] = episode.opponents
+            self.learner[row] = episode.learner_seat
+            self.opponents[row] = episode.opponents
             seats = episode.seat_players(n)
-            self.seating.table[i] = np.where(seats < 0, LEARNER, self._entries[np.maximum(seats, 0)])
-            self._heuristics.table[i] = self._variants[np.maximum(seats, 0)]
+            self.seating.table[row] = np.where(seats < 0, LEARNER, self._entries[np.maximum(seats, 0)])
+            self._heuristics.table[row] = self._variants[np.maximum(seats, 0)]
             deals.append(episode.deal)
-        rules.deal(self.state, slots, deals, self.config)
-        self._returns[slots] = 0.0
-        self._lengths[slots] = 0
+        rules.deal(self.state, rows, deals, self.config)
+        self._returns[rows] = 0.0
+        self._lengths[rows] = 0
+        self._ready[rows] = False
 
     def _close(self, ended: np.ndarray, rewards: np.ndarray, infos: list[dict[str, Any]]) -> None:
-        """End the episodes of ``ended``: add the outcome to their ``rewards``, report them in ``infos``."""
+        """End the episodes in rows ``ended``: add the outcome to their envs' ``rewards``, report them in
+        ``infos``."""
         st = self.state
+        envs = self._env_of[ended]
         won = st.done[ended] & ~st.truncated[ended] & (st.winner[ended] == self.learner[ended])
         outcome = rules.outcome_reward(won)
         outcome[st.truncated[ended] & ~won] = self.turn_limit_reward
-        rewards[ended] += outcome.astype(np.float32)
+        rewards[envs] += outcome.astype(np.float32)
         self._mask[ended] = False
         self._mask[ended, rules.PASS] = True  # a finished episode still offers one legal action
         terminal = learner_observation(st, ended, self._mask[ended])
-        for k, i in enumerate(ended.tolist()):
+        for k, (row, i) in enumerate(zip(ended.tolist(), envs.tolist(), strict=True)):
             infos[i] = {
                 "terminal_observation": terminal[k],
-                "episode": {"r": float(self._returns[i] + rewards[i]), "l": int(self._lengths[i] + 1)},
+                "episode": {"r": float(self._returns[row] + rewards[i]), "l": int(self._lengths[row] + 1)},
                 "won": bool(won[k]),
-                "placement": int(st.placement[i, self.learner[i]]),
-                "timed_out": bool(st.truncated[i]),
-                "opponents": self.opponents[i].tolist(),
+                "placement": int(st.placement[row, self.learner[row]]),
+                "timed_out": bool(st.truncated[row]),
+                "opponents": self.opponents[row].tolist(),
             }
 
     def _play(
         self,
-        slots: np.ndarray,
         rewards: np.ndarray | None = None,
         dones: np.ndarray | None = None,
         infos: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Opponents play, all games together, until each game of ``slots`` waits on its learner.
+        """Opponents play, all games together, until every env's current game waits on its learner and every next
+        game dealt ahead has played its opening.
 
-        In a step (``rewards`` given), the episodes that end (by the learner's
-        action or the opponents' play) are closed (outcome reward, info) and
-        their envs' next episodes dealt inside the same loop, in batches (once
-        ``_RESTART_BATCH`` wait, or when every other game waits on its
-        learner), so the restarted games play their opening rounds alongside
-        the others' last ones rather than in a loop of their own. Games are
-        independent: each plays the moves it would alone (only a random
-        player's draws, from one generator, come in another order).
+        In a step (``rewards`` given), an episode that ends (by the learner's
+        action or the opponents' play) is closed at once (outcome reward, info,
+        its last observation); when the loop is over its env's next game, by
+        then waiting on its learner, becomes the current one, and the row it
+        leaves is dealt the env's following episode, whose opening plays in the
+        next step's rounds. Games are independent: each plays the moves it would
+        alone (only a random player's draws, from one generator, come in
+        another order).
         """
         st = self.state
-        pending = slots[:0]  # ended in this step, to be closed and restarted together
+        current = np.zeros(len(self._ready), bool)
+        current[self.row] = True
+        slots = np.sort(np.concatenate([self.row, self.spare[~self._ready[self.spare]]]))
+        closed = []
         while True:
             ended = st.done[slots] | st.eliminated[slots, self.learner[slots]]
             if ended.any():
                 over = slots[ended]
-                again = over if dones is None else over[dones[over]]  # at most one episode ends per env and step
-                if dones is not None:
-                    first = over[~dones[over]]
-                    dones[first] = True
-                    pending = np.concatenate([pending, first])
-                if len(again):  # waits for the next step to be reported, offering only pass
-                    self._mask[again] = False
-                    self._mask[again, rules.PASS] = True
+                if dones is None or not current[over].all():  # no seat can be hit before every seat's first turn
+                    raise RuntimeError(f"games {over.tolist()} ended before their learner's first decision")
+                self._close(over, rewards, infos)  # type: ignore[arg-type]
+                dones[self._env_of[over]] = True
+                closed.append(over)
                 slots = slots[~ended]
-            waiting = st.seat[slots] == self.learner[slots]
-            if len(pending) and (len(pending) >= _RESTART_BATCH or waiting.all()):
-                self._close(pending, rewards, infos)  # type: ignore[arg-type]
-                self._start(pending)
-                slots = np.sort(np.concatenate([slots, pending]))
-                pending = pending[:0]
-                waiting = st.seat[slots] == self.learner[slots]
             if not len(slots):
                 break
+            waiting = st.seat[slots] == self.learner[slots]
             mask = rules.legal_mask(st, slots)
             self._mask[slots[waiting]] = mask[waiting]
             g = slots[~waiting]
@@ -263,6 +274,13 @@ class CommanderVecEnv(MaskedVecEnv):
             slots = g
             actions, targets = self.seating.ask(st, g, mask, self._rng)
             rules.apply(st, g, actions, targets, mask)
+        self._ready[self.spare] = True
+        if closed:
+            envs = self._env_of[np.concatenate(closed)]
+            freed = self.row[envs]
+            self.row[envs] = self.spare[envs]  # the next game, waiting on its learner, is the current one now
+            self.spare[envs] = freed
+            self._start(np.sort(freed))  # played in the next step's rounds
 
 
 # The parameters that may differ between the heuristics asked together (each row gets its own); every other one must
