@@ -46,6 +46,17 @@ def test_names_cover_every_position_and_the_spec_is_versioned() -> None:
     assert feature_spec().version == FEATURE_VERSION and feature_spec().size == FEATURE_SIZE
 
 
+def test_a_batch_of_mixed_pod_sizes_encodes_each_row_as_it_would_alone() -> None:
+    rows = [
+        make_snapshot(seat=s % n, pod_size=n, players=[make_player(p, life=10 + p + s) for p in range(n)])
+        for s, n in enumerate([4, 2, 6, 4, 3, 8])
+    ]
+    together = _encode(*rows)  # several pod sizes: slot by slot
+    alone = np.concatenate([_encode(row) for row in rows])  # one pod size each: one gather
+    assert together.tobytes() == alone.tobytes()
+    assert _encode(*[rows[0], rows[3]]).tobytes() == np.concatenate([alone[:1], alone[3:4]]).tobytes()
+
+
 @pytest.mark.parametrize("pod_size", [2, 3, 4, 6, 8])
 def test_slots_start_at_the_acting_seat_and_follow_turn_order(pod_size: int) -> None:
     seat = pod_size - 1
