@@ -8,7 +8,7 @@ import torch
 
 from tests.train.conftest import SMALL
 from toolkit.errors import TrainError
-from toolkit.game import core
+from toolkit.game import core, rules
 from toolkit.game.env import CommanderEnv
 from toolkit.game.players import make_player
 from toolkit.train.policy import (
@@ -16,6 +16,7 @@ from toolkit.train.policy import (
     PolicySpec,
     actor_state_from_sb3,
     greedy_policy,
+    numpy_greedy,
     sb3_greedy_policy,
     warm_start,
 )
@@ -96,3 +97,33 @@ def test_masked_logits_never_prefer_an_illegal_action() -> None:
     obs, masks = _observations(2)
     actions = greedy_policy(actor)(obs, masks)
     assert masks[np.arange(len(actions)), actions].all()
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_greedy_play_picks_the_legal_action_of_the_largest_torch_logit(activation: str) -> None:
+    torch.manual_seed(1)
+    actor = ActorNet(PolicySpec(pi=(32, 16), vf=(8,), activation=activation))
+    obs, masks = _observations()
+    with torch.no_grad():
+        logits = actor.masked_logits(torch.as_tensor(obs), torch.as_tensor(masks))
+    top2 = torch.topk(logits, 2, dim=1).values
+    clear = (top2[:, 0] - top2[:, 1] > 1e-4).numpy()  # float32 rounding may only decide near-ties
+    actions = greedy_policy(actor)(obs, masks)
+    assert clear.mean() > 0.9
+    assert np.array_equal(actions[clear], logits.argmax(1).numpy()[clear])
+
+
+def test_greedy_play_of_a_live_policy_follows_its_weights_as_they_change() -> None:
+    model = _ppo(SMALL)
+    act = sb3_greedy_policy(model.policy)
+    obs, masks = _observations()
+    before = act(obs, masks)
+    with torch.no_grad():  # what an optimiser step does: update the parameters in place
+        model.policy.action_net.bias[rules.PASS] += 100.0
+    assert not np.array_equal(before, act(obs, masks))
+    assert (act(obs, masks) == rules.PASS).all()
+
+
+def test_greedy_play_refuses_a_layer_it_cannot_compute() -> None:
+    with pytest.raises(TrainError, match="no greedy play for a Sigmoid layer"):
+        numpy_greedy([torch.nn.Linear(4, 4), torch.nn.Sigmoid()])
