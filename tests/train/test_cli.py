@@ -155,3 +155,14 @@ def test_evaluate_compare_prints_the_difference_in_percentage_points(bc_checkpoi
     points = [round(diff[k] * 100, 1) for k in ("win_rate_diff", "win_rate_diff_low", "win_rate_diff_high")]
     assert f"win rate {points[0]:+.1f} pts [{points[1]:+.1f}, {points[2]:+.1f}] (percentage points)" in shown
     assert f"{diff['a']['win_rate']:.1%}" in shown  # the win rates it is the difference of, in percent
+
+
+def test_ppo_finds_a_league_checkpoint_named_relative_to_the_data_root(bc_checkpoint: Path, tmp_path: Path) -> None:
+    relative = bc_checkpoint.relative_to(tmp_path)  # not found from here: only under the data root
+    assert not relative.exists()
+    args = ["--steps", "256", "--envs", "4", "--eval-games", "4", "--no-export", "--out", str(tmp_path / "out")]
+    opponents = ["--opponents", f"heuristic,{relative}"]
+    result = CliRunner().invoke(app, ["--home", str(tmp_path), "train", "ppo", *opponents, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    league = {o["name"] for o in json.loads(result.stdout)["opponents"]}  # each with the games it sat in
+    assert league == {"heuristic", str(tmp_path / relative)}

@@ -45,6 +45,16 @@ def _names(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
+def _league(value: str | None) -> list[str] | None:
+    """``--opponents``: player types and ``self`` as named; a checkpoint found as the other commands find one (as
+    given, else under the data root)."""
+    from toolkit.game.players import PLAYER_TYPES
+    from toolkit.train.export import SELF
+
+    names = _names(value)
+    return [n if n in (*PLAYER_TYPES, SELF) else str(checkpoint(Path(n))) for n in names] if names else None
+
+
 @train_app.command("bc")
 def train_bc_command(
     dataset: Annotated[str | None, typer.Option("--dataset", help="Name of the built dataset.")] = None,
@@ -152,7 +162,7 @@ def train_ppo_command(
             "total_steps": steps,
             "n_envs": envs,
             "warm_start": checkpoint(warm_start) if warm_start else None,
-            "opponents": _names(opponents),
+            "opponents": _league(opponents),
             "opponent_weights": _names(weights),
             "opponent_mirror": mirror,
             "eval_every": eval_every,

@@ -147,7 +147,7 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
         closing(_Split(dataset, config)) as split,  # its first epoch is read from now on, while the rest is set up
     ):
         actor = ActorNet(config.policy)
-        optimizer = torch.optim.Adam(actor.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+        optimizer = _adam(actor, config.learning_rate, config.weight_decay)
         class_weights = _class_weights(dataset, config)
         holdout = read_split(dataset, HOLDOUT)
         history: list[EpochMetrics] = []
@@ -380,6 +380,12 @@ def _minibatches(split: _Split, config: BCConfig, epoch: int) -> Iterator[tuple[
             yield tuple(a[start : start + config.batch_size] for a in shuffled)
 
 
+def _adam(actor: torch.nn.Module, learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Adam:
+    """The student's optimiser: Adam with ``foreach`` (one call over all the parameters rather than a Python loop
+    over them; the same weights bit for bit, a few percent of a step on this small network)."""
+    return torch.optim.Adam(actor.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
+
+
 def _train_epoch(
     actor: ActorNet,
     optimizer: torch.optim.Optimizer,
@@ -458,7 +464,7 @@ def fit_rows(
     torch.manual_seed(seed)
     rng = np.random.default_rng([seed, len(rows)])
     actor = ActorNet(policy)
-    optimizer = torch.optim.Adam(actor.parameters(), lr=learning_rate)
+    optimizer = _adam(actor, learning_rate)
     actor.train()
     with warnings.catch_warnings():  # read-only arrays (zero-copy from Arrow) are only ever read here
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")

@@ -341,11 +341,9 @@ class _League:
                 self.players[name] = load_agent(Path(name)).player()
         return self.players[name]
 
-    def pool(
-        self, names: tuple[str, ...], weights: tuple[float, ...] | None = None, teacher: Player | None = None
-    ) -> OpponentPool:
-        """The pool of ``names`` (equal weights by default); with ``teacher``, ``self`` seats are the teacher's."""
-        players = [teacher if name == SELF and teacher is not None else self.player(name) for name in names]
+    def pool(self, names: tuple[str, ...], weights: tuple[float, ...] | None = None) -> OpponentPool:
+        """The pool of ``names`` (equal weights by default); ``self`` seats are the live policy's."""
+        players = [self.player(name) for name in names]
         return OpponentPool(
             players, weights=weights or [1.0] * len(names), names=list(names), mirror=self.config.opponent_mirror
         )
