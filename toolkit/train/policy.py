@@ -100,38 +100,39 @@ def warm_start(sb3_policy: nn.Module, actor: ActorNet) -> None:
 
 def greedy_policy(actor: ActorNet) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``(observations [M,116], masks [M,8]) -> actions [M]``: the most likely legal action (see
-    :func:`numpy_greedy`)."""
-    return numpy_greedy([*actor.policy_net, actor.action_net])
+    :func:`greedy_forward`)."""
+    return greedy_forward([*actor.policy_net, actor.action_net])
 
 
 def sb3_greedy_policy(sb3_policy: nn.Module) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """The same for a live sb3 (Maskable) actor-critic policy, without copying it: the optimiser's in-place
     updates are seen by the next call."""
-    return numpy_greedy([*sb3_policy.mlp_extractor.policy_net, sb3_policy.action_net])
+    return greedy_forward([*sb3_policy.mlp_extractor.policy_net, sb3_policy.action_net])
 
 
-_NUMPY_ACTIVATIONS: Final[dict[type[nn.Module], Callable[[np.ndarray], np.ndarray]]] = {
-    nn.Tanh: np.tanh,
-    nn.ReLU: lambda x: np.maximum(x, np.float32(0)),
+_ACTIVATE: Final[dict[type[nn.Module], Callable[[torch.Tensor], torch.Tensor]]] = {
+    nn.Tanh: torch.Tensor.tanh_,
+    nn.ReLU: torch.Tensor.relu_,
 }
 
 
-def numpy_greedy(modules: Sequence[nn.Module]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+def greedy_forward(modules: Sequence[nn.Module]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Greedy play of an actor given as its layers in order (Linear and the activations of
-    :data:`ACTIVATIONS`): the most likely legal action, computed in numpy over views of the layers' weights.
+    :data:`ACTIVATIONS`): the legal action of the largest logit, the logits those modules compute, bit for bit.
 
-    The views share the parameters' memory, so a policy that is still training plays with its current
-    weights. numpy, not torch, because the players act between the game's own numpy calls: there a torch
-    forward of a few dozen rows cost ~250 us (its dispatch runs cold) against ~80 us in numpy, 5% of a PPO
-    run whose league seats the live policy (issue 26). Every greedy player (PPO's league, evaluation, the
-    accuracy guard) acts through here, so the same weights make the same choices everywhere.
+    The forward pass is the modules' own kernels called directly (``addmm`` as ``nn.Linear`` calls it, the
+    activation in place) over detached views of the weights, which share the parameters' memory: a policy
+    that is still training plays with its current weights, and no autograd or module machinery runs. The
+    players act between the game's numpy calls, where that machinery ran cold: the module forward of ~37 rows
+    cost ~250 us there, this ~130 (issue 26: PPO's league seats the live policy, ~5% of a run). Every greedy
+    player (PPO's league, evaluation, the accuracy guard) acts through here.
     """
-    steps: list[tuple[np.ndarray, np.ndarray] | Callable[[np.ndarray], np.ndarray]] = []
+    steps: list[tuple[torch.Tensor, torch.Tensor] | Callable[[torch.Tensor], torch.Tensor]] = []
     for module in modules:
         if isinstance(module, nn.Linear):
-            steps.append((module.weight.detach().numpy().T, module.bias.detach().numpy()))
-        elif type(module) in _NUMPY_ACTIVATIONS:
-            steps.append(_NUMPY_ACTIVATIONS[type(module)])
+            steps.append((module.bias.detach(), module.weight.detach().T))
+        elif type(module) in _ACTIVATE:
+            steps.append(_ACTIVATE[type(module)])
         else:
             raise TrainError(
                 f"no greedy play for a {type(module).__name__} layer",
@@ -139,10 +140,10 @@ def numpy_greedy(modules: Sequence[nn.Module]) -> Callable[[np.ndarray, np.ndarr
             )
 
     def act(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        x = np.asarray(obs, np.float32)
+        x = torch.as_tensor(obs, dtype=torch.float32)
         for step in steps:
-            x = x @ step[0] + step[1] if isinstance(step, tuple) else step(x)
-        return np.where(np.asarray(mask, bool), x, np.float32(MASKED_LOGIT)).argmax(1)
+            x = torch.addmm(step[0], x, step[1]) if isinstance(step, tuple) else step(x)
+        return np.where(np.asarray(mask, bool), x.numpy(), np.float32(MASKED_LOGIT)).argmax(1)
 
     return act
 
