@@ -19,7 +19,14 @@ a random agent >= 25,000 agent steps/s (bench_game prints it too); BC >=
 split from the lake (both after one warm-up epoch of the plain loop, which
 neither is timed on: torch's one-time set-up in the process).
 
-Last runs (2026-12-04 17:16-17:20 UTC, quiet 2 cores, three runs each of
+Last runs (2026-12-04 20:11-20:30 UTC, quiet 2 cores, three runs each): PPO with
+the defaults 11,765 / 10,916 / 11,685 agent steps/s steady (each env's next
+game dealt ahead, greedy play without the module machinery) against
+MaskablePPO's ceiling 32,975 / 32,383 / 33,158 (0.34-0.36x; target 12,000
+FAIL); BC on 3,000 games 1.03x / 1.07x / 1.03x the plain loop (302-307k
+samples/s; PASS: its Adam steps all parameters in one call).
+
+Earlier runs (2026-12-04 17:16-17:20 UTC, quiet 2 cores, three runs each of
 ``--only ppo`` and ``--only bc``): PPO with the defaults 9,997 / 10,541 /
 10,430 agent steps/s steady against MaskablePPO's ceiling 30,762 / 30,954 /
 32,073 (0.32-0.34x; target 12,000 FAIL); vectorised env with a random agent
