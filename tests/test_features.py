@@ -51,8 +51,8 @@ def test_a_batch_of_mixed_pod_sizes_encodes_each_row_as_it_would_alone() -> None
         make_snapshot(seat=s % n, pod_size=n, players=[make_player(p, life=10 + p + s) for p in range(n)])
         for s, n in enumerate([4, 2, 6, 4, 3, 8])
     ]
-    together = _encode(*rows)  # several pod sizes: slot by slot
-    alone = np.concatenate([_encode(row) for row in rows])  # one pod size each: one gather
+    together = _encode(*rows)  # several pod sizes in one batch
+    alone = np.concatenate([_encode(row) for row in rows])  # one pod size each
     assert together.tobytes() == alone.tobytes()
     assert _encode(*[rows[0], rows[3]]).tobytes() == np.concatenate([alone[:1], alone[3:4]]).tobytes()
 

@@ -137,17 +137,12 @@ def encode(state: StateArrays) -> np.ndarray:
     pod = state.pod_size.astype(np.intp)
     slots = out[:, : MAX_SEATS * SLOT_SIZE].reshape(m, MAX_SEATS, SLOT_SIZE)
     seats = state.seats.astype(np.float32, copy=False)  # float32 math whatever the caller's dtype: equal bits
-    if m and (pod == pod[0]).all():  # one pod size (a game's batch): every slot in one gather
-        n = int(pod[0])
-        slots[:, :n, 0] = 1.0
-        slots[:, :n, 1:] = seats[np.arange(m)[:, None], (seat[:, None] + np.arange(n)) % n] * _INV_SEAT_SCALE
-    else:
-        for k in range(MAX_SEATS):  # slot k: the seat k places after the acting seat, if the pod has one
-            rows = np.flatnonzero(k < pod)
-            if not len(rows):
-                break
-            slots[rows, k, 0] = 1.0
-            slots[rows, k, 1:] = seats[rows, (seat[rows] + k) % pod[rows]] * _INV_SEAT_SCALE
+    for k in range(MAX_SEATS):  # slot k: the seat k places after the acting seat, if the pod has one
+        rows = np.flatnonzero(k < pod)
+        if not len(rows):
+            break
+        slots[rows, k, 0] = 1.0
+        slots[rows, k, 1:] = seats[rows, (seat[rows] + k) % pod[rows]] * _INV_SEAT_SCALE
     known = state.mask_known.astype(bool)
     out[:, _HAND : _HAND + len(HAND_ROLES)] = state.hand_roles.astype(np.float32) * np.float32(1.0 / HAND_SCALE)
     out[:, _ZONE] = state.in_command_zone

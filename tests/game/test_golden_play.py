@@ -55,10 +55,12 @@ def play_digest() -> str:
     return digest.hexdigest()
 
 
-def vec_env_digest(opponents: object = ("heuristic", "tuned", "random"), steps: int = 40) -> str:
+def vec_env_digest(
+    opponents: tuple[str, ...] | OpponentPool = ("heuristic", "tuned", "random"), steps: int = 40
+) -> str:
     """sha256 over the observations, rewards, dones, masks and last observations of ``steps`` steps of 16 envs,
     a seeded random agent."""
-    env = CommanderVecEnv(16, opponents, seed=3)  # type: ignore[arg-type]
+    env = CommanderVecEnv(16, opponents, seed=3)
     digest, rng = hashlib.sha256(), np.random.default_rng(1)
     _update(digest, env.reset())
     for _ in range(steps):
