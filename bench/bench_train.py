@@ -23,7 +23,8 @@ Last runs (2026-12-04 20:11-20:30 UTC, quiet 2 cores, three runs each): PPO with
 the defaults 11,765 / 10,916 / 11,685 agent steps/s steady (each env's next
 game dealt ahead, greedy play without the module machinery) against
 MaskablePPO's ceiling 32,975 / 32,383 / 33,158 (0.34-0.36x; target 12,000
-FAIL); BC on 3,000 games 1.03x / 1.07x / 1.03x the plain loop (302-307k
+FAIL); at 21:20, the encoder's fast path taken out again, 11,666 / 11,060 /
+11,261 (ceiling 32,406 / 30,019 / 29,662); BC on 3,000 games 1.03x / 1.07x / 1.03x the plain loop (302-307k
 samples/s; PASS: its Adam steps all parameters in one call).
 
 Earlier runs (2026-12-04 17:16-17:20 UTC, quiet 2 cores, three runs each of
