@@ -4,7 +4,8 @@ Run: ``.venv/bin/python bench/bench_learning.py [--generations 8] [--seed 0] [--
 60 minutes on a quiet 2-core machine). Smaller runs to try it: ``--ppo-steps``, ``--exploiter-steps``,
 ``--games-per-pairing``, ``--eval-games``, ``--bootstrap-games``, ``--export-games``, ``--gate-max-deals``; and
 ``--turn-limit-reward`` and ``--mirror`` to try the decisive-play settings (a stall costing PPO more than a loss;
-the share of training games against three copies of one opponent).
+the share of training games against three copies of one opponent); ``--set KEY=VALUE`` for any other field of the
+loop config (e.g. ``--set ppo.league.past=2 --set ppo.league.older_models=20``).
 
 1. Runs the closed loop with the default settings (the convergence rule off, so every generation runs; the
    exploiter probe at ``--exploiter-steps``, 1M by default) and ``--generations`` generations in a fresh data root,
@@ -82,6 +83,15 @@ def loop_config(args: argparse.Namespace) -> LoopConfig:
             for name in parents:
                 section = section[name]
             section[key] = value
+    for item in args.set:
+        dotted, _, raw = item.partition("=")
+        *parents, key = dotted.split(".")
+        section = data
+        for name in parents:
+            section = section[name]
+        if key not in section:
+            raise SystemExit(f"--set {item}: the loop config has no field {dotted}")
+        section[key] = json.loads(raw)
     if args.gate_max_deals is not None:
         for gate in ("head_to_head", "strength_gate"):
             data[gate]["min_deals"] = min(data[gate]["min_deals"], args.gate_max_deals)
@@ -149,6 +159,13 @@ def main() -> None:  # noqa: C901 (a bench reads top to bottom)
     )
     parser.add_argument(
         "--mirror", type=float, default=None, help="override ppo.league.mirror (0: every opponent seat drawn alone)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any loop config field by its dotted path, e.g. ppo.league.past=2 (repeatable; a JSON value)",
     )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "learning")
     args = parser.parse_args()
