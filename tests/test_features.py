@@ -57,6 +57,32 @@ def test_a_batch_of_mixed_pod_sizes_encodes_each_row_as_it_would_alone() -> None
     assert _encode(*[rows[0], rows[3]]).tobytes() == np.concatenate([alone[:1], alone[3:4]]).tobytes()
 
 
+@pytest.mark.parametrize("pod_size", [2, 4, 6])
+def test_a_game_rounds_rows_and_a_builds_large_batch_encode_alike(pod_size: int) -> None:
+    """Small batches of one pod size fill the slots in one gather, large ones by the loop: the same bits."""
+    from toolkit.features import _GATHER_ROWS, StateArrays, encode
+
+    rng = np.random.default_rng(pod_size)
+    m = _GATHER_ROWS + 7
+    state = StateArrays(
+        seats=rng.integers(0, 50, (m, MAX_SEATS, len(SEAT_FIELDS))).astype(np.int16),
+        seat=rng.integers(0, pod_size, m),
+        pod_size=np.full(m, pod_size),
+        hand_roles=rng.integers(0, 6, (m, len(HAND_ROLES))).astype(np.int16),
+        in_command_zone=rng.random(m) < 0.5,
+        turn=rng.integers(1, 200, m).astype(np.int16),
+        phase=rng.integers(0, 2, m),
+        mask=rng.random((m, 8)) < 0.5,
+        mask_known=np.ones(m, bool),
+    )
+    whole = encode(state)  # above the threshold: the loop over slots
+    halves = [
+        encode(StateArrays(**{f: getattr(state, f)[part] for f in state.__dataclass_fields__}))
+        for part in (slice(0, m // 2), slice(m // 2, m))
+    ]  # each at most the threshold: the gather
+    assert np.concatenate(halves).tobytes() == whole.tobytes()
+
+
 @pytest.mark.parametrize("pod_size", [2, 3, 4, 6, 8])
 def test_slots_start_at_the_acting_seat_and_follow_turn_order(pod_size: int) -> None:
     seat = pod_size - 1

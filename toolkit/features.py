@@ -100,6 +100,10 @@ _LEGAL: Final = _PHASE + len(PHASES)
 _KNOWN: Final = _LEGAL + N_ACTIONS
 FEATURE_SIZE: Final = _KNOWN + 1
 _INV_SEAT_SCALE: Final = (1.0 / SEAT_SCALE).astype(np.float32)
+# Up to this many rows of one pod size (a game round: PPO's 512 envs, a simulation's 1,024 games) the seat slots are
+# filled in one gather (37 rows: 12 vs 35 us; 4,096: 0.63 vs 0.78 ms); a build's batches of 200k rows ran the gather
+# slower than the loop over slots (262 vs 196 ms), so they keep the loop. The same bits either way (a test).
+_GATHER_ROWS: Final = 4096
 
 
 @dataclass(frozen=True)
@@ -137,12 +141,17 @@ def encode(state: StateArrays) -> np.ndarray:
     pod = state.pod_size.astype(np.intp)
     slots = out[:, : MAX_SEATS * SLOT_SIZE].reshape(m, MAX_SEATS, SLOT_SIZE)
     seats = state.seats.astype(np.float32, copy=False)  # float32 math whatever the caller's dtype: equal bits
-    for k in range(MAX_SEATS):  # slot k: the seat k places after the acting seat, if the pod has one
-        rows = np.flatnonzero(k < pod)
-        if not len(rows):
-            break
-        slots[rows, k, 0] = 1.0
-        slots[rows, k, 1:] = seats[rows, (seat[rows] + k) % pod[rows]] * _INV_SEAT_SCALE
+    if 0 < m <= _GATHER_ROWS and (pod == pod[0]).all():  # a game round's rows: every slot in one gather
+        n = int(pod[0])
+        slots[:, :n, 0] = 1.0
+        slots[:, :n, 1:] = seats[np.arange(m)[:, None], (seat[:, None] + np.arange(n)) % n] * _INV_SEAT_SCALE
+    else:
+        for k in range(MAX_SEATS):  # slot k: the seat k places after the acting seat, if the pod has one
+            rows = np.flatnonzero(k < pod)
+            if not len(rows):
+                break
+            slots[rows, k, 0] = 1.0
+            slots[rows, k, 1:] = seats[rows, (seat[rows] + k) % pod[rows]] * _INV_SEAT_SCALE
     known = state.mask_known.astype(bool)
     out[:, _HAND : _HAND + len(HAND_ROLES)] = state.hand_roles.astype(np.float32) * np.float32(1.0 / HAND_SCALE)
     out[:, _ZONE] = state.in_command_zone
