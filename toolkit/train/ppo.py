@@ -638,8 +638,10 @@ def _make_model(config: PPOConfig, env: Any) -> Any:
         return RecurrentPPO("MlpLstmPolicy", env, policy_kwargs=kwargs, **common)
     from sb3_contrib import MaskablePPO
 
+    from toolkit.train.maskable import DirectMaskablePolicy
+
     kwargs = {**config.policy.sb3_kwargs(), "optimizer_kwargs": dict(_OPTIMIZER_KWARGS)}
-    return MaskablePPO("MlpPolicy", env, policy_kwargs=kwargs, **common)
+    return MaskablePPO(DirectMaskablePolicy, env, policy_kwargs=kwargs, **common)
 
 
 def _warm_start(config: PPOConfig, model: Any) -> tuple[str, checkpoints.DatasetRef | None]:
