@@ -74,6 +74,12 @@ def test_no_mirror_draws_the_same_tables_as_a_league_without_the_option() -> Non
     a, b = np.random.default_rng(9), np.random.default_rng(9)
     for _ in range(20):
         assert (draw_opponents(a, p, 3, 3, mirror=0.0) == b.choice(3, size=3, p=p)).all()
+    c, d = np.random.default_rng(4), np.random.default_rng(4)
+    p = league_probabilities([0.5, 3.0, 1.0, 0.25, 2.0], 5)
+    for _ in range(200):  # mirror tables too: the draws of numpy's choice, one uniform each
+        mirror = d.random() < 0.5
+        table = np.full(3, d.choice(5, p=p)) if mirror else d.choice(5, size=3, p=p)
+        assert draw_opponents(c, p, 5, 3, mirror=0.5).tolist() == table.tolist()
     fixed = draw_opponents(np.random.default_rng(9), None, 3, 3, mirror=1.0)
     assert fixed.tolist() == [0, 1, 2]  # a fixed table is a fixed table
     with pytest.raises(ConfigError, match="share"):

@@ -91,6 +91,21 @@ class HeuristicParams(BaseModel):
 TUNED = HeuristicParams(draw_below=50, ramp_until=16, removal_min_power=5, commander_first=True)
 
 
+# The heuristic's choices in order of priority (see HeuristicPlayer.act's conditions); PASS when none holds.
+_CHOICES: Final = np.array(
+    [
+        rules.CAST_RAMP,
+        rules.CAST_REMOVAL,
+        rules.CAST_COMMANDER,
+        rules.CAST_CREATURE,
+        rules.CAST_COMMANDER,
+        rules.CAST_DRAW,
+        rules.ATTACK,
+        rules.HOLD,
+    ]
+)
+
+
 class HeuristicPlayer:
     """A scripted player: develops mana, deploys threats, removes the biggest threat, attacks, holds removal."""
 
@@ -123,17 +138,10 @@ class HeuristicPlayer:
             mask[:, rules.ATTACK] & attack_ok,
             hold,
         ]
-        choices = [
-            rules.CAST_RAMP,
-            rules.CAST_REMOVAL,
-            rules.CAST_COMMANDER,
-            rules.CAST_CREATURE,
-            rules.CAST_COMMANDER,
-            rules.CAST_DRAW,
-            rules.ATTACK,
-            rules.HOLD,
-        ]
-        return np.select(conditions, choices, default=rules.PASS), target
+        # np.select(conditions, _CHOICES, default=PASS), in three calls instead of its ~16 us: the first that holds
+        ready = np.stack(conditions, axis=1)
+        first = ready.argmax(axis=1)
+        return np.where(ready[np.arange(len(g)), first], _CHOICES[first], rules.PASS), target
 
     def _attack(
         self, st: rules.GameState, g: np.ndarray, s: np.ndarray, mask: np.ndarray, power: np.ndarray
