@@ -19,7 +19,14 @@ a random agent >= 25,000 agent steps/s (bench_game prints it too); BC >=
 split from the lake (both after one warm-up epoch of the plain loop, which
 neither is timed on: torch's one-time set-up in the process).
 
-Last runs (2026-12-04 20:11-20:30 UTC, quiet 2 cores, three runs each): PPO with
+Last runs (2026-12-04 22:46-22:55 UTC, quiet 2 cores, ``--only ppo``): PPO with the defaults 15,787 / 16,040 /
+15,854 agent steps/s steady (code at 942cc23: numpy's argmax in the game core, the seat slots in one gather, the
+masked distribution computed directly, league draws without numpy's checks) against MaskablePPO's ceiling 44,440 /
+44,640 / 44,080 (0.36x; target 12,000 PASS). The machine ran faster than in the runs below: the code before those
+changes (93f6dee), alternating with it, ran 14,508 / 14,637 against 15,994 / 16,015 (ceiling 41,398 / 41,282
+against 43,884 / 44,204: the ceiling uses the direct distribution too), +9-10% from the changes alone.
+
+Runs before (2026-12-04 20:11-20:30 UTC, quiet 2 cores, three runs each): PPO with
 the defaults 11,765 / 10,916 / 11,685 agent steps/s steady (each env's next
 game dealt ahead, greedy play without the module machinery) against
 MaskablePPO's ceiling 32,975 / 32,383 / 33,158 (0.34-0.36x; target 12,000
