@@ -76,35 +76,41 @@ def _job(blob, out: Path, games: int, backend) -> tuple[float, str, int]:  # noq
     return seconds, digest, counts.exported_decisions
 
 
+def _child(games: int, shard_games: int) -> None:
+    """One process of the ceiling: warm up, say ``ready``, wait for a line on stdin, then time ``games`` games."""
+    from toolkit.jobs.config import BackendConfig
+    from toolkit.train.agents import policy_blob
+
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        blob = policy_blob(_checkpoint(root / "ckpt"))
+        inprocess = BackendConfig(kind="inprocess", shard_games=shard_games)
+        _job(blob, root / "warm-up", shard_games, inprocess)
+        print("ready", flush=True)
+        sys.stdin.readline()
+        seconds, _, _ = _job(blob, root / "run", games, inprocess)
+        print(seconds, flush=True)
+
+
 def _ceiling(games: int, shard_games: int) -> tuple[float, float]:
     """Wall seconds of ``games`` in-process games in one process alone, then in each of two started together.
 
-    Both in fresh processes, warmed up first and held at a barrier, with the
-    thread settings of the pool's workers: two independent processes are the
-    most two cores give the pool on this machine (the ratio is ``2 x alone /
-    together``).
+    Both in fresh processes (:func:`_child`), warmed up first and held at a
+    barrier, with the thread settings of the pool's workers: two independent
+    processes are the most two cores give the pool on this machine (the
+    ratio is ``2 x alone / together``).
     """
     import subprocess
 
     from toolkit.jobs.worker import THREAD_VARS
 
-    code = (
-        "import sys, tempfile, time; from pathlib import Path; import torch; torch.set_num_threads(1); "
-        f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
-        "from bench_scale import _checkpoint, _job; from toolkit.jobs.config import BackendConfig; "
-        "from toolkit.train.agents import policy_blob; tmp = tempfile.TemporaryDirectory(); root = Path(tmp.name); "
-        "blob = policy_blob(_checkpoint(root / 'ckpt')); "
-        f"b = BackendConfig(kind='inprocess', shard_games={shard_games}); _job(blob, root / 'warm', {shard_games}, b); "
-        "print('ready', flush=True); sys.stdin.readline(); t = time.perf_counter(); "
-        f"_job(blob, root / 'run', {games}, b); print(time.perf_counter() - t); tmp.cleanup()"
-    )
+    command = [sys.executable, __file__, "--child-games", str(games), "--shard-games", str(shard_games)]
     env = {**os.environ, **dict.fromkeys(THREAD_VARS, "1")}
     seconds = []
     for count in (1, 2):
         procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-            )
+            subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
             for _ in range(count)
         ]
         for proc in procs:  # every one warmed up and waiting: then start them together
@@ -127,7 +133,11 @@ def main() -> int:
     parser.add_argument(
         "--no-ceiling", action="store_true", help="Skip timing two independent in-process halves at once."
     )
+    parser.add_argument("--child-games", type=int, help=argparse.SUPPRESS)  # one process of the ceiling
     args = parser.parse_args()
+    if args.child_games is not None:
+        _child(args.child_games, args.shard_games)
+        return 0
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     torch.set_num_threads(1)
 
