@@ -42,7 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 
+from toolkit.ablate.config import Vary
+from toolkit.ablate.grid import check_field, set_field
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.run import run_loop
@@ -66,32 +69,24 @@ def loop_config(args: argparse.Namespace) -> LoopConfig:
     data = config.model_dump()
     data["convergence"]["window"] = args.generations + 2  # never plateaus: the bench measures every generation
     data["exploiter"]["total_steps"] = args.exploiter_steps
-    for flag, path in (
-        ("ppo_steps", ("ppo", "total_steps")),
-        ("export_games", ("ppo", "export_games")),
-        ("bootstrap_games", ("bootstrap", "games")),
-        ("eval_games", ("evaluation", "games")),
-        ("gate_max_deals", ("head_to_head", "max_deals")),
-        ("gate_max_deals", ("strength_gate", "max_deals")),
-        ("turn_limit_reward", ("ppo", "turn_limit_reward")),
-        ("mirror", ("ppo", "league", "mirror")),
+    for flag, field in (
+        ("ppo_steps", "ppo.total_steps"),
+        ("export_games", "ppo.export_games"),
+        ("bootstrap_games", "bootstrap.games"),
+        ("eval_games", "evaluation.games"),
+        ("gate_max_deals", "head_to_head.max_deals"),
+        ("gate_max_deals", "strength_gate.max_deals"),
+        ("turn_limit_reward", "ppo.turn_limit_reward"),
+        ("mirror", "ppo.league.mirror"),
     ):
-        value = getattr(args, flag)
-        if value is not None:
-            *parents, key = path
-            section = data
-            for name in parents:
-                section = section[name]
-            section[key] = value
+        if (value := getattr(args, flag)) is not None:
+            set_field(data, field, value)
     for item in args.set:
-        dotted, _, raw = item.partition("=")
-        *parents, key = dotted.split(".")
-        section = data
-        for name in parents:
-            section = section[name]
-        if key not in section:
-            raise SystemExit(f"--set {item}: the loop config has no field {dotted}")
-        section[key] = json.loads(raw)
+        field, _, raw = item.partition("=")
+        vary = Vary(field=field, values=[yaml.safe_load(raw)])  # read as `distill ablate --vary` reads a value
+        if problem := check_field(LoopConfig, vary, flag="--set"):
+            raise SystemExit(problem)
+        set_field(data, field, vary.values[0])
     if args.gate_max_deals is not None:
         for gate in ("head_to_head", "strength_gate"):
             data[gate]["min_deals"] = min(data[gate]["min_deals"], args.gate_max_deals)
@@ -165,7 +160,8 @@ def main() -> None:  # noqa: C901 (a bench reads top to bottom)
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override any loop config field by its dotted path, e.g. ppo.league.past=2 (repeatable; a JSON value)",
+        help="override any loop config field by its dotted path, e.g. ppo.league.past=2 (repeatable; a YAML value, "
+        "as distill ablate --vary reads it)",
     )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out" / "learning")
     args = parser.parse_args()

@@ -87,8 +87,8 @@ def _check_distinct(variants: list[Variant]) -> None:
         seen[what] = variant
 
 
-def check_field(model: type[BaseModel], vary: Vary) -> str | None:
-    """Why ``vary.field`` names no field of ``model`` (None when it does)."""
+def check_field(model: type[BaseModel], vary: Vary, *, flag: str = "--vary") -> str | None:
+    """Why ``vary.field`` names no field of ``model`` (None when it does), as the message of ``flag``."""
     annotation: Any = model
     for depth, part in enumerate(vary.path):
         annotation = _unwrap_optional(annotation)
@@ -96,13 +96,25 @@ def check_field(model: type[BaseModel], vary: Vary) -> str | None:
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             if part not in annotation.model_fields:
                 known = ", ".join(annotation.model_fields)
-                return f"--vary {vary.field}: {where} has no field {part!r} (its fields: {known})"
+                return f"{flag} {vary.field}: {where} has no field {part!r} (its fields: {known})"
             annotation = annotation.model_fields[part].annotation
         elif typing.get_origin(annotation) is dict:
             annotation = typing.get_args(annotation)[1]
         else:
-            return f"--vary {vary.field}: {where} is a value, not a section with fields"
+            return f"{flag} {vary.field}: {where} is a value, not a section with fields"
     return None
+
+
+def set_field(document: dict[str, Any], field: str, value: Any) -> None:
+    """Set the dotted ``field`` of a config document (a model's dump) to a copy of ``value``, making sections the
+    document lacks."""
+    *parents, leaf = field.split(".")
+    node = document
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[leaf] = copy.deepcopy(value)
 
 
 def _unwrap_optional(annotation: Any) -> Any:
@@ -123,13 +135,7 @@ def _points(config: AblateConfig) -> list[dict[str, Any]]:
 def _variant(base: Base, config: AblateConfig, index: int, settings: dict[str, Any]) -> Variant:
     document = copy.deepcopy(base.document)
     for field, value in settings.items():
-        *parents, leaf = field.split(".")
-        node = document
-        for part in parents:
-            if not isinstance(node.get(part), dict):
-                node[part] = {}
-            node = node[part]
-        node[leaf] = copy.deepcopy(value)
+        set_field(document, field, value)
     flags = " ".join(f"--vary {k}={show(v)}" for k, v in settings.items())
     try:
         subject = base.model.model_validate(document)
