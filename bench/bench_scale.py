@@ -76,17 +76,23 @@ def _job(blob, out: Path, games: int, backend) -> tuple[float, str, int]:  # noq
     return seconds, digest, counts.exported_decisions
 
 
-def _child(games: int, shard_games: int) -> None:
-    """One process of the ceiling: warm up, say ``ready``, wait for a line on stdin, then time ``games`` games."""
+def _warmed_up(root: Path, shard_games: int):  # noqa: ANN202
+    """The job's policy and the in-process back end, after one untimed shard (imports, caches: not a game's cost)."""
     from toolkit.jobs.config import BackendConfig
     from toolkit.train.agents import policy_blob
 
+    blob = policy_blob(_checkpoint(root / "ckpt"))
+    inprocess = BackendConfig(kind="inprocess", shard_games=shard_games)
+    _job(blob, root / "inprocess-warm-up", shard_games, inprocess)
+    return blob, inprocess
+
+
+def _child(games: int, shard_games: int) -> None:
+    """One process of the ceiling: warm up, say ``ready``, wait for a line on stdin, then time ``games`` games."""
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        blob = policy_blob(_checkpoint(root / "ckpt"))
-        inprocess = BackendConfig(kind="inprocess", shard_games=shard_games)
-        _job(blob, root / "warm-up", shard_games, inprocess)
+        blob, inprocess = _warmed_up(root, shard_games)
         print("ready", flush=True)
         sys.stdin.readline()
         seconds, _, _ = _job(blob, root / "run", games, inprocess)
@@ -143,7 +149,6 @@ def main() -> int:
 
     from toolkit.jobs.backends import free_cores
     from toolkit.jobs.config import BackendConfig
-    from toolkit.train.agents import policy_blob
 
     cores = free_cores()
     shards = -(-args.games // args.shard_games)
@@ -151,10 +156,8 @@ def main() -> int:
     print(f"{args.games} self-play export games in {shards} shards of {args.shard_games}; {cores} cores")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        blob = policy_blob(_checkpoint(root / "ckpt"))
-        inprocess = BackendConfig(kind="inprocess", shard_games=args.shard_games)
+        blob, inprocess = _warmed_up(root, args.shard_games)
         digests = set()
-        _job(blob, root / "inprocess-warm-up", args.shard_games, inprocess)  # imports, caches: not the game's cost
         kinds = ["pool"] + ([] if args.skip_ray else ["ray"])
         for kind in kinds:
             backend = BackendConfig(kind=kind, workers=cores, shard_games=args.shard_games)
