@@ -55,7 +55,7 @@ def lake_home(decisions: int) -> Path:
 
 def make_lake(home: Path, decisions: int) -> int:
     """Simulate and ingest parts until the lake holds ``decisions`` decisions; returns how many it holds."""
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
@@ -65,7 +65,7 @@ def make_lake(home: Path, decisions: int) -> int:
     def held() -> int:
         if not layout.catalog.exists():
             return 0
-        with Catalog.open(layout, read_only=True) as catalog:
+        with Lake.open(layout).at() as catalog:
             return int(catalog.con.execute("SELECT coalesce(sum(rows_valid), 0) FROM batches").fetchall()[0][0])
 
     part = 0

@@ -41,26 +41,23 @@ QUERY = (
 
 
 def child_change(home: str, operation: str, batch: str) -> None:
-    from toolkit.catalog.lifecycle import restore, retire
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
     from toolkit.layout import Layout
 
     with timed() as t:
-        with Catalog.open(Layout.at(home)) as catalog:
-            if operation == "retire":
-                record = retire(catalog, [batch], "bench")
-            else:
-                record = restore(catalog, [batch])
+        with Lake.open(Layout.at(home), write=True) as lake:
+            record = lake.retire([batch], "bench") if operation == "retire" else lake.restore([batch])
     report_child(record.rows_removed + record.rows_added, t, version=record.version)
 
 
 def child_sql(home: str, as_of: str) -> None:
+    from toolkit.catalog.lake import Lake
     from toolkit.catalog.query import run_query
-    from toolkit.catalog.store import Catalog
     from toolkit.layout import Layout
 
     with timed() as t:
-        with Catalog.open(Layout.at(home), sandbox=True, as_of=None if as_of == "latest" else int(as_of)) as catalog:
+        lake = Lake.open(Layout.at(home))
+        with lake.at(None if as_of == "latest" else int(as_of), sandbox=True) as catalog:
             result = run_query(catalog, QUERY)
     report_child(sum(result["n"].to_pylist()), t)
 
@@ -79,10 +76,10 @@ def child_build(home: str, as_of: str) -> None:
 
 
 def _largest_batch(home: Path) -> tuple[str, int]:
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
     from toolkit.layout import Layout
 
-    with Catalog.open(Layout.at(home), read_only=True) as catalog:
+    with Lake.open(Layout.at(home)).at() as catalog:
         batch, rows = catalog.con.execute(
             "SELECT batch_id, rows_valid FROM batches WHERE NOT retired ORDER BY rows_valid DESC, batch_id LIMIT 1"
         ).fetchall()[0]

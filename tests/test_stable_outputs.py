@@ -11,6 +11,12 @@ action names. The version is the contract's (`schema_version` 2, the manifest's 
 same issue the lake became a versioned table: a build reads the lake's files in (source, generation, batch)
 order, the order a compaction keeps, so compacting never changes a build's bytes, and its input key names the
 partitions it selected rather than file paths (the lake's own rows are unchanged: same digest).
+
+Re-pinned once more, deliberately, for lake format 3 ("one truth for the lake"): the table declares its
+partitions, so a batch's file moved from ``source=<s>/generation=<NNN>/batch=<id>/part-00000.parquet`` to the
+hive folder ``source=<s>/generation=<N>/batch-<id>.parquet``. Only the files' places changed: hashed under their
+old names, the new files give the old digest (0b98e17f...) exactly, and the build's rows and fingerprint are
+unchanged.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from toolkit.layout import Layout
 
 GOLDEN = {
     "fingerprint": "76fc6fce69e17e26",
-    "lake": "0b98e17f5800c1c15b34cf5f150161ddb92433820226c396a1e7caff0e1b11e8",
+    "lake": "a74437db91394e3b3ed6a9c90d39718012e142ecf7c59ab3a7b7036341fb1c4e",
     "build": "5dee2950ce0787e3df763cec7b5f98064c32d65402a2f40a53b39d4f7f9152e0",
 }
 

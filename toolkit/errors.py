@@ -51,6 +51,15 @@ class CatalogError(DistillError):
     """The catalog or the lake is missing, locked, or of an unknown format version."""
 
 
+class LakeLogError(CatalogError):
+    """The lake's Delta log cannot be trusted: a commit that is not JSON, a version missing, a file outside the
+    table, a feature Distill cannot read. ``version`` and ``file`` name where."""
+
+    def __init__(self, message: str, *, version: int | None, file: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.version, self.file = version, file
+
+
 class FileReadError(DistillError):
     """A log file cannot be read at all: a compressed stream that is cut short or is not what its name says."""
 

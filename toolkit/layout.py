@@ -8,9 +8,11 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       catalog.read.duckdb            its read snapshot, refreshed by every writer (see toolkit.catalog.snapshot)
       catalog.read.json              the live catalog's stamp when the snapshot was taken
       lake/                          validated decisions: a Delta Lake table (see toolkit.catalog.delta)
-        _delta_log/<version>.json    its transaction log: one commit per lake version
-        source=<s>/generation=<g>/batch=<id>/part-<n>.parquet      an ingested batch's rows
-        source=<s>/generation=<g>/compacted-<id>.parquet           several batches' rows (distill lake compact)
+        _delta_log/<version>.json    its transaction log: one commit per lake version, the one truth
+        source=<s>/generation=<g>/batch-<id>.parquet       an ingested batch's rows (hive folders: the table's
+                                                           declared partitions; a null generation's folder is
+                                                           generation=__HIVE_DEFAULT_PARTITION__)
+        source=<s>/generation=<g>/compacted-<id>.parquet   several batches' rows (distill lake compact)
       quarantine/                    rejected lines, byte for byte, Parquet
         batch=<id>/rejects.parquet
       staging/                       work in progress; never read by queries
@@ -28,8 +30,8 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       ablations/<name>/              distill ablate: ablation.json and ablation.html, the table of its variants
         variants/<key>/              one variant's student (checkpoint), its evaluations and result.json
 
-Rows keep ``source``, ``generation`` and ``batch_id`` as columns; the folder
-names only make the lake easy to browse. Which files are live at a version is
+Rows keep ``source``, ``generation`` and ``batch_id`` as columns too; the
+folders are the table's declared partitions, as Delta readers expect them. Which files are live at a version is
 the Delta log's to say (a retired batch's files stay on disk until a vacuum):
 read the lake through Distill or a Delta reader, never by listing files.
 Paths that Distill records inside the data root are relative to it
@@ -51,7 +53,9 @@ HOME_ENV: Final = "DISTILL_HOME"
 DEFAULT_HOME: Final = "datasets"
 # Format versions of everything Distill writes; a reader refuses a version it does not know
 # (toolkit.storage.read_versioned for the JSON files).
-LAKE_FORMAT_VERSION: Final = 2  # the catalog's tables and the lake (2: a Delta table; 1: plain Parquet files)
+# The lake (3: a Delta table whose commits hold every fact of each version, partitions declared; 2: a Delta table
+# indexed from its files; 1: plain Parquet files). The catalog is an index of the lake's log, rebuilt when stale.
+LAKE_FORMAT_VERSION: Final = 3
 MANIFEST_FORMAT_VERSION: Final = 1  # builds/<name>/<fingerprint>/manifest.json
 CARD_FORMAT_VERSION: Final = 1  # a checkpoint's card.json
 STATE_FORMAT_VERSION: Final = 3  # runs/<loop>/state.json (3: paths relative to the data root; 2 is read too)
@@ -64,10 +68,9 @@ LABEL_SCORES_FILE: Final = "label-scores.parquet"
 LABEL_SCORES_INFO_FILE: Final = "label-scores.json"
 CATALOG_FILE: Final = "catalog.duckdb"
 CATALOG_SNAPSHOT_FILE: Final = "catalog.read.duckdb"
-NO_GENERATION: Final = "none"
+NO_GENERATION: Final = "__HIVE_DEFAULT_PARTITION__"  # the hive folder of a null partition value
 # The data root's top-level folders: where a path recorded in another (moved) root is re-anchored (Layout.resolve).
 ROOT_FOLDERS: Final = ("ablations", "builds", "lake", "quarantine", "reports", "runs", "staging")
-LAKE_PART_FILE: Final = "part-00000.parquet"  # one file per lake partition of a batch
 QUARANTINE_FILE: Final = "rejects.parquet"  # one file per batch
 # Names that become folders under the data root (builds, loop runs): 1-64 characters, lowercase letters, digits,
 # '_', '.', '-', starting with a letter or a digit (so never '..', never a path).
@@ -196,14 +199,15 @@ class Layout:
         return path
 
     @staticmethod
-    def partition(source: str, generation: int | None, batch_id: str) -> Path:
-        """Relative folder of one (source, generation, batch) partition."""
-        gen = NO_GENERATION if generation is None else f"{generation:03d}"
-        return Path(f"source={source}") / f"generation={gen}" / f"batch={batch_id}"
+    def partition(source: str, generation: int | None) -> Path:
+        """Folder of one (source, generation) partition of the table, relative to it (hive style: what polars,
+        Spark and Trino expect of the declared partitions)."""
+        gen = NO_GENERATION if generation is None else str(generation)
+        return Path(f"source={source}") / f"generation={gen}"
 
     def lake_file(self, source: str, generation: int | None, batch_id: str) -> Path:
         """The Parquet file of one batch's rows of one (source, generation) partition."""
-        return self.lake / self.partition(source, generation, batch_id) / LAKE_PART_FILE
+        return self.lake / self.partition(source, generation) / f"batch-{batch_id}.parquet"
 
     def quarantine_file(self, batch_id: str) -> Path:
         """The Parquet file of one batch's rejected lines."""

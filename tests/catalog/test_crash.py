@@ -14,8 +14,7 @@ import orjson
 import pytest
 
 from tests.factories import make_snapshot
-from toolkit.catalog import Catalog
-from toolkit.catalog.lifecycle import compact, restore, retire, vacuum
+from toolkit.catalog import Catalog, Lake
 from toolkit.failpoints import ENV
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
@@ -41,44 +40,44 @@ def setup_lake(home: Path) -> list[str]:
     logs = home.parent / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     batches = ingest_paths([_log(logs, n) for n in ("a", "b", "c")], layout).batches
-    with Catalog.open(layout) as catalog:
-        retire(catalog, [batches[1]], "bad seats")
+    with Lake.open(layout, write=True) as lake:
+        lake.retire([batches[1]], "bad seats")
     return batches
 
 
 def _batches(home: Path) -> list[str]:
-    with Catalog.open(Layout.at(home), read_only=True) as catalog:
+    with Catalog.open(Layout.at(home)) as catalog:
         return [b.batch_id for b in sorted(catalog.batches(), key=lambda b: b.lake_version or 0)]
 
 
 def op_retire(home: Path) -> None:
-    with Catalog.open(Layout.at(home)) as catalog:
-        retire(catalog, [_batches(home)[0]], "bad too")
+    with Lake.open(Layout.at(home), write=True) as lake:
+        lake.retire([_batches(home)[0]], "bad too")
 
 
 def op_retire_shared(home: Path) -> None:  # inside a compacted file: a rewrite
-    with Catalog.open(Layout.at(home)) as catalog:
-        retire(catalog, [_batches(home)[2]], "bad too")
+    with Lake.open(Layout.at(home), write=True) as lake:
+        lake.retire([_batches(home)[2]], "bad too")
 
 
 def op_restore(home: Path) -> None:
-    with Catalog.open(Layout.at(home)) as catalog:
-        restore(catalog, [_batches(home)[1]])
+    with Lake.open(Layout.at(home), write=True) as lake:
+        lake.restore([_batches(home)[1]])
 
 
 def op_compact(home: Path) -> None:
-    with Catalog.open(Layout.at(home)) as catalog:
-        compact(catalog)
+    with Lake.open(Layout.at(home), write=True) as lake:
+        lake.compact()
 
 
 def op_vacuum(home: Path) -> None:
-    with Catalog.open(Layout.at(home)) as catalog:
-        vacuum(catalog, 0)
+    with Lake.open(Layout.at(home), write=True) as lake:
+        lake.vacuum(0)
 
 
 def op_review(home: Path) -> None:
-    with Catalog.open(Layout.at(home)) as catalog:
-        catalog.set_batch_status(_batches(home), "accepted", "gate passed")
+    with Lake.open(Layout.at(home), write=True) as lake:
+        lake.review(_batches(home), "accepted", "gate passed")
 
 
 OPS: dict[str, Callable[[Path], None]] = {
@@ -102,18 +101,18 @@ CASES = [
 
 def lake_state(home: Path) -> dict[str, object]:
     """What a reader sees: rows, batch states, the operations of the versions, how many files are on disk."""
-    with Catalog.open(Layout.at(home)) as catalog:  # a writer: recovery runs first
+    with Lake.open(Layout.at(home), write=True) as lake:  # a writer: recovery runs first
         return {
-            "rows": catalog.con.execute(
+            "rows": lake.view.con.execute(
                 "SELECT batch_id, game_id, seat, decision_index FROM decisions ORDER BY ALL"
             ).fetchall(),
-            "batches": catalog.con.execute(
+            "batches": lake.view.con.execute(
                 "SELECT batch_id, status, status_reason, retired, retired_reason FROM batches ORDER BY ALL"
             ).fetchall(),
             "operations": [
-                r[0] for r in catalog.con.execute("SELECT operation FROM versions ORDER BY version").fetchall()
+                r[0] for r in lake.view.con.execute("SELECT operation FROM versions ORDER BY version").fetchall()
             ],
-            "horizon": catalog.vacuum_horizon,
+            "horizon": lake.view.vacuum_horizon,
             "files": len(list(Layout.at(home).lake.rglob("*.parquet"))),
             "staging": sorted(p.name for p in Layout.at(home).staging.iterdir()),
         }

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from tests.factories import make_snapshot
-from toolkit.catalog import Catalog
-from toolkit.catalog.delta import DeltaLake
-from toolkit.catalog.lifecycle import compact, history, restore, retire, select_batches, vacuum
+from toolkit.catalog import Catalog, Lake
+from toolkit.catalog.lifecycle import select_batches
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import UsageError
@@ -29,6 +29,14 @@ def decisions(game: str, games: int = 3, **fields: object) -> list[dict]:
     return rows
 
 
+def delta_rs_files(layout: Layout, version: int) -> set[str]:
+    """The files delta-rs's own reading of the log lists at ``version``."""
+    from deltalake import DeltaTable
+
+    actions = DeltaTable(str(layout.lake), version=version).get_add_actions(flatten=True)
+    return set(pa.table(actions)["path"].to_pylist())
+
+
 @pytest.fixture
 def lake(write_log, layout: Layout):
     """Ingest one log per (name, records) and return the batch ids, in order."""
@@ -41,12 +49,12 @@ def lake(write_log, layout: Layout):
 
 
 def count(layout: Layout, sql: str = "SELECT count(*) FROM decisions", as_of: object = None) -> int:
-    with Catalog.open(layout, read_only=True, as_of=as_of) as catalog:
+    with Catalog.open(layout, as_of=as_of) as catalog:
         return int(catalog.con.execute(sql).fetchall()[0][0])
 
 
 def rows(layout: Layout, as_of: object = None) -> list[tuple]:
-    with Catalog.open(layout, read_only=True, as_of=as_of) as catalog:
+    with Catalog.open(layout, as_of=as_of) as catalog:
         return catalog.con.execute(
             "SELECT batch_id, game_id, seat, decision_index FROM decisions ORDER BY ALL"
         ).fetchall()
@@ -54,11 +62,11 @@ def rows(layout: Layout, as_of: object = None) -> list[tuple]:
 
 def test_every_change_is_one_version_with_its_operation_batches_and_reason(layout: Layout, lake) -> None:
     a, b = lake(("a.jsonl", decisions("a")), ("b.jsonl", decisions("b")))
-    with Catalog.open(layout) as catalog:
-        catalog.set_batch_status([a, b], "accepted", "gate passed")
-        retire(catalog, [b], "wrong seats")
-        restore(catalog, [b])
-        versions = history(catalog)
+    with Lake.open(layout, write=True) as lake:
+        lake.review([a, b], "accepted", "gate passed")
+        lake.retire([b], "wrong seats")
+        lake.restore([b])
+        versions = lake.history()
     assert [(v.version, v.operation, v.batches) for v in versions] == [
         (0, "create", []),
         (1, "ingest", [a]),
@@ -73,16 +81,15 @@ def test_every_change_is_one_version_with_its_operation_batches_and_reason(layou
 
 def test_the_index_lists_at_every_version_exactly_the_files_the_log_does(layout: Layout, lake) -> None:
     a, b, c = lake(("a.jsonl", decisions("a")), ("b.jsonl", decisions("b")), ("c.jsonl", decisions("c")))
-    with Catalog.open(layout) as catalog:
-        retire(catalog, [b], "bad")
-        compact(catalog)
-        retire(catalog, [a], "also bad")  # inside the compacted file: rewritten without it
-        restore(catalog, [a, b])
-        latest = catalog.latest_version
-        table = DeltaLake(layout.lake)
+    with Lake.open(layout, write=True) as lake:
+        lake.retire([b], "bad")
+        lake.compact()
+        lake.retire([a], "also bad")  # inside the compacted file: rewritten without it
+        lake.restore([a, b])
+        latest = lake.view.latest_version
         for version in range(latest + 1):
-            indexed = {f.path.relative_to(layout.lake).as_posix() for f in catalog.lake_files(version=version)}
-            assert indexed == set(table.files_at(version)), version
+            indexed = {f.path.relative_to(layout.lake).as_posix() for f in lake.view.lake_files(version=version)}
+            assert indexed == delta_rs_files(layout, version), version
     assert rows(layout) == rows(layout, as_of=3)  # every row back, none twice
 
 
@@ -91,8 +98,8 @@ def test_a_retired_batch_is_gone_from_every_view_and_build_and_back_after_a_rest
 ) -> None:
     good, bad = lake(("good.jsonl", decisions("g")), ("bad.jsonl", [*decisions("x"), {"broken": 1}]))
     before = build_dataset(layout, BuildConfig(name="mix")).manifest
-    with Catalog.open(layout) as catalog:
-        retire(catalog, select_batches(catalog, files=[write_log("bad.jsonl", [*decisions("x"), {"broken": 1}])]), "x")
+    with Lake.open(layout, write=True) as lake:
+        lake.retire(lake.select_batches(files=[write_log("bad.jsonl", [*decisions("x"), {"broken": 1}])]), "x")
     assert count(layout, "SELECT count(*) FROM decisions WHERE batch_id = 'b'") == 0
     assert count(layout, f"SELECT count(*) FROM decisions WHERE batch_id = '{bad}'") == 0
     assert count(layout, f"SELECT count(*) FROM games WHERE list_contains(batches, '{bad}')") == 0
@@ -100,50 +107,50 @@ def test_a_retired_batch_is_gone_from_every_view_and_build_and_back_after_a_rest
     assert count(layout, "SELECT count(*) FROM batches WHERE retired") == 1
     after = build_dataset(layout, BuildConfig(name="mix")).manifest
     assert [i.batch_id for i in after.inputs] == [good] and {i.batch_id for i in before.inputs} == {good, bad}
-    with Catalog.open(layout) as catalog:
-        restore(catalog, [bad], reason="the seats were right after all")
+    with Lake.open(layout, write=True) as lake:
+        lake.restore([bad], reason="the seats were right after all")
     assert count(layout, "SELECT count(*) FROM rejects") == 1
     assert build_dataset(layout, BuildConfig(name="mix")).manifest.fingerprint == before.fingerprint
 
 
 def test_time_travel_by_version_and_by_time(layout: Layout, lake) -> None:
     [a] = lake(("a.jsonl", decisions("a")))
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         ingested_at = catalog.con.execute("SELECT committed_at FROM versions WHERE version = 1").fetchall()[0][0]
     [b] = lake(("b.jsonl", decisions("b")))
-    with Catalog.open(layout) as catalog:
-        retire(catalog, [a], "bad")
+    with Lake.open(layout, write=True) as lake:
+        lake.retire([a], "bad")
     assert count(layout) == 24 and count(layout, as_of=2) == 48 and count(layout, as_of="1") == 24
     assert count(layout, as_of=ingested_at.isoformat()) == 24
     assert count(layout, as_of=(ingested_at.replace(tzinfo=dt.UTC) + dt.timedelta(microseconds=1)).isoformat()) == 24
     assert count(layout, "SELECT count(*) FROM batches", as_of=1) == 1
     assert count(layout, "SELECT count(*) FROM batches WHERE retired", as_of=2) == 0
     with pytest.raises(UsageError, match="no version 9"):
-        Catalog.open(layout, read_only=True, as_of=9)
+        Catalog.open(layout, as_of=9)
     with pytest.raises(UsageError, match="no version yet"):
-        Catalog.open(layout, read_only=True, as_of="2000-01-01T00:00:00")
+        Catalog.open(layout, as_of="2000-01-01T00:00:00")
     with pytest.raises(UsageError, match="neither a version number nor a time"):
-        Catalog.open(layout, read_only=True, as_of="yesterday")
+        Catalog.open(layout, as_of="yesterday")
     assert b
 
 
 def test_refusals_change_nothing(layout: Layout, lake) -> None:
     [a] = lake(("a.jsonl", decisions("a")))
-    with Catalog.open(layout) as catalog:
+    with Lake.open(layout, write=True) as lake:
         with pytest.raises(UsageError, match="no batch 'nope'"):
-            retire(catalog, ["nope"], "why")
+            lake.retire(["nope"], "why")
         with pytest.raises(UsageError, match="say why"):
-            retire(catalog, [a], " ")
+            lake.retire([a], " ")
         with pytest.raises(UsageError, match="not retired"):
-            restore(catalog, [a])
-        retire(catalog, [a], "bad")
+            lake.restore([a])
+        lake.retire([a], "bad")
         with pytest.raises(UsageError, match="retired already"):
-            retire(catalog, [a], "bad again")
+            lake.retire([a], "bad again")
         with pytest.raises(UsageError, match="--generation needs --source"):
-            select_batches(catalog, generation=1)
+            lake.select_batches(generation=1)
         with pytest.raises(UsageError, match="no batch holds rows of source 'ppo'"):
-            select_batches(catalog, source="ppo")
-        assert catalog.latest_version == 2
+            lake.select_batches(source="ppo")
+        assert lake.view.latest_version == 2
 
 
 def test_select_batches_by_source_and_generation(layout: Layout, lake) -> None:
@@ -152,7 +159,7 @@ def test_select_batches_by_source_and_generation(layout: Layout, lake) -> None:
         ("p1.jsonl", decisions("p", source="ppo", model_version="gen-001", generation=1)),
         ("p2.jsonl", decisions("q", source="ppo", model_version="gen-002", generation=2)),
     )
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         assert sorted(select_batches(catalog, source="ppo")) == sorted([ppo1, ppo2])
         assert select_batches(catalog, source="ppo", generation=2) == [ppo2]
         assert select_batches(catalog, [forge], source="ppo", generation=1) == [forge, ppo1]
@@ -163,11 +170,11 @@ def test_compaction_merges_small_neighbours_and_changes_no_build(layout: Layout,
     lake(("p.jsonl", decisions("p", source="ppo", model_version="gen-001", generation=1)))
     build = build_dataset(layout, BuildConfig(name="all")).dataset
     first = {p.name: p.read_bytes() for p in build.files("train")}
-    with Catalog.open(layout) as catalog:
-        record = compact(catalog)
+    with Lake.open(layout, write=True) as lake:
+        record = lake.compact()
         assert record is not None and (record.files_removed, record.files_added) == (4, 1)  # ppo stays alone
         assert record.rows_added == record.rows_removed == 96
-        assert compact(catalog) is None
+        assert lake.compact() is None
     assert count(layout) == 120
     (layout.builds / "all").rename(layout.home / "old-builds")
     again = build_dataset(layout, BuildConfig(name="all")).dataset
@@ -177,33 +184,33 @@ def test_compaction_merges_small_neighbours_and_changes_no_build(layout: Layout,
 
 def test_vacuum_deletes_what_no_version_in_the_retention_needs(layout: Layout, lake) -> None:
     a, b = lake(("a.jsonl", decisions("a")), ("b.jsonl", decisions("b")))
-    stray = layout.lake / "source=forge" / "generation=none" / "stray.parquet"
+    stray = layout.lake / "source=forge" / "generation=__HIVE_DEFAULT_PARTITION__" / "stray.parquet"
     stray.write_bytes(b"not listed by any version")
-    with Catalog.open(layout) as catalog:
-        retire(catalog, [a], "bad")
-        kept = vacuum(catalog, retain_days=7)  # the retirement is minutes old: only the stray file goes
+    with Lake.open(layout, write=True) as lake:
+        lake.retire([a], "bad")
+        kept = lake.vacuum(retain_days=7)  # the retirement is minutes old: only the stray file goes
         assert (kept.files_deleted, kept.horizon) == (1, 0)
-        gone = vacuum(catalog, retain_days=0)
+        gone = lake.vacuum(retain_days=0)
         assert (gone.files_deleted, gone.horizon) == (1, 3)
-        assert vacuum(catalog, retain_days=0).version is None  # nothing left to delete
+        assert lake.vacuum(retain_days=0).version is None  # nothing left to delete
     assert not stray.exists() and count(layout) == 24
     assert count(layout, as_of=3) == 24
     with pytest.raises(UsageError, match="oldest readable version is 3"):
-        Catalog.open(layout, read_only=True, as_of=2)
-    with Catalog.open(layout) as catalog, pytest.raises(UsageError, match="a vacuum deleted its files"):
-        restore(catalog, [a])
+        Catalog.open(layout, as_of=2)
+    with Lake.open(layout, write=True) as lake, pytest.raises(UsageError, match="a vacuum deleted its files"):
+        lake.restore([a])
 
 
 def test_a_vacuumed_batch_comes_back_by_ingesting_its_file_again(layout: Layout, lake, write_log) -> None:
     [a] = lake(("a.jsonl", decisions("a")))
     again = ingest_paths([write_log("a.jsonl", decisions("a"))], layout)
     assert again.files[0].status == "already_ingested"
-    with Catalog.open(layout) as catalog:
-        retire(catalog, [a], "bad")
+    with Lake.open(layout, write=True) as lake:
+        lake.retire([a], "bad")
     note = ingest_paths([write_log("a.jsonl", decisions("a"))], layout).files[0].note
     assert f"distill lake restore {a}" in note
-    with Catalog.open(layout) as catalog:
-        vacuum(catalog, retain_days=0)
+    with Lake.open(layout, write=True) as lake:
+        lake.vacuum(retain_days=0)
     back = ingest_paths([write_log("a.jsonl", decisions("a"))], layout)
     assert back.files[0].status == "ingested" and back.batches == [a]
     assert count(layout) == 24 and count(layout, "SELECT count(*) FROM batches WHERE NOT retired") == 1
@@ -217,8 +224,8 @@ def test_a_build_reads_the_version_it_started_from_while_a_batch_is_retired(layo
     summary = build_module.episode_summary
 
     def retire_meanwhile(*args: object, **kwargs: object) -> object:
-        with Catalog.open(layout) as catalog:
-            retire(catalog, [b], "retired while the build ran")
+        with Lake.open(layout, write=True) as lake:
+            lake.retire([b], "retired while the build ran")
         return summary(*args, **kwargs)
 
     monkeypatch.setattr(build_module, "episode_summary", retire_meanwhile)
@@ -234,9 +241,9 @@ def test_build_as_of_reproduces_an_earlier_build_after_later_changes(layout: Lay
     saved = {p.name: p.read_bytes() for p in (*original.files("train"), *original.files("holdout"))}
     version = original.manifest.lake_version
     lake(("c.jsonl", decisions("c")))
-    with Catalog.open(layout) as catalog:
-        retire(catalog, [a], "bad")
-        compact(catalog)
+    with Lake.open(layout, write=True) as lake:
+        lake.retire([a], "bad")
+        lake.compact()
     (layout.builds / "mix").rename(tmp_path / "gone")
     assert build_dataset(layout, BuildConfig(name="mix")).manifest.fingerprint != original.fingerprint
     (layout.builds / "mix").rename(tmp_path / "gone-too")

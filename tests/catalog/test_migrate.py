@@ -12,8 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from toolkit.catalog import Catalog
-from toolkit.catalog.lifecycle import history, retire
+from toolkit.catalog import Catalog, Lake
+from toolkit.catalog.lifecycle import history
 from toolkit.catalog.migrate import migrate
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
@@ -49,11 +49,12 @@ def format_1_root(tmp_path: Path) -> Layout:
     source.home.mkdir(parents=True)
     for folder in ("lake", "quarantine"):
         shutil.copytree(V1_LAKE / folder, source.home / folder)
-    with Catalog.open(source) as catalog:
-        batches = catalog.read("SELECT * FROM batches").to_pylist()
-        files = catalog.read("SELECT * FROM files").to_pylist()
+    migrate(source)
+    with Lake.open(source, write=True) as lake:
+        batches = lake.view.read("SELECT * FROM batches").to_pylist()
+        files = lake.view.read("SELECT * FROM files").to_pylist()
     layout = Layout.at(tmp_path / "home")
-    shutil.copytree(source.lake, layout.lake, ignore=shutil.ignore_patterns("_delta_log"))
+    shutil.copytree(V1_LAKE / "lake", layout.lake, ignore=shutil.ignore_patterns("_delta_log"))
     shutil.copytree(source.quarantine, layout.quarantine)
     con = duckdb.connect(str(layout.catalog))
     con.execute(FORMAT_1_TABLES)
@@ -91,26 +92,29 @@ def format_1_root(tmp_path: Path) -> Layout:
 
 
 def test_a_format_1_root_is_refused_with_the_command_that_migrates_it(format_1_root: Layout) -> None:
-    for read_only in (True, False):
+    for write in (False, True):
         with pytest.raises(CatalogError, match="format version 1") as error:
-            Catalog.open(format_1_root, read_only=read_only)
+            Lake.open(format_1_root, write=write).view
         assert "distill lake migrate" in (error.value.hint or "")
 
 
 def test_migrating_commits_the_files_as_they_are_in_one_version(format_1_root: Layout) -> None:
     files = {p: p.read_bytes() for p in format_1_root.lake.rglob("*.parquet")}
     result = migrate(format_1_root)
-    assert (result.from_format, result.to_format, result.version, result.batches, result.files) == (1, 2, 0, 3, 3)
-    assert {p: p.read_bytes() for p in format_1_root.lake.rglob("*.parquet")} == files  # nothing rewritten
+    assert (result.from_format, result.to_format, result.version, result.batches, result.files) == (1, 3, 0, 3, 3)
+    assert {p: p.read_bytes() for p in files} == files  # nothing rewritten: the files are linked into hive folders
     with Catalog.open(format_1_root) as catalog:
-        assert [(v.version, v.operation) for v in history(catalog)] == [(0, "migrate")]
-        assert catalog.read("SELECT count(*) AS n FROM decisions")["n"].to_pylist() == [24]
-        assert {(b.status, b.status_reason, b.retired) for b in catalog.batches()} == {
+        live = [f.path for f in catalog.lake_files()]
+    assert len(live) == 3 and all(any(p.samefile(old) for old in files) for p in live)
+    with Lake.open(format_1_root, write=True) as lake:
+        assert [(v.version, v.operation) for v in lake.history()] == [(0, "migrate")]
+        assert lake.view.read("SELECT count(*) AS n FROM decisions")["n"].to_pylist() == [24]
+        assert {(b.status, b.status_reason, b.retired) for b in lake.view.batches()} == {
             ("accepted", "gate passed", False)
         }
-        assert sorted(f.path for f in catalog.files()) == [f"runs/old/log-{i}.jsonl" for i in range(3)]
-        assert catalog.read("SELECT count(*) AS n FROM rejects")["n"].to_pylist() == [1]
-        retire(catalog, [catalog.batches()[0].batch_id], "works on a migrated lake")
+        assert sorted(f.path for f in lake.view.files()) == [f"runs/old/log-{i}.jsonl" for i in range(3)]
+        assert lake.view.read("SELECT count(*) AS n FROM rejects")["n"].to_pylist() == [1]
+        lake.retire([lake.view.batches()[0].batch_id], "works on a migrated lake")
     assert build_dataset(format_1_root, BuildConfig(name="after")).manifest.lake_version == 1
     assert migrate(format_1_root).version is None  # a second run has nothing to do
 
@@ -123,8 +127,8 @@ def test_a_migration_killed_between_its_commit_and_the_catalog_is_finished_by_a_
     killed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, ENV: "migrate.after_commit"})
     assert killed.returncode == -signal.SIGKILL
     with pytest.raises(CatalogError, match="format version 1"):  # the catalog still says format 1
-        Catalog.open(format_1_root, read_only=True)
+        Catalog.open(format_1_root)
     assert migrate(format_1_root).version == 0
-    with Catalog.open(format_1_root, read_only=True) as catalog:
+    with Catalog.open(format_1_root) as catalog:
         assert catalog.read("SELECT count(*) AS n FROM decisions")["n"].to_pylist() == [24]
         assert [v.operation for v in history(catalog)] == ["migrate"]

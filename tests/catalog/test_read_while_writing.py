@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.factories import make_snapshot
-from toolkit.catalog import Catalog
+from toolkit.catalog import Catalog, Lake
 from toolkit.cli.main import app
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
@@ -23,13 +23,13 @@ from toolkit.layout import Layout
 # Holds the catalog open for writing; on each line read, marks one more batch rejected (a commit); exits on EOF.
 WRITER = textwrap.dedent("""
     import sys
-    from toolkit.catalog import Catalog
+    from toolkit.catalog import Lake
     from toolkit.layout import Layout
-    with Catalog.open(Layout.at(sys.argv[1])) as catalog:
-        batches = sorted(catalog.committed_batches())
+    with Lake.open(Layout.at(sys.argv[1]), write=True) as lake:
+        batches = sorted(lake.view.committed_batches())
         print("holding", flush=True)
         for line in sys.stdin:
-            catalog.set_batch_status(batches.pop(), "rejected", line.strip())
+            lake.review(batches.pop(), "rejected", line.strip())
             print("committed", flush=True)
 """)
 
@@ -49,7 +49,7 @@ def sql(layout: Layout, query: str) -> str:
 
 
 def rejected(layout: Layout) -> int:
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         return catalog.con.sql("SELECT count(*) FROM batches WHERE status = 'rejected'").fetchall()[0][0]
 
 
@@ -73,7 +73,7 @@ def test_readers_answer_while_another_process_holds_the_catalog_and_see_each_com
 
 
 def test_a_writer_gets_the_catalog_while_a_reader_holds_it_open(home: Layout) -> None:
-    with Catalog.open(home, read_only=True) as reader:
+    with Catalog.open(home) as reader:
         writer = subprocess.run(
             [sys.executable, "-c", WRITER, str(home.home)],
             input="while read\n",
@@ -88,20 +88,19 @@ def test_a_writer_gets_the_catalog_while_a_reader_holds_it_open(home: Layout) ->
 
 
 def test_a_snapshot_left_stale_by_a_killed_writer_is_not_read_once_the_catalog_is_free(home: Layout) -> None:
-    with Catalog.open(home) as catalog:  # a commit whose snapshot refresh never happened
-        catalog.con.execute(
-            "UPDATE batch_states SET status = 'rejected' WHERE batch_id = (SELECT min(batch_id) FROM batch_states)"
-        )
-        catalog.con.close()
-        catalog.read_only = True  # skip close's refresh: as if killed after the commit
+    lake = Lake.open(home, write=True)  # a change of the index whose snapshot refresh never happened
+    lake.writer.con.execute(
+        "UPDATE batch_states SET status = 'rejected' WHERE batch_id = (SELECT min(batch_id) FROM batch_states)"
+    )
+    lake.writer.con.close()  # not lake.close(), which refreshes it: as if killed right after
     assert rejected(home) == 1
 
 
 def test_publishing_the_snapshot_keeps_the_writers_lock(home: Layout) -> None:
     """POSIX record locks go with the first close of any descriptor of the file: the snapshot must not open the
     live catalog from Python, or a second process could open it for writing (and clear the first one's staging)."""
-    with Catalog.open(home) as catalog:
-        catalog.set_batch_status(sorted(catalog.committed_batches())[0], "accepted")  # a commit: a refresh
+    with Lake.open(home, write=True) as lake:
+        lake.review(sorted(lake.view.committed_batches())[0], "accepted")  # a commit: a refresh
         other = subprocess.run(
             [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1])", str(home.catalog)],
             capture_output=True,

@@ -199,7 +199,7 @@ def test_every_view_still_reads(home: Layout) -> None:
 
 
 def test_run_query_refuses_an_unsealed_catalog(home: Layout) -> None:
-    with Catalog.open(home, read_only=True) as catalog, pytest.raises(QueryError, match="sandbox"):
+    with Catalog.open(home) as catalog, pytest.raises(QueryError, match="sandbox"):
         run_query(catalog, "SELECT 1")
 
 

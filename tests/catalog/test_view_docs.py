@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from tests.factories import make_generation_record, make_snapshot
-from toolkit.catalog import Catalog
+from toolkit.catalog import Catalog, Lake
 from toolkit.catalog.query import describe_views, run_query
 from toolkit.catalog.view_docs import GENERATION_COLUMNS, VIEWS
 from toolkit.errors import QueryError
@@ -68,7 +68,7 @@ def test_types_are_written_in_full(home: Layout) -> None:
 
 def test_generations_has_every_column_before_any_loop_ran(tmp_path: Path) -> None:
     layout = Layout.at(tmp_path / "home")
-    Catalog.open(layout).close()
+    Lake.open(layout, write=True).close()
     with Catalog.open(layout, sandbox=True) as catalog:
         (generations,) = describe_views(catalog, "generations")
         assert run_query(catalog, "SELECT count(*) AS n FROM generations").to_pylist() == [{"n": 0}]
@@ -77,7 +77,7 @@ def test_generations_has_every_column_before_any_loop_ran(tmp_path: Path) -> Non
 
 def test_generations_is_empty_while_a_run_has_written_no_record_yet(tmp_path: Path) -> None:
     layout = Layout.at(tmp_path / "home")
-    Catalog.open(layout).close()
+    Lake.open(layout, write=True).close()
     (layout.runs / "starting").mkdir(parents=True)
     (layout.runs / "starting" / "generations.jsonl").write_text("", encoding="utf-8")  # a run just started
     with Catalog.open(layout, sandbox=True) as catalog:

@@ -91,7 +91,7 @@ def home(base_home: Path, tmp_path: Path) -> Layout:
 
 
 def lake_file(layout: Layout, source: str) -> Path:
-    (path,) = sorted(layout.lake.glob(f"source={source}/generation=*/batch=*/*.parquet"))[:1]
+    (path,) = sorted(layout.lake.glob(f"source={source}/generation=*/batch-*.parquet"))[:1]
     return path
 
 

@@ -24,6 +24,7 @@ from tests.checks.conftest import (
     rewrite,
     set_field,
 )
+from toolkit.catalog.migrate import migrate
 from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 from toolkit.checks.report import GateReport
 from toolkit.errors import CheckError, GateFailedError
@@ -119,6 +120,7 @@ def test_a_lake_written_before_contract_version_2_passes_its_new_columns_reading
     old.home.mkdir(parents=True)
     for folder in ("lake", "quarantine"):
         shutil.copytree(Path(__file__).parents[1] / "data" / "lake_v1" / folder, old.home / folder)
+    migrate(old)  # lake format 2 (no file facts in its log) to 3
     report = check_lake(old, config=CheckConfig(write=False, entropy_floor=0.0))
     checked = {r.id: r.success for r in report.results}
     for expectation in ("contract.parquet-schema", "range.schema_version", "set.outcome", "set.lineup[].kind"):
@@ -151,7 +153,7 @@ def test_a_collapsed_policy_generation_blocks_and_drift_is_measured_against_the_
 
 def _batch_ids(layout: Layout, generation: int) -> list[str]:
     return sorted(
-        p.name.removeprefix("batch=") for p in layout.lake.glob(f"source=ppo/generation={generation:03d}/batch=*")
+        p.stem.removeprefix("batch-") for p in layout.lake.glob(f"source=ppo/generation={generation}/batch-*.parquet")
     )
 
 

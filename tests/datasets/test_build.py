@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.datasets.conftest import game_records
-from toolkit.catalog.store import Catalog
+from toolkit.catalog import Catalog, Lake
 from toolkit.config import load_config
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig, HoldoutConfig
@@ -75,7 +75,7 @@ def test_dataset_rows_carry_the_encoded_features_label_and_mask_of_their_lake_ro
     lake("a.jsonl", *games)
     ds = build_dataset(layout, BuildConfig()).dataset
     table = pa.concat_tables([ds.read(TRAIN), ds.read(HOLDOUT)])
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         lake_rows = catalog.con.sql("SELECT * FROM decisions").to_arrow_table()
     expected = {
         (r[col.GAME_ID], r[col.SEAT], r[col.DECISION_INDEX]): (v, r)
@@ -240,9 +240,9 @@ def test_duplicate_decisions_across_batches_are_dropped_and_counted(layout: Layo
 def _copy_batch_as_another(layout: Layout) -> None:
     """A lake holding the same decisions under two batches (as a lake written by another tool could): the copy
     committed through the catalog's own write protocol, bypassing ingest's duplicate check."""
-    with Catalog.open(layout) as catalog:
-        [batch], [file], [lake_file] = catalog.batches(), catalog.files(), catalog.lake_files()
-        staged = catalog.stage("bcopy")
+    with Lake.open(layout, write=True) as lake:
+        [batch], [file], [lake_file] = lake.view.batches(), lake.view.files(), lake.view.lake_files()
+        staged = lake.writer.stage("bcopy")
         relative = lake_file.path.relative_to(layout.lake)
         target = staged / "lake" / relative.parent.with_name("batch=bcopy") / relative.name
         target.parent.mkdir(parents=True)
@@ -251,7 +251,7 @@ def _copy_batch_as_another(layout: Layout) -> None:
             f"hive_partitioning = false)) TO '{target}' (FORMAT parquet)"
         )
         copy = {"batch_id": "bcopy", "file_sha256": "f" + batch.file_sha256}
-        catalog.publish_batch(staged, batch.model_copy(update=copy), file.model_copy(update=copy))
+        lake.append(staged, batch.model_copy(update=copy), file.model_copy(update=copy))
 
 
 def test_the_holdout_never_moves_when_data_is_added_reweighted_or_filtered(layout: Layout, lake) -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from tests.datasets.conftest import game_records
-from toolkit.catalog.store import Catalog
+from toolkit.catalog import Catalog, Lake
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig, HoldoutConfig
 from toolkit.datasets.dataset import HOLDOUT, LABEL, TRAIN
@@ -24,15 +24,15 @@ def _lake(lake) -> None:
 
 
 def _batches(layout: Layout) -> dict[str, str]:
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         return {b.sources[0]: b.batch_id for b in catalog.batches()}
 
 
 def test_added_rows_are_counted_by_split_source_generation_and_batch(layout: Layout, lake) -> None:
     _lake(lake)
     forge = build_dataset(layout, BuildConfig(name="d", sources=["forge"])).dataset
-    with Catalog.open(layout) as catalog:  # a new version of the lake between the two builds
-        catalog.set_batch_status(list(_batches(layout).values()), "accepted")
+    with Lake.open(layout, write=True) as lake:  # a new version of the lake between the two builds
+        lake.review(list(_batches(layout).values()), "accepted")
     both = build_dataset(layout, BuildConfig(name="d")).dataset
     diff = diff_builds(layout, "d", forge.fingerprint, both.fingerprint)
     (change,) = diff.rows

@@ -29,7 +29,7 @@ def load(root: Path, dataset_id: str, monkeypatch: pytest.MonkeyPatch):
 def build_episodes(layout: Layout, split: str) -> pl.DataFrame:
     """The build's rows per (game, seat) in decision order, with the lake's end flags joined by lineage."""
     rows = pl.from_arrow(open_dataset(layout, "loop-tiny").read(split))
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         ends = catalog.con.sql("SELECT batch_id, source_line, is_terminal, truncated FROM decisions").pl()
     return rows.join(ends, on=["batch_id", "source_line"], how="left").sort("game_id", "seat", "decision_index")
 

@@ -66,7 +66,7 @@ def test_the_crash_corpus_never_kills_the_process_and_every_line_is_accounted_fo
     assert run.returncode == 0, f"the ingest process died ({run.returncode}): {run.stderr[-2000:]}"
     valid, rejected = map(int, run.stdout.split())
     assert rejected == len(corpus) - 1 and valid == 2 * len(corpus) + 1  # strings may hold any brackets
-    with Catalog.open(Layout.at(tmp_path / "home"), read_only=True) as catalog:
+    with Catalog.open(Layout.at(tmp_path / "home")) as catalog:
         reasons = dict(catalog.con.execute("SELECT source_file, reason FROM rejects").fetchall())
     for name in corpus:
         reason = reasons.get(str(folder / f"{name}.jsonl"))
@@ -98,7 +98,7 @@ def test_a_record_with_a_key_twice_is_rejected_naming_the_key(tmp_path: Path, di
     path = tmp_path / f"{dialect}.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     result = ingest_paths([path], Layout.at(tmp_path / "home"))
-    with Catalog.open(Layout.at(tmp_path / "home"), read_only=True) as catalog:
+    with Catalog.open(Layout.at(tmp_path / "home")) as catalog:
         rejects = catalog.con.execute("SELECT source_line, reason FROM rejects ORDER BY 1").fetchall()
     expected = [(2, "turn: key 'turn' appears twice in one object: the record is ambiguous")]
     if dialect == "canonical":
@@ -150,7 +150,7 @@ def test_fuzz_every_line_lands_in_decisions_or_rejects_byte_for_byte(tmp_path_fa
     assert result.rows_valid + result.rows_rejected + blank == len(lines)
     if not result.batches:
         return
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         accepted = {row[0] for row in catalog.con.execute("SELECT source_line FROM decisions").fetchall()}
         rejected = dict(catalog.con.execute("SELECT source_line, raw FROM rejects").fetchall())
     assert not accepted & set(rejected)
@@ -171,7 +171,7 @@ def test_a_line_with_a_hundred_thousand_unknown_keys_gets_a_bounded_reason(tmp_p
     result = ingest_paths([path], Layout.at(tmp_path / "home"))
     assert (result.rows_valid, result.rows_rejected) == (2, 2)
     assert result.files[0].report.reasons == {"extra_forbidden": 2}  # the count of the others is no reason
-    with Catalog.open(Layout.at(tmp_path / "home"), read_only=True) as catalog:
+    with Catalog.open(Layout.at(tmp_path / "home")) as catalog:
         rows = catalog.con.execute("SELECT source_line, reason, problems FROM rejects ORDER BY 1").fetchall()
     (_, reason, problems), (_, long_reason, [long_problem]) = rows
     assert len(problems) == MAX_PROBLEMS + 1 and len(reason) < 4000

@@ -43,7 +43,7 @@ def distill(home: Path, *args: str, **run: object) -> subprocess.CompletedProces
 
 
 def query(home: Path, sql: str) -> list[tuple]:
-    with Catalog.open(Layout.at(home), read_only=True) as catalog:
+    with Catalog.open(Layout.at(home)) as catalog:
         return catalog.con.execute(sql).fetchall()
 
 

@@ -86,7 +86,7 @@ def assert_flat(run: dict[str, Any], baseline: dict[str, float]) -> None:
 
 
 def quarantine(home: Path) -> list[tuple]:
-    with Catalog.open(Layout.at(home), read_only=True) as catalog:
+    with Catalog.open(Layout.at(home)) as catalog:
         sql = "SELECT source_line, octet_length(raw), problems[1].code, reason FROM rejects ORDER BY 1"
         return catalog.con.execute(sql).fetchall()
 
@@ -107,7 +107,7 @@ def test_two_hundred_thousand_rejected_lines_stream_to_the_quarantine_in_flat_me
     run = ingest_bounded(path, tmp_path / "home", baseline["limit_mb"])
     assert_flat(run, baseline)
     assert (run["result"]["rows_valid"], run["result"]["rows_rejected"]) == (1, n)
-    with Catalog.open(Layout.at(tmp_path / "home"), read_only=True) as catalog:
+    with Catalog.open(Layout.at(tmp_path / "home")) as catalog:
         counted = catalog.con.execute("SELECT count(*), min(source_line), max(source_line) FROM rejects").fetchall()
     assert counted == [(n, 2, n + 1)]
 

@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.factories import tiny
-from toolkit.catalog.store import Catalog, WriterWait, connect_writer
+from toolkit.catalog import Lake
+from toolkit.catalog.connect import WriterWait, connect_writer
 from toolkit.cli.main import app
 from toolkit.errors import CatalogError
 from toolkit.layout import Layout
@@ -27,7 +28,7 @@ HOLD = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush
 def holder(tmp_path: Path) -> Iterator[tuple[Layout, subprocess.Popen]]:
     """A data root whose catalog another process holds open for writing until its stdin closes."""
     layout = Layout.at(tmp_path / "home")
-    Catalog.open(layout).close()
+    Lake.open(layout, write=True).close()
     process = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(layout.catalog)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.factories import TINY, normalised, tiny
-from toolkit.catalog.store import Catalog
+from toolkit.catalog import Catalog, Lake
 from toolkit.cli.main import app
 from toolkit.layout import Layout
 from toolkit.loop.run import resume_loop, run_loop
@@ -29,7 +29,7 @@ def reference(loop_home: Layout) -> tuple[Layout, list[dict[str, Any]]]:
 
 
 def _batch_status(layout: Layout, batch: str) -> tuple[str, str | None, int]:
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Catalog.open(layout) as catalog:
         status, reason = catalog.con.execute(
             "SELECT status, status_reason FROM batches WHERE batch_id = ?", [batch]
         ).fetchall()[0]
@@ -337,8 +337,6 @@ def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_pat
 
 
 def test_the_loop_never_trains_on_a_batch_retired_while_it_runs(tmp_path: Path) -> None:
-    from toolkit.catalog import Catalog
-    from toolkit.catalog.lifecycle import retire
 
     layout = Layout.at(tmp_path / "home")
     run = RunFolder(layout, "tiny")
@@ -351,8 +349,8 @@ def test_the_loop_never_trains_on_a_batch_retired_while_it_runs(tmp_path: Path) 
     assert run_loop(layout, config, progress=pause_after_bootstrap_ingest).status == "paused"
     bootstrap = sorted(run.load().batches())
     assert len(bootstrap) == 4
-    with Catalog.open(layout) as catalog:
-        retire(catalog, [bootstrap[0]], "a broken engine build")
+    with Lake.open(layout, write=True) as lake:
+        lake.retire([bootstrap[0]], "a broken engine build")
     assert resume_loop(layout, "tiny").status == "finished"
     for record in run.records():
         for attempt in record["attempts"]:

@@ -90,7 +90,7 @@ def test_a_bootstrap_whose_every_line_is_rejected_fails_saying_so(tmp_path: Path
         counted = CliRunner().invoke(app, ["--home", str(layout.home), "sql", "select count(*) AS n from rejects"])
         assert counted.exit_code == 0 and str(rejected) in counted.output, counted.output
         batches = state.generations[0].steps["0:ingest"].result["batches"]
-        with Catalog.open(layout, read_only=True) as catalog:
+        with Catalog.open(layout) as catalog:
             reviewed = {b.batch_id: (b.status, b.status_reason) for b in catalog.batches()}
         assert all(reviewed[b] == ("rejected", "no valid decisions") for b in batches)
 

@@ -130,7 +130,7 @@ def test_the_loop_deleted_its_own_logs_once_ingested(moved) -> None:
         deleted = steps["0:retain"].result["deleted"]
         assert deleted and all(f.endswith(".jsonl.zst") for f in deleted)
         assert deleted == (steps[f"0:{step}"].result.get("files") or steps[f"0:{step}"].result["export"]["files"])
-        with Catalog.open(layout, read_only=True) as catalog:  # the lake holds their rows
+        with Catalog.open(layout) as catalog:  # the lake holds their rows
             batches = steps["0:ingest"].result["batches"]
             rows = catalog.con.execute(
                 f"SELECT count(*) FROM decisions WHERE batch_id IN ({', '.join('?' * len(batches))})", batches

@@ -134,14 +134,13 @@ def test_the_lake_page_marks_retired_batches_and_lists_versions(loop_home: Layou
     import shutil
 
     from tests.serve.conftest import client_for
-    from toolkit.catalog import Catalog
-    from toolkit.catalog.lifecycle import retire
+    from toolkit.catalog import Lake
 
     copy = Layout.at(tmp_path / "home")
     shutil.copytree(loop_home.home, copy.home)
-    with Catalog.open(copy) as catalog:
-        batch = catalog.batches()[0]
-        retire(catalog, [batch.batch_id], "engine build 4.2 logged wrong seats")
+    with Lake.open(copy, write=True) as lake:
+        batch = lake.view.batches()[0]
+        lake.retire([batch.batch_id], "engine build 4.2 logged wrong seats")
     client = client_for(copy)
     lake = client.get("/api/lake").json()
     [row] = [b for b in lake["batches"] if b["batch_id"] == batch.batch_id]

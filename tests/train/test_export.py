@@ -188,7 +188,7 @@ def test_league_rows_name_who_held_every_seat_so_every_winner_is_known(tmp_path:
     assert won_by_others, "some games are won by a league seat the lake has no rows for"
     home = Layout.at(tmp_path / "home")
     assert ingest_paths(counts.files, home).rows_rejected == 0
-    with Catalog.open(home, read_only=True, sandbox=True) as catalog:
+    with Catalog.open(home, sandbox=True) as catalog:
         wins = run_query(
             catalog,
             "SELECT lineup[winner_seat + 1].kind AS kind, count(DISTINCT game_id) AS games FROM decisions "

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.ablate.config import AblateConfig, read_yaml_model
-from toolkit.catalog.store import Catalog
+from toolkit.catalog.lake import Lake
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import ConfigError
 from toolkit.layout import Layout
@@ -112,7 +112,7 @@ def _named_build(layout: Layout, ref: str) -> Base:
 def _loop_base(layout: Layout, loop: LoopConfig, description: str) -> Base:
     """A loop base over its run's last build's batches, or, without a run, every usable batch of the lake."""
     batches, generation = _last_build(layout, loop.name)
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Lake.open(layout).at() as catalog:
         every = catalog.batches()
     teacher: dict[str, int] = {}
     if batches is None:

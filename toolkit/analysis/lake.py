@@ -7,6 +7,7 @@ from collections import Counter
 import polars as pl
 
 from toolkit.analysis.errors import NothingToShowError
+from toolkit.catalog.lake import Lake
 from toolkit.catalog.store import Catalog
 from toolkit.layout import Layout
 
@@ -17,7 +18,7 @@ def _open(layout: Layout) -> Catalog:
             f"no catalog in {layout.home}: the lake is empty",
             hint=f"ingest logs first: distill --home {layout.home} ingest PATH",
         )
-    return Catalog.open(layout, read_only=True)
+    return Lake.open(layout).at()
 
 
 def _frame(catalog: Catalog, sql: str, params: list | None = None) -> pl.DataFrame:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from toolkit.analysis.errors import NothingToShowError
-from toolkit.catalog.store import Catalog
+from toolkit.catalog.lake import Lake
 from toolkit.layout import Layout
 from toolkit.loop.record import GenerationRecord
 from toolkit.loop.state import RunFolder
@@ -188,7 +188,7 @@ def rejected_batches(layout: Layout, name: str) -> pl.DataFrame:
     if not batches or not layout.catalog.exists():
         return pl.DataFrame(schema=schema)
     wanted = set(batches)
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Lake.open(layout).at() as catalog:
         rejected = [b for b in catalog.batches() if b.status == "rejected" and b.batch_id in wanted]
     rejected.sort(key=lambda b: b.created_at)
     return pl.DataFrame(

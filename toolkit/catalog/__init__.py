@@ -1,5 +1,6 @@
-"""The DuckDB catalog and the Parquet lake: atomic batches, queryable views."""
+"""The lake: a Delta table whose log is the one truth, its DuckDB index (a cache), the write protocol, the views."""
 
+from toolkit.catalog.lake import Lake
 from toolkit.catalog.store import Catalog
 
-__all__ = ["Catalog"]
+__all__ = ["Catalog", "Lake"]

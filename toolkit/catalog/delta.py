@@ -1,32 +1,39 @@
 """The lake's table format: a Delta Lake table (delta-rs) whose Parquet files Distill writes itself.
 
-``lake/`` is a Delta table: ``lake/_delta_log/`` is its transaction log, and
-every change of the lake (an ingested batch, a review, a retirement, a
-restore, a compaction, a vacuum, a migration) is one commit, that is one
-version, whose commit info carries what Distill did under the key
-``distill`` (:class:`CommitInfo`). Any Delta reader (delta-rs, polars,
-Spark, Trino, DuckDB's delta extension where it can be installed) reads the
-lake as it is at any version.
+``lake/`` is a Delta table partitioned by ``source`` and ``generation``
+(declared in its metadata, so polars, DuckDB, Spark and Trino prune on them;
+the folders are the hive folders those readers expect:
+``source=<s>/generation=<g>/``, a null generation under
+``generation=__HIVE_DEFAULT_PARTITION__``). ``lake/_delta_log/`` is its
+transaction log: every change of the lake (an ingested batch, a review, a
+retirement, a restore, a compaction, a vacuum, a migration) is one commit,
+that is one version, whose commit info carries what Distill did and the
+facts of every file it adds (:mod:`toolkit.catalog.commit`). Any Delta
+reader reads the lake as it is at any version.
 
 Distill encodes the Parquet files itself (the ingest stage's tuned writer),
 moves them into the table folder and commits them with ``add`` actions;
 retiring a batch commits ``remove`` actions for its files (metadata only:
 the files stay until a vacuum deletes them), restoring it commits ``add``
-actions for the same files again. The log is the one source of truth for
-which rows are live at a version; the catalog keeps an index of it (see
-:mod:`toolkit.catalog.index`) that any process can rebuild from the log.
+actions for the same files again. The log is the one source of truth; the
+catalog is an index of it (:mod:`toolkit.catalog.index`) that any process
+rebuilds from the log alone (:mod:`toolkit.catalog.log` reads it).
 
-Only the catalog's writer (one process at a time: it holds the DuckDB
-catalog) commits, so commits never race (delta-rs #2700: compaction while
-another writer appends fails). Old log files are never cleaned up (time
-travel needs them); delta-rs writes a checkpoint every 100 commits, so
-loading the table stays fast (delta-rs #1815).
+Commits go through delta-rs (its commit protocol: a version is written once
+or not at all). Only the catalog's writer (one process at a time) commits,
+so commits never race. Old log files are never cleaned up (history and time
+travel read them); delta-rs writes a checkpoint every 100 commits, so other
+readers load the table fast. One commit delta-rs cannot make, a migration's
+change of the partition columns, is written by :func:`write_commit` with the
+same put-if-absent rule.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,59 +41,41 @@ from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.catalog import log
+from toolkit.catalog.commit import COMMIT_KEY, CommitInfo, FileFacts
 from toolkit.errors import CatalogError
+from toolkit.schema import columns as col
+from toolkit.schema.arrow import lake_schema
 
-# The key of Distill's part of a commit's info.
-COMMIT_KEY: Final = "distill"
-LOG_FOLDER: Final = "_delta_log"
+PARTITION_COLUMNS: Final = (col.SOURCE, col.GENERATION)
 TABLE_CONFIGURATION: Final = {
-    # Time travel reads old log files: never delete them (the default deletes those past 30 days).
+    # History and time travel read old log files: never delete them (the default deletes those past 30 days).
     "delta.enableExpiredLogCleanup": "false",
     "delta.checkpointInterval": "100",
 }
 
 
-class CommitInfo(BaseModel):
-    """What one lake version did, as Distill records it in the commit (and the catalog indexes it)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    operation: str = Field(description="create, ingest, review, retire, restore, compact, vacuum, migrate, evolve.")
-    batches: list[str] = Field(default_factory=list, description="The batches it concerns.")
-    reason: str | None = None
-    distill_version: str
-    detail: dict[str, Any] = Field(default_factory=dict, description="Operation-specific facts (records, counts).")
-
-
 @dataclass(frozen=True)
 class DataFile:
-    """One Parquet file of the table: its path relative to the table folder, size and rows."""
+    """One Parquet file of the table: its path relative to the table folder, size, and what Distill knows of it."""
 
     path: str
     size_bytes: int
-    rows: int
+    facts: FileFacts
 
-
-@dataclass(frozen=True)
-class Version:
-    """One commit of the log: its number, time and Distill's info (None for a commit another tool made)."""
-
-    version: int
-    at: dt.datetime
-    operation: str
-    info: CommitInfo | None
+    @property
+    def rows(self) -> int:
+        return self.facts.rows
 
 
 def exists(lake: Path) -> bool:
     """Whether ``lake`` holds a Delta table (a log with at least one commit)."""
-    log = lake / LOG_FOLDER
-    return log.is_dir() and any(log.glob("*.json"))
+    return bool(log.versions(lake))
 
 
 class DeltaLake:
-    """The lake's Delta table, for the catalog's writer (reads go through the catalog's index)."""
+    """The lake's Delta table, for the catalog's writer (reads go through the log and the catalog's index)."""
 
     def __init__(self, lake: Path) -> None:
         from deltalake import DeltaTable
@@ -96,13 +85,13 @@ class DeltaLake:
             self.table = DeltaTable(str(lake))
         except Exception as error:  # delta-rs raises its own TableNotFoundError / DeltaError kinds
             raise CatalogError(
-                f"cannot read the lake's transaction log {lake / LOG_FOLDER}: {error}",
-                hint="restore the data root from a backup; `distill lake history` lists what the catalog knew",
+                f"cannot read the lake's transaction log {lake / log.LOG_FOLDER}: {_first_line(error)}",
+                hint=log.RESTORE_HINT,
             ) from error
 
     @classmethod
-    def create(cls, lake: Path, schema: pa.Schema, info: CommitInfo, files: list[DataFile] | None = None) -> DeltaLake:
-        """Create the table (version 0), holding ``files`` already in its folder, in one commit."""
+    def create(cls, lake: Path, schema: pa.Schema, info: CommitInfo, files: Sequence[DataFile] = ()) -> DeltaLake:
+        """Create the table (version 0), partitioned, holding ``files`` already in its folder, in one commit."""
         from deltalake import CommitProperties
         from deltalake.transaction import create_table_with_add_actions
 
@@ -110,10 +99,11 @@ class DeltaLake:
         create_table_with_add_actions(
             str(lake),
             _delta_schema(schema),
-            [_add(lake, f) for f in files or []],
+            [_add(lake, f) for f in files],
             mode="error",
-            configuration={**TABLE_CONFIGURATION, "delta.dataSkippingStatsColumns": ",".join(_stats_columns(schema))},
-            commit_properties=CommitProperties(custom_metadata=_custom(info)),
+            partition_by=list(PARTITION_COLUMNS),
+            configuration=table_configuration(schema),
+            commit_properties=CommitProperties(custom_metadata=_custom(info, files)),
         )
         return cls(lake)
 
@@ -128,9 +118,9 @@ class DeltaLake:
         removes: Sequence[DataFile] = (),
         *,
         data_change: bool = True,
-    ) -> Version:
+    ) -> log.Commit:
         """Commit ``adds`` (files already in the table folder) and ``removes`` as one new version
-        (``data_change`` False: the same rows in other files, as a compaction does).
+        (``data_change`` False: the same rows in other files, as a compaction does); returns it as the log holds it.
 
         Raises:
             CatalogError: the log cannot be written (a full disk, a read-only data root).
@@ -138,69 +128,161 @@ class DeltaLake:
         from deltalake import CommitProperties
         from deltalake.transaction import RemoveAction
 
-        now = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+        now = _now_ms()
         actions = [_add(self.root, f, data_change) for f in adds] + [
-            RemoveAction(f.path, data_change, now, f.size_bytes, {}) for f in removes
+            RemoveAction(f.path, data_change, now, f.size_bytes, _partition_values(f.facts)) for f in removes
         ]
         try:
             self.table.create_write_transaction(
                 actions,
                 "append",
                 self.table.schema(),
-                commit_properties=CommitProperties(custom_metadata=_custom(info)),
+                commit_properties=CommitProperties(custom_metadata=_custom(info, adds)),
             )
         except Exception as error:
             raise CatalogError(
-                f"cannot commit to the lake {self.root}: {error}",
+                f"cannot commit to the lake {self.root}: {_first_line(error)}",
                 hint="the data root must be writable: check its permissions and free space",
             ) from error
         self.table.update_incremental()
-        return self.versions(self.version, self.version)[0]
+        return log.read_commit(self.root, self.version)
 
-    def add_columns(self, fields: list[pa.Field], info: CommitInfo) -> Version:
+    def add_columns(self, fields: list[pa.Field], info: CommitInfo) -> log.Commit:
         """Evolve the table's schema: add nullable top-level columns (files without them read them as null)."""
         from deltalake import CommitProperties, Schema
 
         delta_fields = Schema.from_arrow(pa.schema([f.with_nullable(True) for f in fields])).fields
         self.table.alter.add_columns(delta_fields, commit_properties=CommitProperties(custom_metadata=_custom(info)))
         self.table.update_incremental()
-        return self.versions(self.version, self.version)[0]
+        return log.read_commit(self.root, self.version)
 
     def schema(self) -> pa.Schema:
         """The table's schema, as Arrow."""
         return pa.schema(self.table.schema().to_arrow())
 
-    def versions(self, first: int, last: int) -> list[Version]:
-        """The commits ``first``..``last`` (inclusive), oldest first."""
-        wanted = range(first, last + 1)
-        if not wanted:
-            return []
-        found = [h for h in self.table.history(self.version - first + 1) if h.get("version") in wanted]
-        return sorted((_version(h) for h in found), key=lambda v: v.version)
+    def partition_columns(self) -> list[str]:
+        return list(self.table.metadata().partition_columns)
 
-    def files_at(self, version: int) -> dict[str, DataFile]:
-        """The live files at ``version``, by path."""
-        from deltalake import DeltaTable
 
-        table = self.table if version == self.version else DeltaTable(str(self.root), version=version)
-        actions = pa.table(table.get_add_actions(flatten=True)).select(["path", "size_bytes", "num_records"])
-        return {
-            path: DataFile(path, int(size), int(rows or 0))
-            for path, size, rows in zip(*(c.to_pylist() for c in actions.columns), strict=True)
+def table_configuration(schema: pa.Schema) -> dict[str, str]:
+    return {**TABLE_CONFIGURATION, "delta.dataSkippingStatsColumns": ",".join(_stats_columns(schema))}
+
+
+def write_commit(lake: Path, version: int, actions: list[dict[str, Any]], info: CommitInfo) -> log.Commit:
+    """Write version ``version`` of the log by hand (what delta-rs's API cannot commit: a change of the partition
+    columns), created only if no such version exists, as delta-rs does on a local disk.
+
+    Raises:
+        CatalogError: the version exists already (another writer), or the log cannot be written.
+    """
+    commit_info = {"timestamp": _now_ms(), "operation": "DISTILL " + info.operation.upper(), COMMIT_KEY: None}
+    commit_info[COMMIT_KEY] = info.model_dump(mode="json")
+    lines = [json.dumps({"commitInfo": commit_info}), *(json.dumps(a) for a in actions)]
+    folder = lake / log.LOG_FOLDER
+    temporary = folder / f".tmp-{uuid.uuid4().hex}.json"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(temporary, lake / log.commit_name(version))  # fails when the version exists: put-if-absent
+    except FileExistsError:
+        raise CatalogError(
+            f"version {version} of the lake exists already: another writer committed meanwhile",
+            hint="run the command again",
+        ) from None
+    except OSError as error:
+        raise CatalogError(f"cannot write the lake's log {folder}: {error.strerror}", hint="check free space") from None
+    finally:
+        temporary.unlink(missing_ok=True)
+    return log.read_commit(lake, version)
+
+
+def add_action(lake: Path, file: DataFile, data_change: bool = True) -> dict[str, Any]:
+    """The JSON ``add`` action of a file (as :func:`write_commit` writes it)."""
+    path = lake / file.path
+    return {
+        "add": {
+            "path": file.path,
+            "partitionValues": _partition_values(file.facts),
+            "size": file.size_bytes,
+            "modificationTime": int(path.stat().st_mtime * 1000),
+            "dataChange": data_change,
+            "stats": json.dumps(file_stats(path)),
         }
+    }
+
+
+def remove_action(path: str, size: int, data_change: bool = True) -> dict[str, Any]:
+    return {
+        "remove": {
+            "path": path,
+            "deletionTimestamp": _now_ms(),
+            "dataChange": data_change,
+            "extendedFileMetadata": False,
+            "size": size,
+        }
+    }
 
 
 def data_file(lake: Path, path: Path) -> DataFile:
-    """A Parquet file in the table folder, described from its footer."""
-    return DataFile(path.relative_to(lake).as_posix(), path.stat().st_size, pq.read_metadata(path).num_rows)
+    """A Parquet file Distill wrote into the table folder, described from its footer."""
+    return DataFile(path.relative_to(lake).as_posix(), path.stat().st_size, describe(path))
+
+
+def describe(path: Path) -> FileFacts:
+    """The facts of a lake file: the batches, source and generation of its rows (from its footer when each column
+    holds one value, else from the columns themselves), its rows, and the lake columns it lacks."""
+    meta = pq.read_metadata(path)
+    names = meta.schema.to_arrow_schema().names
+    missing = [name for name in lake_schema().names if name not in names]
+    names = meta.schema.names
+    single: dict[str, object] = {}
+    for name in (col.BATCH_ID, col.SOURCE, col.GENERATION):
+        index = names.index(name)
+        stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
+        values = {(s.min, s.max) for s in stats if s is not None and s.has_min_max}
+        nulls = sum(s.null_count for s in stats if s is not None and s.has_null_count)
+        if len(values) == 1 and len(stats) == meta.num_row_groups and all(s is not None for s in stats):
+            low, high = next(iter(values))
+            if low == high and nulls == 0:
+                single[name] = low
+        elif not values and meta.num_row_groups and nulls == meta.num_rows:
+            single[name] = None
+    if len(single) < 3:
+        table = pq.read_table(path, columns=[n for n in (col.BATCH_ID, col.SOURCE, col.GENERATION) if n not in single])
+        for name in table.column_names:
+            values = table[name].unique().to_pylist()
+            single[name] = sorted(values) if name == col.BATCH_ID else (values[0] if len(values) == 1 else None)
+    batches = single[col.BATCH_ID]
+    return FileFacts(
+        batches=sorted(batches) if isinstance(batches, list) else [str(batches)],
+        source=single[col.SOURCE],  # type: ignore[arg-type]
+        generation=single[col.GENERATION],  # type: ignore[arg-type]
+        rows=meta.num_rows,
+        missing=missing,
+    )
 
 
 def _add(lake: Path, file: DataFile, data_change: bool = True) -> Any:
     from deltalake.transaction import AddAction
 
-    path = lake / file.path
-    modified = int(path.stat().st_mtime * 1000)
-    return AddAction(file.path, file.size_bytes, {}, modified, data_change, json.dumps(file_stats(path)))
+    action = add_action(lake, file, data_change)["add"]
+    return AddAction(
+        action["path"],
+        action["size"],
+        action["partitionValues"],
+        action["modificationTime"],
+        data_change,
+        action["stats"],
+    )
+
+
+def _partition_values(facts: FileFacts) -> dict[str, str | None]:
+    return {
+        col.SOURCE: facts.source,
+        col.GENERATION: None if facts.generation is None else str(facts.generation),
+    }
 
 
 def file_stats(path: Path) -> dict[str, Any]:
@@ -241,13 +323,18 @@ def _delta_schema(schema: pa.Schema) -> Any:
     return Schema.from_arrow(schema)
 
 
-def _custom(info: CommitInfo) -> dict[str, Any]:
+def _custom(info: CommitInfo, files: Sequence[DataFile] = ()) -> dict[str, Any]:
+    """The commit's custom metadata: Distill's record, with the facts of the files it adds."""
+    if files:
+        info = info.model_copy(update={"files": {**info.files, **{f.path: f.facts for f in files}}})
     return {COMMIT_KEY: info.model_dump(mode="json")}
 
 
-def _version(entry: dict[str, Any]) -> Version:
-    raw = entry.get(COMMIT_KEY)
-    info = CommitInfo.model_validate(raw) if isinstance(raw, dict) else None
-    at = dt.datetime.fromtimestamp(int(entry["timestamp"]) / 1000, dt.UTC).replace(tzinfo=None)
-    operation = info.operation if info is not None else str(entry.get("operation", "unknown")).lower()
-    return Version(int(entry["version"]), at, operation, info)
+def _now_ms() -> int:
+    return int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+
+
+def _first_line(error: Exception) -> str:
+    """An error's first line (delta-rs appends a Rust backtrace to some)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

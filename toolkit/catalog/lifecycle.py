@@ -17,8 +17,9 @@
   files no version ever listed; versions older than that horizon can no
   longer be read (``--as-of`` them is an error naming it).
 
-Each runs on a writable :class:`~toolkit.catalog.store.Catalog` (so one at
-a time per data root) and is one version of the lake, or none when there is
+Each runs on the data root's :class:`~toolkit.catalog.writer.LakeWriter` (so
+one at a time per data root; :class:`~toolkit.catalog.lake.Lake` is how
+commands reach them) and is one version of the lake, or none when there is
 nothing to do.
 """
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
+import os
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,19 +39,22 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from toolkit import __version__
-from toolkit.catalog.delta import LOG_FOLDER, CommitInfo, Version
-from toolkit.catalog.index import RESTORE, RETIRE, VACUUM, VACUUM_PENDING, now
+from toolkit.catalog import log
+from toolkit.catalog.commit import CommitInfo
+from toolkit.catalog.index import RESTORE, RETIRE, VACUUM, now
+from toolkit.catalog.log import Commit
 from toolkit.catalog.parquet import lake_parquet_options
 from toolkit.catalog.records import VersionRecord
-from toolkit.catalog.store import Catalog, LakeFile, read_meta
+from toolkit.catalog.store import Catalog, LakeFile
+from toolkit.catalog.writer import LakeWriter
 from toolkit.errors import UsageError
-from toolkit.failpoints import failpoint
 from toolkit.layout import Layout
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 
 DEFAULT_TARGET_MB: Final = 128
 ROW_GROUP_ROWS: Final = 65_536
+HIDDEN: Final = ("_", ".")  # names Delta readers and writers skip in a table folder
 
 
 class VacuumResult(BaseModel):
@@ -121,7 +125,7 @@ def _batch_of_file(catalog: Catalog, path: Path) -> str:
     return rows[0][0]
 
 
-def retire(catalog: Catalog, batch_ids: Sequence[str], reason: str) -> VersionRecord:
+def retire(writer: LakeWriter, batch_ids: Sequence[str], reason: str) -> VersionRecord:
     """Retire batches from the next version on, for ``reason``.
 
     Raises:
@@ -129,7 +133,8 @@ def retire(catalog: Catalog, batch_ids: Sequence[str], reason: str) -> VersionRe
     """
     if not reason.strip():
         raise UsageError("say why the batches are retired", hint='--reason "engine build 4.2 logged wrong seats"')
-    records = catalog.require_batches(list(batch_ids))
+    view = writer.view
+    records = view.require_batches(list(batch_ids))
     already = [b.batch_id for b in records if b.retired]
     if already:
         raise UsageError(
@@ -137,25 +142,27 @@ def retire(catalog: Catalog, batch_ids: Sequence[str], reason: str) -> VersionRe
             hint='see why: distill sql "SELECT batch_id, retired_reason FROM batches WHERE retired"',
         )
     leaving = set(batch_ids)
-    files = catalog.lake_files(batches=leaving)
+    files = view.lake_files(batches=leaving)
     info = CommitInfo(operation=RETIRE, batches=list(batch_ids), reason=reason, distill_version=__version__)
     shared = [f for f in files if not set(f.batch_ids) <= leaving]
     if not shared:  # metadata only
-        return _record(catalog, catalog.commit(info, removes=files))
-    staged = catalog.stage(f"retire-{uuid.uuid4().hex[:12]}")
+        return _record(view, writer.commit(info, removes=files))
+    _require_on_disk(writer, shared, view.version)
+    staged = writer.stage(f"retire-{uuid.uuid4().hex[:12]}")
     for file in shared:  # a compacted file holding other batches too: rewritten without these
-        _write_rows(_rows_of(file, set(file.batch_ids) - leaving), _staged_path(catalog, staged, file))
-    return _record(catalog, catalog.publish(staged, info, files))
+        _write_rows(_rows_of(file, set(file.batch_ids) - leaving), _staged_path(writer.layout.lake, staged, file))
+    return _record(view, writer.publish(staged, info, files))
 
 
-def restore(catalog: Catalog, batch_ids: Sequence[str], reason: str | None = None) -> VersionRecord:
+def restore(writer: LakeWriter, batch_ids: Sequence[str], reason: str | None = None) -> VersionRecord:
     """Bring retired batches back from the next version on.
 
     Raises:
         UsageError: an unknown batch, one that is not retired, or one whose files a vacuum deleted (nothing
             changes).
     """
-    records = catalog.require_batches(list(batch_ids))
+    view = writer.view
+    records = view.require_batches(list(batch_ids))
     live = [b.batch_id for b in records if not b.retired]
     if live:
         raise UsageError(
@@ -165,7 +172,7 @@ def restore(catalog: Catalog, batch_ids: Sequence[str], reason: str | None = Non
     returning = set(batch_ids)
     needed: dict[Path, LakeFile] = {}
     for batch in batch_ids:
-        for file in catalog.lake_files(batches=[batch], version=_retired_at(catalog, batch) - 1):
+        for file in view.lake_files(batches=[batch], version=_retired_at(view, batch) - 1):
             needed[file.path] = file
     gone = sorted({b for f in needed.values() if not f.path.exists() for b in set(f.batch_ids) & returning})
     if gone:
@@ -174,14 +181,22 @@ def restore(catalog: Catalog, batch_ids: Sequence[str], reason: str | None = Non
             hint="ingest its log file again (distill ingest PATH): a vacuumed batch comes back that way",
         )
     info = CommitInfo(operation=RESTORE, batches=list(batch_ids), reason=reason, distill_version=__version__)
-    whole = [f.path for f in needed.values() if set(f.batch_ids) <= returning]
+    whole = [f for f in needed.values() if set(f.batch_ids) <= returning]
     shared = [f for f in needed.values() if not set(f.batch_ids) <= returning]
     if not shared:  # metadata only: the same files again
-        return _record(catalog, catalog.commit(info, adds=whole))
-    staged = catalog.stage(f"restore-{uuid.uuid4().hex[:12]}")
+        return _record(view, writer.commit(info, described=whole))
+    staged = writer.stage(f"restore-{uuid.uuid4().hex[:12]}")
     for file in shared:
-        _write_rows(_rows_of(file, set(file.batch_ids) & returning), _staged_path(catalog, staged, file))
-    return _record(catalog, catalog.publish(staged, info, placed=whole))
+        _write_rows(_rows_of(file, set(file.batch_ids) & returning), _staged_path(writer.layout.lake, staged, file))
+    return _record(view, writer.publish(staged, info, placed=whole))
+
+
+def _require_on_disk(writer: LakeWriter, files: Sequence[LakeFile], version: int) -> None:
+    """Check the files about to be read are on disk inside the table (see :func:`toolkit.catalog.log.readable`)."""
+    lake = writer.layout.lake
+    log.readable(
+        lake, [f.path.relative_to(lake).as_posix() for f in files], [list(f.batch_ids) for f in files], version
+    )
 
 
 def _retired_at(catalog: Catalog, batch_id: str) -> int:
@@ -191,7 +206,7 @@ def _retired_at(catalog: Catalog, batch_id: str) -> int:
     return int(rows[0][0])
 
 
-def compact(catalog: Catalog, target_mb: float = DEFAULT_TARGET_MB) -> VersionRecord | None:
+def compact(writer: LakeWriter, target_mb: float = DEFAULT_TARGET_MB) -> VersionRecord | None:
     """Merge runs of neighbouring files smaller than ``target_mb`` (of one source and generation) into files of
     about that size; None when there is nothing to merge.
 
@@ -201,15 +216,16 @@ def compact(catalog: Catalog, target_mb: float = DEFAULT_TARGET_MB) -> VersionRe
     if target_mb <= 0:
         raise UsageError(f"--target-mb must be positive, got {target_mb}", hint="e.g. --target-mb 128")
     target = int(target_mb * 1024 * 1024)
-    groups = _compaction_groups(catalog.lake_files(), target)
+    groups = _compaction_groups(writer.view.lake_files(), target)
     if not groups:
         return None
-    staged = catalog.stage(f"compact-{uuid.uuid4().hex[:12]}")
+    _require_on_disk(writer, [f for group in groups for f in group], writer.view.version)
+    staged = writer.stage(f"compact-{uuid.uuid4().hex[:12]}")
     for group in groups:
         name = hashlib.sha256(
-            "\n".join(f.path.relative_to(catalog.layout.lake).as_posix() for f in group).encode()
+            "\n".join(f.path.relative_to(writer.layout.lake).as_posix() for f in group).encode()
         ).hexdigest()[:16]
-        folder = Layout.partition(group[0].source or "", group[0].generation, "-").parent
+        folder = Layout.partition(group[0].source or "", group[0].generation)
         _write_files([f.path for f in group], staged / "lake" / folder / f"compacted-{name}.parquet")
     removed = [f for group in groups for f in group]
     batches = sorted({b for f in removed for b in f.batch_ids})
@@ -219,7 +235,7 @@ def compact(catalog: Catalog, target_mb: float = DEFAULT_TARGET_MB) -> VersionRe
         distill_version=__version__,
         detail={"target_mb": target_mb, "groups": len(groups)},
     )
-    return _record(catalog, catalog.publish(staged, info, removed, data_change=False))
+    return _record(writer.view, writer.publish(staged, info, removed, data_change=False))
 
 
 def _compaction_groups(files: list[LakeFile], target: int) -> list[list[LakeFile]]:
@@ -255,9 +271,15 @@ def _scan_order(file: LakeFile) -> tuple[str, int, str, str]:
     return (*_partition(file), file.batch_ids[0], file.path.name)
 
 
-def vacuum(catalog: Catalog, retain_days: float) -> VacuumResult:
+def vacuum(writer: LakeWriter, retain_days: float) -> VacuumResult:
     """Delete the files that no version committed in the last ``retain_days`` days (nor any later one) lists,
     and the files no version ever listed.
+
+    The version comes first: its commit names the horizon (the oldest
+    version still readable) and every file it deletes, so no reader reads a
+    version whose files are going, and a vacuum killed while deleting is
+    finished by the next writer (:meth:`LakeWriter.recover`), with no version
+    of its own.
 
     Raises:
         UsageError: a negative retention.
@@ -265,63 +287,53 @@ def vacuum(catalog: Catalog, retain_days: float) -> VacuumResult:
     if retain_days < 0:
         raise UsageError(f"--retain must be 0 days or more, got {retain_days}", hint="e.g. --retain 7")
     cut = now() - dt.timedelta(days=retain_days)
-    found = catalog.con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [cut]).fetchall()
-    expired = _expired_files(catalog, int(found[0][0]) if found[0][0] is not None else -1)
-    doomed = [*expired, *_unlisted_files(catalog)]
-    pending = json.loads(read_meta(catalog.con, VACUUM_PENDING) or "null")  # a vacuum killed while deleting
-    if not doomed and pending is None:
-        return VacuumResult(version=None, horizon=catalog.vacuum_horizon, files_deleted=0, bytes_deleted=0)
+    view = writer.view
+    found = view.con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [cut]).fetchall()
+    expired = _expired_files(view, int(found[0][0]) if found[0][0] is not None else -1)
+    doomed = sorted({*expired, *_unlisted_files(view)})
+    if not doomed:
+        return VacuumResult(version=None, horizon=view.vacuum_horizon, files_deleted=0, bytes_deleted=0)
     # The oldest version still whole once these files are gone: the last that removed one of them.
-    horizon = max([catalog.vacuum_horizon, *expired.values()])
-    size = sum(p.stat().st_size for p in doomed)
-    if pending is not None:
-        size, files = size + pending["bytes"], len(doomed) + pending["files"]
-    else:
-        files = len(doomed)
-    # Recorded first: no version before the horizon is read while its files go, and a kill is finished by a rerun.
-    catalog.set_meta(VACUUM_PENDING, json.dumps({"files": files, "bytes": size}))
-    catalog.set_meta("vacuum_horizon", str(horizon))
-    for i, path in enumerate(doomed):
-        path.unlink(missing_ok=True)
-        if i == 0:
-            failpoint("vacuum.deleting")
-    _remove_empty_folders(catalog.layout.lake)
+    horizon = max([view.vacuum_horizon, *expired.values()])
+    size = sum((writer.layout.lake / name).lstat().st_size for name in doomed)
     info = CommitInfo(
         operation=VACUUM,
         distill_version=__version__,
         reason=f"retain {retain_days:g} days",
-        detail={"horizon": horizon, "files_deleted": files, "bytes_deleted": size},
+        detail={"horizon": horizon, "files_deleted": len(doomed), "bytes_deleted": size, "files": doomed},
     )
-    record = _record(catalog, catalog.commit(info))  # its index entry clears the pending mark
-    return VacuumResult(version=record, horizon=horizon, files_deleted=files, bytes_deleted=size)
+    record = _record(view, writer.commit(info))
+    writer.delete_vacuumed(doomed)
+    return VacuumResult(version=record, horizon=horizon, files_deleted=len(doomed), bytes_deleted=size)
 
 
-def _expired_files(catalog: Catalog, cut: int) -> dict[Path, int]:
+def _expired_files(catalog: Catalog, cut: int) -> dict[str, int]:
     """Files on disk that no version from ``cut`` on lists (each stretch of versions they were live in ended at or
-    before it), with the version that last removed each."""
+    before it), by path in the table, with the version that last removed each."""
     rows = catalog.con.execute(
         "SELECT path, max(removed_version) FROM lake_files GROUP BY path "
         "HAVING bool_and(removed_version IS NOT NULL AND removed_version <= ?) ORDER BY path",
         [cut],
     ).fetchall()
-    return {p: int(removed) for path, removed in rows if (p := catalog.layout.lake / path).exists()}
+    lake = catalog.layout.lake
+    return {path: int(removed) for path, removed in rows if os.path.lexists(lake / path)}
 
 
-def _unlisted_files(catalog: Catalog) -> list[Path]:
-    """Parquet files in the table folder that no version ever listed (left by a crash before its commit)."""
+def _unlisted_files(catalog: Catalog) -> list[str]:
+    """Parquet files in the table folder that no version ever listed (left by a crash before its commit), by path
+    in the table; folders and files named ``_...`` or ``.…`` (the log's, Delta's hidden ones) are not looked in,
+    symlinked folders are not followed."""
     listed = {row[0] for row in catalog.con.execute("SELECT DISTINCT path FROM lake_files").fetchall()}
     lake = catalog.layout.lake
-    return sorted(
-        p
-        for p in lake.rglob("*.parquet")
-        if LOG_FOLDER not in p.relative_to(lake).parts and p.relative_to(lake).as_posix() not in listed
-    )
-
-
-def _remove_empty_folders(root: Path) -> None:
-    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-        if folder.name != LOG_FOLDER and not any(folder.iterdir()):
-            folder.rmdir()
+    found = []
+    for folder, subfolders, files in os.walk(lake, followlinks=False):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(HIDDEN))
+        relative = Path(folder).relative_to(lake)
+        for name in files:
+            path = (relative / name).as_posix()
+            if name.endswith(".parquet") and not name.startswith(HIDDEN) and path not in listed:
+                found.append(path)
+    return sorted(found)
 
 
 def _rows_of(file: LakeFile, batches: Iterable[str]) -> pa.Table:
@@ -329,8 +341,8 @@ def _rows_of(file: LakeFile, batches: Iterable[str]) -> pa.Table:
     return pads.dataset(file.path, format="parquet").to_table(filter=pads.field(col.BATCH_ID).isin(kept))
 
 
-def _staged_path(catalog: Catalog, staged: Path, file: LakeFile) -> Path:
-    folder = staged / "lake" / file.path.parent.relative_to(catalog.layout.lake)
+def _staged_path(lake: Path, staged: Path, file: LakeFile) -> Path:
+    folder = staged / "lake" / file.path.parent.relative_to(lake)
     return folder / f"{file.path.stem.split('~')[0]}~{uuid.uuid4().hex[:8]}.parquet"
 
 
@@ -360,6 +372,11 @@ def _to_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _record(catalog: Catalog, version: Version) -> VersionRecord:
-    rows = catalog.read("SELECT * FROM versions WHERE version = ?", [version.version]).to_pylist()
+def _record(view: Catalog, commit: Commit) -> VersionRecord:
+    return version_record(view, commit.version)
+
+
+def version_record(view: Catalog, version: int) -> VersionRecord:
+    """The record of one version, from the index."""
+    rows = view.read("SELECT * FROM versions WHERE version = ?", [version]).to_pylist()
     return VersionRecord.from_row(rows[0])

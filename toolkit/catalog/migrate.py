@@ -1,26 +1,40 @@
-"""Move a data root of lake format 1 (plain Parquet files and a DuckDB catalog) onto format 2 (a Delta table).
+"""Move a data root written by an older Distill onto lake format 3, where the Delta log holds every fact.
 
-Metadata only: the format-1 lake's files already sit where format 2 keeps
-an ingested batch's files (``lake/source=<s>/generation=<g>/batch=<id>/``),
-so the migration commits them as they are, in one version (version 0,
-operation ``migrate``), and turns the catalog's ``batches`` and ``files``
-tables into the index of that version (batch records, their review states,
-file paths made relative to the data root when they lie inside it). A
-crash between the two steps is finished by running it again.
+- **Format 2** (a Delta table whose commits name no file facts, partitions
+  undeclared, files in ``source=/generation=/batch=`` folders): one commit
+  amends the log. It declares the partition columns, moves every live file
+  to its hive folder (a hard link: no data is rewritten, and the old paths
+  keep serving the versions before the migration until a vacuum), and
+  records the facts of every file any earlier commit added (from the old
+  catalog where it still indexes them, else the file's footer while it is
+  on disk, else the log's own statistics). Delta-rs cannot change a table's
+  partition columns, so this commit is written by hand
+  (:func:`toolkit.catalog.delta.write_commit`), with its put-if-absent rule.
+- **Format 1** (plain Parquet files and a DuckDB catalog, no log): the
+  table is created with the recorded files (hard links in their hive
+  folders), and the catalog's batch and file records go into that first
+  commit, so the catalog becomes a cache like any other.
+
+Either way the catalog is then rebuilt from the log. A crash at any point
+is finished by running the migration again.
 """
 
 from __future__ import annotations
 
 import glob
+import json
+import os
+import shutil
 from pathlib import Path
 
 import duckdb
 from pydantic import BaseModel, ConfigDict
 
 from toolkit import __version__
-from toolkit.catalog import delta, index, snapshot
-from toolkit.catalog.delta import CommitInfo, DeltaLake
-from toolkit.catalog.store import connect_writer, read_meta
+from toolkit.catalog import delta, index, log, snapshot
+from toolkit.catalog.commit import COMMIT_FORMAT, CommitInfo, FileFacts
+from toolkit.catalog.connect import connect_writer
+from toolkit.catalog.delta import DataFile, DeltaLake
 from toolkit.errors import CatalogError
 from toolkit.failpoints import failpoint
 from toolkit.layout import LAKE_FORMAT_VERSION, Layout
@@ -41,95 +55,199 @@ class MigrateResult(BaseModel):
 
 
 def migrate(layout: Layout) -> MigrateResult:
-    """Migrate the data root ``layout`` to lake format 2 (nothing to do when it is already).
+    """Migrate the data root ``layout`` to lake format 3 (nothing to do when it is already).
 
     Raises:
-        CatalogError: no catalog, one held by another process, or of a format this Distill cannot migrate.
+        CatalogError: nothing to migrate (no lake, no catalog), a catalog held by another process, or a format
+            this Distill cannot migrate.
+        LakeLogError: a log that cannot be trusted.
     """
     layout.check(write=True)
-    if not layout.catalog.exists():
-        raise CatalogError(f"no catalog at {layout.catalog}", hint="nothing to migrate: ingest logs with this Distill")
+    if not layout.catalog.exists() and not delta.exists(layout.lake):
+        raise CatalogError(f"no lake at {layout.home}", hint="nothing to migrate: ingest logs with this Distill")
     con = connect_writer(layout)
     try:
-        found = int(read_meta(con, "format_version") or 0)
-        if found == LAKE_FORMAT_VERSION:
-            return MigrateResult(
-                from_format=found,
-                to_format=found,
-                version=None,
-                batches=0,
-                files=0,
-                message=f"the lake is of format {found} already: nothing to do",
-            )
-        if found != 1:
-            raise CatalogError(
-                f"cannot migrate a catalog of format {found}", hint="use the Distill version that wrote it"
-            )
-        batches = [row[0] for row in con.execute("SELECT batch_id FROM batches ORDER BY batch_id").fetchall()]
-        table = _lake_table(layout, batches)
-        failpoint("migrate.after_commit")
-        [version] = table.versions(0, 0)
-        adds = list(table.files_at(0).values())
-        con.execute("BEGIN TRANSACTION")
-        try:
-            _convert_catalog(con, layout, version, adds)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        snapshot.refresh(con, layout)
+        if index.read_meta(con, index.FORMAT_KEY) == "1" and index.has_table(con, "batches"):
+            result = _from_format_1(con, layout)
+        else:
+            result = _from_format_2(con, layout)
+        if result.version is not None or not index.is_current(con, layout.lake, log.latest_version(layout.lake)):
+            index.rebuild(con, layout.lake)
+            snapshot.refresh(con, layout)
+        return result
     finally:
         con.close()
+
+
+def _done(found: int) -> MigrateResult:
+    return MigrateResult(
+        from_format=found,
+        to_format=found,
+        version=None,
+        batches=0,
+        files=0,
+        message=f"the lake is of format {found} already: nothing to do",
+    )
+
+
+# -- format 2 ----------------------------------------------------------------------------
+
+
+def _from_format_2(con: duckdb.DuckDBPyConnection, layout: Layout) -> MigrateResult:
+    lake = layout.lake
+    latest = log.latest_version(lake)
+    if latest is None:
+        raise CatalogError(f"no lake at {lake}", hint="nothing to migrate: ingest logs with this Distill")
+    commits = list(log.read_commits(lake, 0, latest))
+    found = index.lake_format(commits)
+    if found is None or found >= COMMIT_FORMAT:
+        return _done(COMMIT_FORMAT if found is None else found)
+    known = _indexed_facts(con)
+    facts: dict[str, FileFacts] = {}
+    live: dict[str, log.AddedFile] = {}
+    metadata: dict[str, object] = {}
+    for commit in commits:
+        metadata = commit.metadata or metadata
+        for path in commit.removes:
+            live.pop(path, None)
+        for file in commit.adds:
+            live[file.path] = file
+            facts[file.path] = known.get(file.path) or index.foreign_facts(lake, file)
+    moved = {path: _hive_path(path, facts[path]) for path in live}
+    for old, new in moved.items():
+        _link(lake / old, lake / new)
+    actions: list[dict[str, object]] = [{"metaData": {**metadata, "partitionColumns": list(delta.PARTITION_COLUMNS)}}]
+    for old, new in sorted(moved.items()):
+        if old != new:
+            actions.append(delta.remove_action(old, live[old].size, data_change=False))
+        file = DataFile(new, (lake / new).stat().st_size, facts[old])
+        actions.append(delta.add_action(lake, file, data_change=False))
+    info = CommitInfo(
+        operation=index.MIGRATE,
+        reason="lake format 2 to 3: every file's facts in the log, partitions declared, hive folders",
+        distill_version=__version__,
+        detail={"from_format": 2, "files_moved": sum(o != n for o, n in moved.items())},
+        files={**facts, **{new: facts[old] for old, new in moved.items()}},
+    )
+    commit = delta.write_commit(lake, latest + 1, actions, info)
+    failpoint("migrate.after_commit")
+    batches = {b for f in facts.values() for b in f.batches}
+    return MigrateResult(
+        from_format=2,
+        to_format=LAKE_FORMAT_VERSION,
+        version=commit.version,
+        batches=len(batches),
+        files=len(moved),
+        message=f"migrated the lake to format {LAKE_FORMAT_VERSION} in version {commit.version}: the facts of "
+        f"{len(facts)} files recorded in the log, partitions declared, {len(moved)} live files linked into "
+        "their hive folders (no file rewritten)",
+    )
+
+
+def _indexed_facts(con: duckdb.DuckDBPyConnection) -> dict[str, FileFacts]:
+    """The facts an old catalog still holds of the files it indexed (those a vacuum deleted included)."""
+    if not index.has_table(con, "lake_files"):
+        return {}
+    try:
+        rows = con.execute("SELECT DISTINCT path, batch_ids, source, generation, rows, missing FROM lake_files")
+        return {
+            path: FileFacts(batches=sorted(b), source=s, generation=g, rows=r, missing=list(m))
+            for path, b, s, g, r, m in rows.fetchall()
+        }
+    except duckdb.Error:
+        return {}
+
+
+def _hive_path(path: str, facts: FileFacts) -> str:
+    """Where a file of an older layout (``.../batch=<id>/part-00000.parquet``) lives among the hive folders of its
+    partition (``.../batch-<id>.parquet``)."""
+    old = Path(path)
+    name = old.name
+    if old.parent.name.startswith("batch="):
+        batch = old.parent.name.removeprefix("batch=")
+        rest = name.removeprefix("part-00000") if name.startswith("part-00000") else f"-{name}"
+        name = f"batch-{batch}{rest}"
+    return (Layout.partition(facts.source or "", facts.generation) / name).as_posix()
+
+
+def _link(old: Path, new: Path) -> None:
+    """``new`` names the same file as ``old`` (a hard link; a copy where the disk has none)."""
+    if old == new:
+        return
+    new.parent.mkdir(parents=True, exist_ok=True)
+    if new.exists():
+        if os.path.samefile(old, new):
+            return
+        new.unlink()  # a copy an interrupted run left
+    try:
+        os.link(old, new)
+    except OSError:
+        shutil.copy2(old, new)
+
+
+# -- format 1 ----------------------------------------------------------------------------
+
+
+def _from_format_1(con: duckdb.DuckDBPyConnection, layout: Layout) -> MigrateResult:
+    batches = con.execute("SELECT * FROM batches ORDER BY batch_id").fetchall()
+    batch_names = [d[0] for d in con.description]
+    records = [dict(zip(batch_names, row, strict=True)) for row in batches]
+    files_rows = con.execute("SELECT * FROM files ORDER BY ingested_at, path").fetchall()
+    file_names = [d[0] for d in con.description]
+    file_records = [dict(zip(file_names, row, strict=True)) for row in files_rows]
+    if not delta.exists(layout.lake):
+        _create_from_format_1(layout, records, file_records)
+        failpoint("migrate.after_commit")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DROP TABLE IF EXISTS batches")
+        con.execute("DROP TABLE IF EXISTS files")
+        con.execute("UPDATE catalog_meta SET value = ? WHERE key = ?", [str(index.INDEX_FORMAT), index.FORMAT_KEY])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    files = len(log.read_commit(layout.lake, 0).adds)
     return MigrateResult(
         from_format=1,
         to_format=LAKE_FORMAT_VERSION,
         version=0,
-        batches=len(batches),
-        files=len(adds),
-        message=f"migrated {len(batches)} batches and {len(adds)} lake files to lake format "
+        batches=len(records),
+        files=files,
+        message=f"migrated {len(records)} batches and {files} lake files to lake format "
         f"{LAKE_FORMAT_VERSION} (version 0 of the lake); no file was rewritten",
     )
 
 
-def _lake_table(layout: Layout, batches: list[str]) -> DeltaLake:
-    """The Delta table holding the format-1 lake's recorded files as version 0 (made now, or by an earlier run)."""
-    if delta.exists(layout.lake):
-        return DeltaLake(layout.lake)
-    recorded = set(batches)
-    files = [
-        Path(p)
-        for p in sorted(glob.glob(str(layout.lake / "source=*" / "generation=*" / "batch=*" / "*.parquet")))
-        if Path(p).parent.name.removeprefix("batch=") in recorded
+def _create_from_format_1(layout: Layout, records: list[dict[str, object]], files: list[dict[str, object]]) -> None:
+    """The Delta table holding the format-1 lake's recorded files as version 0, the catalog's records in its
+    commit."""
+    recorded = {str(r["batch_id"]) for r in records}
+    pattern = str(layout.lake / "source=*" / "generation=*" / "batch=*" / "*.parquet")
+    adds = []
+    for found in sorted(glob.glob(pattern)):
+        old = Path(found)
+        if old.parent.name.removeprefix("batch=") not in recorded:
+            continue
+        facts = delta.describe(old)
+        new = layout.lake / _hive_path(old.relative_to(layout.lake).as_posix(), facts)
+        _link(old, new)
+        adds.append(DataFile(new.relative_to(layout.lake).as_posix(), new.stat().st_size, facts))
+    states = {str(r["batch_id"]): {"status": r["status"], "status_reason": r["status_reason"]} for r in records}
+    batch_records = [
+        {k: v for k, v in r.items() if k not in ("status", "status_reason")} | {"lake_version": 0} for r in records
     ]
+    file_records = [{**f, "path": layout.stored(str(f["path"]))} for f in files]
     info = CommitInfo(
-        operation="migrate",
-        batches=batches,
-        reason="lake format 1 (plain Parquet) to 2 (a Delta table)",
+        operation=index.MIGRATE,
+        batches=sorted(recorded),
+        reason="lake format 1 (plain Parquet) to 3 (a Delta table)",
         distill_version=__version__,
-        detail={"from_format": 1},
+        detail=json.loads(
+            json.dumps(
+                {"from_format": 1, "batch_records": batch_records, "file_records": file_records, "states": states},
+                default=str,
+            )
+        ),
     )
-    return DeltaLake.create(layout.lake, lake_schema(), info, [delta.data_file(layout.lake, f) for f in files])
-
-
-def _convert_catalog(
-    con: duckdb.DuckDBPyConnection, layout: Layout, version: delta.Version, adds: list[delta.DataFile]
-) -> None:
-    """The format-1 tables become the index of version 0 (in the caller's transaction)."""
-    con.execute("ALTER TABLE batches RENAME TO batches_format_1")
-    con.execute("ALTER TABLE files RENAME TO files_format_1")
-    con.execute(index.TABLES)
-    index.record_version(con, layout.lake, version, adds, [])
-    columns = ", ".join(c for c in index.BATCH_LOG_COLUMNS if c != "lake_version")
-    con.execute(f"INSERT INTO batch_log ({columns}, lake_version) SELECT {columns}, 0 FROM batches_format_1")
-    con.execute("INSERT INTO batch_states SELECT 0, batch_id, status, status_reason, false, NULL FROM batches_format_1")
-    rows = con.execute("SELECT * FROM files_format_1").fetchall()
-    names = [d[0] for d in con.description]
-    for row in rows:
-        record = dict(zip(names, row, strict=True))
-        record["path"] = layout.stored(record["path"])
-        con.execute(
-            f"INSERT INTO file_log ({', '.join(record)}) VALUES ({', '.join('?' * len(record))})", list(record.values())
-        )
-    con.execute("DROP TABLE batches_format_1")
-    con.execute("DROP TABLE files_format_1")
-    con.execute("UPDATE catalog_meta SET value = ? WHERE key = 'format_version'", [str(LAKE_FORMAT_VERSION)])
+    DeltaLake.create(layout.lake, lake_schema(), info, adds)

@@ -1,31 +1,19 @@
-"""The catalog: the lake (a Delta table of Parquet files) and its DuckDB index, opened at one version.
+"""The lake's read views: a connection to the catalog showing the lake as it was at one version.
 
-The catalog is one DuckDB file under the data root holding the index of the
-lake's log (:mod:`toolkit.catalog.index`); a connection shows the views of
-:mod:`toolkit.catalog.views` as the lake was at one version (the latest, or
-``as_of`` an earlier one).
-
-Writing (one process at a time: the writer holds the DuckDB file) follows
-one protocol for every change of the lake (see :meth:`Catalog.commit`):
-new files are written under ``staging/<id>/`` with an intent naming where
-they go, moved into ``lake/`` and ``quarantine/`` (invisible: no version
-lists them), then one Delta commit makes them live, then the index records
-that version. A crash before the commit leaves nothing visible and the next
-writer deletes the moved files; a crash after it is finished by the next
-writer, which indexes what the log holds and the index does not. Readers
-never see half a change.
+The catalog is one DuckDB file under the data root holding an index of the
+lake's log (:mod:`toolkit.catalog.index`), a cache any process rebuilds
+from the log (:mod:`toolkit.catalog.connect`). A :class:`Catalog` shows the
+views of :mod:`toolkit.catalog.views` (``decisions``, ``rejects``,
+``batches``...) as the lake was at one version (the latest, or ``as_of`` an
+earlier one), and answers the stages' typed questions (the batches, the
+files, the live lake files of a version). It changes nothing: writing is
+:mod:`toolkit.catalog.writer`'s, and both are reached through
+:class:`toolkit.catalog.lake.Lake`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import json
-import os
-import shutil
-import time
-import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,35 +21,16 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from toolkit import __version__
-from toolkit.catalog import delta, index, snapshot, views
-from toolkit.catalog.delta import CommitInfo, DataFile, DeltaLake, Version
+from toolkit.catalog import index, log, views
+from toolkit.catalog.commit import FileFacts
+from toolkit.catalog.connect import connect_reader
+from toolkit.catalog.delta import DataFile
 from toolkit.catalog.records import BatchRecord, FileRecord
-from toolkit.errors import CatalogError, UsageError
-from toolkit.failpoints import failpoint
-from toolkit.layout import LAKE_FORMAT_VERSION, Layout
-from toolkit.schema.arrow import lake_schema
-from toolkit.storage import write_text_atomic
+from toolkit.errors import UsageError
+from toolkit.layout import Layout
 
-QUARANTINE_SCHEMA = views.QUARANTINE_SCHEMA
-# How long a writer waits, unless told otherwise (WriterWait), for another process to let go of the live catalog
-# file: a reader of it (rare), or another writer (a one-shot command then says who holds it; a loop waits on).
-WRITER_WAIT_S = 2.0
-WAIT_REPORT_EVERY_S = 10.0  # how often a waiting writer tells its on_wait
 # Batch review states: set by gates and the loop, never by ingest.
 BATCH_STATES = ("ingested", "accepted", "rejected")
-INTENT_FILE = "intent.json"
-MIGRATE_HINT = "migrate it once with `distill lake migrate` (metadata only: no file is rewritten)"
-
-
-@dataclass(frozen=True)
-class WriterWait:
-    """How long a writer waits for the catalog while another process holds it: ``seconds`` (None: as long as it
-    takes), telling ``on_wait`` the seconds waited so far when it starts waiting and every
-    :data:`WAIT_REPORT_EVERY_S` after."""
-
-    seconds: float | None = WRITER_WAIT_S
-    on_wait: Callable[[float], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +45,17 @@ class LakeFile:
     size_bytes: int
     missing: tuple[str, ...] = ()  # lake columns the file predates (read as null)
 
+    def data_file(self, lake: Path) -> DataFile:
+        """The file as the log names it (its path inside the table, its facts)."""
+        facts = FileFacts(
+            batches=list(self.batch_ids),
+            source=self.source,
+            generation=self.generation,
+            rows=self.rows,
+            missing=list(self.missing),
+        )
+        return DataFile(self.path.relative_to(lake).as_posix(), self.size_bytes, facts)
+
 
 class Catalog:
     """A connection to the catalog of one data root, with the views of the lake at :attr:`version`."""
@@ -88,56 +68,47 @@ class Catalog:
         self.read_only = read_only
         self.sandbox = sandbox
         self.version = -1
-        self._delta: DeltaLake | None = None
 
     @classmethod
     def open(
         cls,
         layout: Layout,
         *,
-        read_only: bool = False,
         sandbox: bool = False,
         as_of: int | str | dt.datetime | None = None,
-        wait: WriterWait = WriterWait(),
         limits: views.SandboxLimits | None = None,
     ) -> Catalog:
-        """Open (creating it when writable) the catalog of ``layout``, its views showing the lake ``as_of`` a
-        version number or a time (the latest version by default). A writer waits for another process holding
-        the catalog as ``wait`` says.
+        """Open the catalog of ``layout`` for reading: an index of the log as the log is now
+        (:func:`~toolkit.catalog.connect.connect_reader`: caught up, or rebuilt, without waiting for a writer),
+        its views showing the lake ``as_of`` a version number or a time (the latest version by default).
 
-        With ``sandbox`` (implies read-only) the connection is sealed for
-        untrusted SQL (``distill sql``): it works on an in-memory copy of the
-        catalog's tables (no file of the data root is attached), the views
-        read the lake and the quarantine through Arrow datasets opened
-        beforehand, the small views and the generation records are copied
-        into temporary tables, the index tables are dropped from the copy
-        (the connection holds the views and nothing else: only SQL through
-        :func:`~toolkit.catalog.query.start_query` is for it, not this class's
-        readers), and then DuckDB's own file access is switched off, extension
-        auto-loading with it, a statement's time and memory are bounded by
-        ``limits`` (default :class:`~toolkit.catalog.views.SandboxLimits`), and
-        the configuration is locked. No statement on it can read or write a
-        file, attach a database, install an extension, learn a path of this
-        machine or undo those settings.
+        With ``sandbox`` the connection is sealed for untrusted SQL (``distill
+        sql``): it works on an in-memory copy of the catalog's tables (no file
+        of the data root is attached), the views read the lake and the
+        quarantine through Arrow datasets opened beforehand, the small views
+        and the generation records are copied into temporary tables, the index
+        tables are dropped from the copy (the connection holds the views and
+        nothing else: only SQL through :func:`~toolkit.catalog.query.start_query`
+        is for it, not this class's readers), and then DuckDB's own file access
+        is switched off, extension auto-loading with it, a statement's time and
+        memory are bounded by ``limits`` (default
+        :class:`~toolkit.catalog.views.SandboxLimits`), and the configuration is
+        locked. No statement on it can read or write a file, attach a
+        database, install an extension, learn a path of this machine or undo
+        those settings.
 
         Raises:
-            CatalogError: read-only on a data root with no catalog, a catalog
-                locked by another process, or of a format this Distill does not read.
+            CatalogError: a data root with no lake, a lake of a format this Distill does not read.
+            LakeLogError: a commit of the log that cannot be trusted (naming its version and file).
             UsageError: ``as_of`` a version the lake does not have (a future one, or one a vacuum removed).
         """
-        read_only = read_only or sandbox
-        layout.check(write=not read_only)
-        con = _connect_reader(layout) if read_only else connect_writer(layout, wait)
+        layout.check(write=False)
+        con = connect_reader(layout)
         if sandbox:
             con = views.copy_to_memory(con)
-        catalog = cls(layout, con, read_only, sandbox)
+        catalog = cls(layout, con, read_only=True, sandbox=sandbox)
         try:
-            if read_only:
-                _check_format(con, layout)
-            else:
-                catalog._prepare()
-            catalog.version = catalog._resolve(as_of)
-            views.register(con, layout, catalog.version, sandbox=sandbox)
+            catalog.show(as_of)
             if sandbox:
                 views.seal(con, limits)
         except BaseException:
@@ -145,48 +116,8 @@ class Catalog:
             raise
         return catalog
 
-    def _prepare(self) -> None:
-        """A writer's opening: tables, the lake table, the index caught up with the log, interrupted work finished
-        or undone, the table's schema evolved to this Distill's columns, a fresh read snapshot."""
-        found = read_meta(self.con, "format_version")
-        if found is None:  # a new catalog
-            self.con.execute(index.TABLES)
-            self.con.execute("INSERT INTO catalog_meta VALUES ('format_version', ?)", [str(LAKE_FORMAT_VERSION)])
-        else:
-            _refuse_other_format(found, self.layout)
-        if not delta.exists(self.layout.lake):
-            info = CommitInfo(operation="create", distill_version=__version__)
-            self._delta = DeltaLake.create(self.layout.lake, lake_schema(), info)
-        index.catch_up(self.con, self.lake_table)
-        self.recover()
-        self._evolve()
-        self.publish_snapshot()
-
-    @property
-    def lake_table(self) -> DeltaLake:
-        """The lake's Delta table (writers only)."""
-        if self.read_only:
-            raise CatalogError("a read-only catalog cannot change the lake", hint="open it writable")
-        if self._delta is None:
-            self._delta = DeltaLake(self.layout.lake)
-        return self._delta
-
     def close(self) -> None:
-        try:
-            if not self.read_only:
-                self.publish_snapshot()
-        finally:
-            self.con.close()
-
-    def publish_snapshot(self) -> None:
-        """Give readers what is committed now (see :mod:`toolkit.catalog.snapshot`); writers only."""
-        try:
-            snapshot.refresh(self.con, self.layout)
-        except (OSError, duckdb.Error) as error:
-            raise CatalogError(
-                f"cannot write the catalog's read snapshot {self.layout.catalog_snapshot}: {error}",
-                hint="the data root must be writable: check its permissions and free space",
-            ) from error
+        self.con.close()
 
     def __enter__(self) -> Catalog:
         return self
@@ -205,7 +136,7 @@ class Catalog:
     @property
     def vacuum_horizon(self) -> int:
         """The oldest version that can still be read (a vacuum deleted files older versions need); 0 if none."""
-        return int(read_meta(self.con, "vacuum_horizon") or 0)
+        return int(index.read_meta(self.con, index.HORIZON_KEY) or 0)
 
     def _resolve(self, as_of: int | str | dt.datetime | None) -> int:
         latest = self.latest_version
@@ -220,163 +151,26 @@ class Catalog:
             )
         return version
 
-    def set_meta(self, key: str, value: str) -> None:
-        """Record a fact about the lake that is not a version of it (the vacuum horizon); readers see it at once."""
-        self.con.execute("INSERT OR REPLACE INTO catalog_meta VALUES (?, ?)", [key, value])
-        self.publish_snapshot()
-
-    def refresh_views(self) -> None:
-        """Show the latest version (after this connection committed one)."""
-        self.version = self.latest_version
-        views.register(self.con, self.layout, self.version, sandbox=self.sandbox)
-
-    # -- the write protocol -----------------------------------------------------------
-
-    def commit(
-        self,
-        info: CommitInfo,
-        adds: Sequence[Path] = (),
-        removes: Sequence[LakeFile] = (),
-        *,
-        data_change: bool = True,
-    ) -> Version:
-        """Make one new lake version: ``adds`` (files already moved into ``lake/``) become live, ``removes`` stop
-        being live, the index records it, readers get it. ``data_change`` False: the same rows in other files.
+    def show(self, as_of: int | str | dt.datetime | None) -> None:
+        """Show the lake ``as_of`` a version or a time (None: the latest the index holds).
 
         Raises:
-            CatalogError: the log or the index cannot be written.
+            UsageError: a version the lake does not have, or one a vacuum removed.
         """
-        lake = self.layout.lake
-        added = [delta.data_file(lake, path) for path in adds]
-        removed = [DataFile(f.path.relative_to(lake).as_posix(), f.size_bytes, f.rows) for f in removes]
-        failpoint(f"{info.operation}.before_commit")
-        version = self.lake_table.commit(info, added, removed, data_change=data_change)
-        failpoint(f"{info.operation}.after_commit")
-        self._index(version, added, removed)
-        return version
-
-    def _index(self, version: Version, adds: list[DataFile], removes: list[DataFile]) -> None:
-        try:
-            index.apply_version(self.con, self.layout.lake, version, adds, removes)
-        except (duckdb.IOException, duckdb.TransactionException) as error:
-            raise CatalogError(
-                f"cannot write the catalog {self.layout.catalog}: {str(error).splitlines()[0]}",
-                hint="the data root must be writable: check its permissions and free space; the next writer "
-                "indexes the committed version",
-            ) from error
-        self.publish_snapshot()
-        self.refresh_views()
-
-    def stage(self, name: str) -> Path:
-        """A fresh staging folder for a change of the lake (its files are written there first)."""
-        folder = self.layout.staging / name
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        return folder
-
-    def publish(
-        self,
-        staged: Path,
-        info: CommitInfo,
-        removes: Sequence[LakeFile] = (),
-        *,
-        placed: Sequence[Path] = (),
-        data_change: bool = True,
-    ) -> Version:
-        """Move the files staged under ``staged`` (a small data root: ``lake/``, ``quarantine/``) into place and
-        commit them, with ``placed`` (files already in ``lake/``), as one version removing ``removes``; the
-        staging folder is removed once the version is indexed.
-
-        On an error the staging folder and its intent are left for :meth:`recover` to settle against the log
-        (the moved files are deleted unless the commit happened), here at once when possible.
-        """
-        token = uuid.uuid4().hex
-        moves = [(p, self.layout.home / p.relative_to(staged)) for p in sorted(staged.rglob("*.parquet"))]
-        targets = [self.layout.stored(t) for _, t in moves]
-        intent = {"token": token, "base_version": self.latest_version, "targets": targets}
-        write_text_atomic(staged / INTENT_FILE, json.dumps(intent))
-        try:
-            for source, target in moves:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(source, target)
-            failpoint(f"{info.operation}.moved")
-            info = info.model_copy(update={"detail": {**info.detail, "token": token}})
-            adds = [*placed, *(t for _, t in moves if t.is_relative_to(self.layout.lake))]
-            version = self.commit(info, adds, removes, data_change=data_change)
-        except BaseException:
-            with contextlib.suppress(Exception):  # when even that fails, the next writer settles it
-                self.settle(staged)
-            raise
-        shutil.rmtree(staged, ignore_errors=True)
-        return version
-
-    def recover(self) -> list[str]:
-        """Finish or undo interrupted changes (the index first caught up with the log): a staged change whose
-        version was committed is cleared away; one whose commit never happened has its moved files deleted.
-        Returns the staging folders settled."""
-        staging = self.layout.staging
-        if not staging.exists():
-            return []
-        folders = sorted(p for p in staging.iterdir() if p.is_dir())
-        for folder in folders:
-            self.settle(folder)
-        return [folder.name for folder in folders]
-
-    def settle(self, folder: Path) -> None:
-        """Settle one staging folder: the index caught up with the log, then the change finished (cleared away)
-        if its version was committed, undone (its moved files deleted) if not."""
-        index.catch_up(self.con, self.lake_table)
-        intent = _read_intent(folder)
-        if intent is not None and not self._committed(intent):
-            for target in intent.get("targets", []):
-                self.layout.resolve(target).unlink(missing_ok=True)
-        shutil.rmtree(folder, ignore_errors=True)
-
-    def _committed(self, intent: dict[str, Any]) -> bool:
-        rows = self.con.execute(
-            "SELECT detail FROM versions WHERE version > ? AND detail IS NOT NULL", [intent.get("base_version", -1)]
-        ).fetchall()
-        return any(json.loads(detail).get("token") == intent.get("token") for (detail,) in rows)
-
-    def _evolve(self) -> None:
-        """Add to the lake table the columns this Distill writes and the table lacks (one version, no rewrite)."""
-        present = set(self.lake_table.schema().names)
-        missing = [f for f in lake_schema() if f.name not in present]
-        if not missing:
-            return
-        info = CommitInfo(
-            operation="evolve",
-            reason=f"contract columns added: {', '.join(f.name for f in missing)}",
-            distill_version=__version__,
-            detail={"columns": [f.name for f in missing]},
-        )
-        failpoint("evolve.before_commit")
-        version = self.lake_table.add_columns(missing, info)
-        failpoint("evolve.after_commit")
-        self._index(version, [], [])
+        self.version = self._resolve(as_of)
+        views.register(self.con, self.layout, self.version, sandbox=self.sandbox, check=self.read_only)
 
     # -- batches and files ---------------------------------------------------------
 
-    def publish_batch(self, staged: Path, batch: BatchRecord, file: FileRecord) -> Version:
-        """Publish an ingested batch staged at ``staged``: its version's commit holds its records."""
-        detail = {"batch": batch.model_dump(mode="json"), "file": file.model_dump(mode="json")}
-        info = CommitInfo(operation=index.INGEST, batches=[batch.batch_id], distill_version=__version__, detail=detail)
-        return self.publish(staged, info)
+    def require_readable(self) -> None:
+        """Check that every file of this version is on disk inside the table, before reading its rows (a reader's
+        views checked it as they opened; a writer's check it here).
 
-    def set_batch_status(self, batch_ids: list[str] | str, status: str, reason: str | None = None) -> Version:
-        """Mark batches accepted or rejected (kept either way), as one version; used by gates and the loop."""
-        batch_ids = [batch_ids] if isinstance(batch_ids, str) else list(batch_ids)
-        if status not in BATCH_STATES:
-            raise CatalogError(f"unknown batch status {status!r}", hint=f"use one of {', '.join(BATCH_STATES)}")
-        self.require_batches(batch_ids)
-        info = CommitInfo(
-            operation=index.REVIEW,
-            batches=batch_ids,
-            reason=reason,
-            distill_version=__version__,
-            detail={"status": status},
-        )
-        return self.commit(info)
+        Raises:
+            CatalogError: naming the first file that is missing or outside, and what recovers.
+        """
+        live = self.con.execute(f"SELECT path, batch_ids FROM ({views.live_files_sql(self.version)})").fetchall()
+        log.readable(self.layout.lake, [p for p, _ in live], [b for _, b in live], self.version)
 
     def require_batches(self, batch_ids: list[str]) -> list[BatchRecord]:
         """The records of these batches at this connection's version.
@@ -431,11 +225,14 @@ class Catalog:
         return bool(found and found[0][0])
 
     def batch_vacuumed(self, batch_id: str) -> bool:
-        """Whether a retired batch's rows are gone from disk (a vacuum deleted its files): ingesting its file
-        again is then how it comes back."""
-        rows = self.con.execute("SELECT path FROM lake_files WHERE list_contains(batch_ids, ?)", [batch_id]).fetchall()
-        retired = self.con.execute("SELECT retired FROM batches WHERE batch_id = ?", [batch_id]).fetchall()
-        return bool(rows and retired and retired[0][0]) and not any((self.layout.lake / p).exists() for (p,) in rows)
+        """Whether a retired batch's rows are gone (a vacuum deleted its files: every file holding them left the
+        lake at or before the vacuum horizon): ingesting its file again is then how it comes back."""
+        rows = self.con.execute(
+            "SELECT bool_and(removed_version IS NOT NULL AND removed_version <= ?) FROM lake_files "
+            "WHERE list_contains(batch_ids, ?)",
+            [self.vacuum_horizon, batch_id],
+        ).fetchall()
+        return bool(rows and rows[0][0])
 
     def committed_batches(self) -> set[str]:
         return {row[0] for row in self.con.execute("SELECT batch_id FROM batches").fetchall()}
@@ -499,126 +296,3 @@ def _parse_time(text: str) -> dt.datetime:
             f"--as-of {text!r} is neither a version number nor a time",
             hint="give a version (`distill lake history` lists them) or an ISO time such as 2026-12-01T12:00:00",
         ) from None
-
-
-def _read_intent(folder: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((folder / INTENT_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def read_meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
-    if not _has_table(con, "catalog_meta"):
-        return None
-    rows = con.execute("SELECT value FROM catalog_meta WHERE key = ?", [key]).fetchall()
-    return rows[0][0] if rows else None
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    rows = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND NOT temporary AND database_name = "
-        "current_database()",
-        [name],
-    ).fetchall()
-    return bool(rows[0][0])
-
-
-def _check_format(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
-    found = read_meta(con, "format_version")
-    if found is None:
-        raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
-    _refuse_other_format(found, layout)
-
-
-def _refuse_other_format(found: str, layout: Layout) -> None:
-    if int(found) == LAKE_FORMAT_VERSION:
-        return
-    if int(found) < LAKE_FORMAT_VERSION:
-        raise CatalogError(
-            f"the lake at {layout.home} is of format version {found} (plain Parquet files); this Distill reads "
-            f"version {LAKE_FORMAT_VERSION} (a Delta table)",
-            hint=MIGRATE_HINT,
-        )
-    raise CatalogError(
-        f"catalog format version {found} at {layout.catalog}; this distill reads {LAKE_FORMAT_VERSION}",
-        hint="use the distill version that wrote it, or re-ingest into a new --home",
-    )
-
-
-def connect_writer(layout: Layout, wait: WriterWait = WriterWait()) -> duckdb.DuckDBPyConnection:
-    """The catalog, writable; another process holding the live file (a writer, or a reader: rare, see
-    :func:`_connect_reader`) is waited for as ``wait`` says (by default briefly).
-
-    Raises:
-        CatalogError: still held when the wait ran out, or not openable at all.
-    """
-    started = time.monotonic()
-    reported: float | None = None
-    while True:
-        try:
-            return duckdb.connect(str(layout.catalog))
-        except duckdb.IOException as error:
-            waited = time.monotonic() - started
-            if "lock" not in str(error).lower() or (wait.seconds is not None and waited > wait.seconds):
-                raise _open_error(layout.catalog, error) from error
-            if wait.on_wait is not None and (reported is None or waited - reported >= WAIT_REPORT_EVERY_S):
-                wait.on_wait(waited)
-                reported = waited
-        time.sleep(0.1)
-
-
-def _connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
-    """A read-only connection that neither waits for a writer nor holds one up (see :mod:`toolkit.catalog.snapshot`).
-
-    A catalog missing beside a lake is rebuilt from the lake's log, and
-    interrupted changes are finished first, when no writer is at work; the
-    snapshot is read when it is current or when a writer holds the live
-    catalog, the live catalog otherwise.
-    """
-    if not layout.catalog.exists() and delta.exists(layout.lake):  # lost, or a lake copied without it: rebuilt
-        with contextlib.suppress(CatalogError, OSError):
-            Catalog.open(layout).close()
-    if not layout.catalog.exists():
-        raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
-    if layout.staging.exists() and any(layout.staging.iterdir()):
-        with contextlib.suppress(CatalogError):  # held by a writer: its staging is work in progress, not debris
-            Catalog.open(layout).close()  # finish or undo interrupted changes first
-    if snapshot.is_fresh(layout):
-        with contextlib.suppress(duckdb.IOException):
-            return duckdb.connect(str(layout.catalog_snapshot), read_only=True)
-    try:
-        return duckdb.connect(str(layout.catalog), read_only=True)
-    except duckdb.IOException as error:
-        if "lock" not in str(error).lower() or not _snapshot_appears(layout):
-            raise _open_error(layout.catalog, error) from error
-    try:  # a writer holds the catalog: read its last commit
-        return duckdb.connect(str(layout.catalog_snapshot), read_only=True)
-    except duckdb.IOException as error:
-        raise _open_error(layout.catalog_snapshot, error) from error
-
-
-def _snapshot_appears(layout: Layout) -> bool:
-    """Whether the snapshot exists, or appears within :data:`WRITER_WAIT_S` (a writer publishes one as it opens)."""
-    deadline = time.monotonic() + WRITER_WAIT_S
-    while not layout.catalog_snapshot.exists():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def _open_error(path: Path, error: duckdb.IOException) -> CatalogError:
-    """Why the catalog file could not be opened, in words that say what to do."""
-    text = str(error)
-    if "Permission denied" in text:
-        return CatalogError(
-            f"cannot open {path}: permission denied",
-            hint="choose a data root you can write to (--home), or fix its permissions",
-        )
-    if "lock" in text.lower():
-        return CatalogError(
-            f"cannot open {path}: another process holds it ({text.splitlines()[0]})",
-            hint="is another distill writing to this data root? wait for it to finish",
-        )
-    return CatalogError(f"cannot open {path}: {text.splitlines()[0]}", hint="check the data root (--home)")

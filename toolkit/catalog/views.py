@@ -27,6 +27,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolkit.catalog import log
 from toolkit.catalog.view_docs import GENERATION_COLUMNS
 from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal
 from toolkit.schema import columns as col
@@ -90,8 +91,14 @@ def live_files_sql(version: int) -> str:
     )
 
 
-def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sandbox: bool) -> None:
-    """Create this connection's views of the lake at ``version`` (see :data:`~toolkit.catalog.view_docs.VIEWS`).
+def register(
+    con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sandbox: bool, check: bool = True
+) -> None:
+    """Create this connection's views of the lake at ``version`` (see :data:`~toolkit.catalog.view_docs.VIEWS`),
+    every live file first ``check``-ed to be on disk inside the table (:func:`~toolkit.catalog.log.readable`). A
+    writer's views do not check (a writer must be able to retire the batch of a lost file): its ``decisions``
+    leave a lost file out, and the writer checks before it reads rows
+    (:meth:`~toolkit.catalog.store.Catalog.require_readable`).
 
     Views that have an order keep it (their ``ORDER BY``). On a sandboxed
     connection (a copy of the catalog in memory, about to be sealed) every
@@ -123,9 +130,13 @@ def register(con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sa
         "SELECT * FROM file_log WHERE batch_id IN (SELECT batch_id FROM batches) ORDER BY ingested_at, path",
         sandbox=sandbox,
     )
-    live = con.execute(f"SELECT path, missing FROM ({live_files_sql(version)}) ORDER BY path").fetchall()
-    lake_files = [layout.lake / p for p, _ in live]
-    _show(con, "decisions", lake_files, lake_schema(), sandbox=sandbox, missing=[m for _, m in live])
+    live = con.execute(f"SELECT path, missing, batch_ids FROM ({live_files_sql(version)}) ORDER BY path").fetchall()
+    if check:
+        lake_files = log.readable(layout.lake, [p for p, _, _ in live], [b for _, _, b in live], version)
+    else:  # a writer's views: a file lost on disk is left out here, and refused where rows are read
+        live = [row for row in live if (layout.lake / row[0]).is_file()]
+        lake_files = [layout.lake / p for p, _, _ in live]
+    _show(con, "decisions", lake_files, lake_schema(), sandbox=sandbox, missing=[m for _, m, _ in live])
     kept = con.execute("SELECT batch_id FROM batches WHERE NOT retired ORDER BY lake_version, batch_id").fetchall()
     quarantined = [path for (batch,) in kept if (path := layout.quarantine_file(batch)).is_file()]
     _show(con, "rejects", quarantined, QUARANTINE_SCHEMA, sandbox=sandbox, missing=[()] * len(quarantined))

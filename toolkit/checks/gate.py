@@ -27,7 +27,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.catalog.store import Catalog
+from toolkit.catalog.lake import Lake
 from toolkit.catalog.views import relation
 from toolkit.checks import metrics as qm
 from toolkit.checks.gx import run_gx
@@ -86,7 +86,7 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
     """
     scope, config = scope or LakeScope(), config or CheckConfig()
     suite = load_suite(config.suite or default_suite_path("lake"), "lake")
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Lake.open(layout).at() as catalog:
         batches = None if scope.batch is None else [scope.batch]
         lake_files = catalog.lake_files(batches=batches, source=scope.source, generation=scope.generation)
         files = [f.path for f in lake_files]

@@ -1,4 +1,5 @@
-"""``distill lake ...``: the lake's versions and lifecycle (history, retire, restore, compact, vacuum, migrate)."""
+"""``distill lake ...``: the lake's versions and lifecycle (history, retire, restore, compact, vacuum, reindex,
+migrate), each through :class:`~toolkit.catalog.lake.Lake`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command
     from toolkit.catalog.records import VersionRecord
 
 lake_app = typer.Typer(
-    help="The lake's versions and lifecycle: history, retire and restore batches, compact, vacuum, migrate.",
+    help="The lake's versions and lifecycle: history, retire and restore batches, compact, vacuum, reindex, migrate.",
     no_args_is_help=True,
 )
 app.add_typer(lake_app, name="lake")
@@ -30,11 +31,10 @@ GenerationOpt = Annotated[int | None, typer.Option("--generation", help="... of 
 @lake_app.command("history")
 def history_cmd(as_json: JsonOpt = False) -> None:
     """Every version of the lake: when, what changed it, which batches, why."""
-    from toolkit.catalog.lifecycle import history
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
 
-    with Catalog.open(layout(), read_only=True) as catalog:
-        versions, horizon = history(catalog), catalog.vacuum_horizon
+    with Lake.open(layout()) as lake:
+        versions, horizon = lake.history(), lake.horizon
     if as_json:
         print_json([v.model_dump(mode="json") for v in versions])
         return
@@ -66,12 +66,11 @@ def retire_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Retire batches: from the next version on, their rows are in no view, build, gate, export or dashboard."""
-    from toolkit.catalog.lifecycle import retire, select_batches
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
 
-    with Catalog.open(layout()) as catalog:
-        chosen = select_batches(catalog, batches or [], files=files or [], source=source, generation=generation)
-        record = retire(catalog, chosen, reason)
+    with Lake.open(layout(), write=True) as lake:
+        chosen = lake.select_batches(batches or [], files=files or [], source=source, generation=generation)
+        record = lake.retire(chosen, reason)
     _print_version(record, as_json, "retired")
 
 
@@ -83,11 +82,10 @@ def restore_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Bring retired batches back, from the next version on."""
-    from toolkit.catalog.lifecycle import restore, select_batches
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
 
-    with Catalog.open(layout()) as catalog:
-        record = restore(catalog, select_batches(catalog, batches or [], files=files or []), reason)
+    with Lake.open(layout(), write=True) as lake:
+        record = lake.restore(lake.select_batches(batches or [], files=files or []), reason)
     _print_version(record, as_json, "restored")
 
 
@@ -97,11 +95,10 @@ def compact_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Merge small neighbouring files (of one source and generation) into files of about --target-mb."""
-    from toolkit.catalog.lifecycle import compact
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
 
-    with Catalog.open(layout()) as catalog:
-        record = compact(catalog, target_mb)
+    with Lake.open(layout(), write=True) as lake:
+        record = lake.compact(target_mb)
     if record is None:
         if as_json:
             print_json(None)
@@ -119,11 +116,10 @@ def vacuum_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete the files no version of the last --retain days needs (retired, compacted, or never committed)."""
-    from toolkit.catalog.lifecycle import vacuum
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
 
-    with Catalog.open(layout()) as catalog:
-        result = vacuum(catalog, retain)
+    with Lake.open(layout(), write=True) as lake:
+        result = lake.vacuum(retain)
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
@@ -136,9 +132,31 @@ def vacuum_cmd(
     )
 
 
+@lake_app.command("reindex")
+def reindex_cmd(as_json: JsonOpt = False) -> None:
+    """Rebuild the catalog (the lake's index) from the Delta log alone, and say what the catalog was before.
+
+    Distill does this by itself whenever the catalog is missing, behind, corrupt or of another log; this command
+    does it on demand (after restoring or copying a lake, say).
+    """
+    from toolkit.catalog.lake import reindex
+
+    result = reindex(layout())
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+        return
+    console.print(
+        f"the catalog was {result.found}; rebuilt from the log in {result.seconds:.2f} s: versions 0 to "
+        f"{result.version}, {result.batches} batches, {result.live_files} live files holding {result.live_rows:,} "
+        f"rows" + (f"; versions before {result.horizon} were vacuumed" if result.horizon else "")
+    )
+
+
 @lake_app.command("migrate")
 def migrate_cmd(as_json: JsonOpt = False) -> None:
-    """Move a data root written by an older Distill (plain Parquet lake, format 1) onto the versioned lake."""
+    """Move a data root written by an older Distill onto lake format 3 (the log holds every fact; partitions
+    declared): format 2 by one commit amending the log, format 1 (plain Parquet) into a new table; no file is
+    rewritten."""
     from toolkit.catalog.migrate import migrate
 
     result = migrate(layout())

@@ -176,12 +176,12 @@ class RetiredInput(BaseModel):
 
 def retired_inputs(layout: Layout, manifest: Manifest) -> list[RetiredInput]:
     """The batches ``manifest``'s build read that the lake has retired since (none without a catalog)."""
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
     from toolkit.errors import CatalogError
 
     read = {i.batch_id for i in manifest.inputs}
     try:
-        with Catalog.open(layout, read_only=True) as catalog:
+        with Lake.open(layout).at() as catalog:
             batches = catalog.batches()
     except CatalogError:
         return []

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import duckdb
 import pyarrow as pa
 
+from toolkit.catalog.lake import Lake
 from toolkit.catalog.records import BatchRecord
-from toolkit.catalog.store import Catalog, LakeFile
+from toolkit.catalog.store import LakeFile
 from toolkit.catalog.views import relation
 from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.dataset import InputRecord
@@ -68,7 +69,7 @@ def select_inputs(layout: Layout, config: BuildConfig, as_of: int | str | None =
         BuildError: when nothing is selected.
         UsageError: ``as_of`` a version the lake does not have.
     """
-    with Catalog.open(layout, read_only=True, as_of=as_of) as catalog:
+    with Lake.open(layout).at(as_of) as catalog:
         every = catalog.batches()
         usable = [b for b in every if b.status != REJECTED and not b.retired]
         _check_known(config, usable, every)

@@ -45,7 +45,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.catalog import Catalog
+from toolkit.catalog.lake import Lake
 from toolkit.datasets.dataset import Dataset, open_dataset
 from toolkit.errors import ExportError
 from toolkit.layout import Layout
@@ -205,7 +205,7 @@ def _rows_with_ends(layout: Layout, dataset: Dataset, split: str) -> pa.Table:
             f"build {dataset.name} {dataset.fingerprint} has no {split} rows",
             hint="export the other split (--split), or build with more data",
         )
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Lake.open(layout).at() as catalog:
         flags = catalog.end_flags(sorted(set(table["batch_id"].to_pylist())))
     with duckdb.connect() as con:
         con.register("export_rows", table)

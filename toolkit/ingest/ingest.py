@@ -26,8 +26,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from toolkit import __version__
+from toolkit.catalog.connect import WriterWait
+from toolkit.catalog.lake import Lake
 from toolkit.catalog.records import BatchRecord, FileRecord
-from toolkit.catalog.store import Catalog, WriterWait
+from toolkit.catalog.store import Catalog
 from toolkit.errors import FileReadError
 from toolkit.ingest.config import IngestConfig
 from toolkit.ingest.dedup import DuplicateSet
@@ -139,11 +141,11 @@ def ingest_paths(
     layout.check(write=True)
     with (
         opened_inputs(found, layout.spool, config.read.max_stdin_bytes) as inputs,
-        Catalog.open(layout, wait=catalog_wait) as catalog,
+        Lake.open(layout, write=True, wait=catalog_wait) as lake,
     ):
         for source in inputs:
             try:
-                result.files.append(_ingest_file(source, catalog, config, progress))
+                result.files.append(_ingest_file(source, lake, config, progress))
             except FileReadError as error:
                 result.files.append(
                     FileIngest(
@@ -179,8 +181,9 @@ ROWS_BEFORE_HASH = 262_144
 REJECT_WEIGHT = 8
 
 
-def _ingest_file(source: Input, catalog: Catalog, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
+def _ingest_file(source: Input, lake: Lake, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
     report = FileReport(path=source.name)
+    catalog = lake.view
     parts = validate_file(source.path, config.read, report, source.name)
     try:
         sha, early = _hash_while_validating(source, parts, catalog)
@@ -194,9 +197,7 @@ def _ingest_file(source: Input, catalog: Catalog, config: IngestConfig, progress
                 report=FileReport(path=source.name),
                 note=_already(catalog, *earlier),
             )
-        return _stage_and_publish(
-            source, sha, itertools.chain(_unpacked(early), parts), report, catalog, config, progress
-        )
+        return _stage_and_publish(source, sha, itertools.chain(_unpacked(early), parts), report, lake, config, progress)
     finally:
         parts.close()
 
@@ -246,15 +247,15 @@ def _stage_and_publish(
     sha: str,
     parts: Iterator[Part],
     report: FileReport,
-    catalog: Catalog,
+    lake: Lake,
     config: IngestConfig,
     progress: ProgressFn | None,
 ) -> FileIngest:
     """Stage the file's parts as one batch, quarantine duplicates, record and publish it."""
     batch_id = batch_id_for(sha)
-    layout = catalog.layout
+    layout = lake.layout
     if layout.staging_for(batch_id).exists():  # left by an earlier attempt: finish or undo it first
-        catalog.settle(layout.staging_for(batch_id))
+        lake.writer.settle(layout.staging_for(batch_id))
     recorded = _recorded(layout, source)
     staged = StagedBatch(layout, Lineage(batch_id, recorded, sha))
     try:
@@ -273,12 +274,12 @@ def _stage_and_publish(
                 note="file holds no record: nothing ingested",
             )
         staged.finish_rows()
-        duplicates = _quarantine_duplicates(source, staged, catalog, report, config)
+        duplicates = _quarantine_duplicates(source, staged, lake.view, report, config)
         staged.close()
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
         raise
-    catalog.publish_batch(
+    lake.append(
         staged.root,
         _batch_record(batch_id, sha, staged, report, duplicates, config),
         _file_record(source, recorded, sha, batch_id, report),
@@ -299,6 +300,7 @@ def _quarantine_duplicates(
     """Move the rows that repeat a decision (of the file or the lake) to the quarantine, their lines read
     again from the file, a batch of duplicates at a time."""
     # The staged lake files carry every accepted row's key and line.
+    catalog.require_readable()
     with DuplicateSet(catalog.con, staged.lake_files, existing="decisions") as found:
         if not found.count:
             return 0

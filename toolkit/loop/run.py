@@ -46,7 +46,7 @@ from typing import TypeVar
 import numpy as np
 from pydantic import BaseModel
 
-from toolkit.catalog.store import WriterWait
+from toolkit.catalog.connect import WriterWait
 from toolkit.errors import ConfigError
 from toolkit.game.league import keep_past, pairwise_win_rate, pfsp_weights
 from toolkit.layout import Layout, generation_label

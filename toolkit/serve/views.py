@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from toolkit.analysis import lake as lake_frames
 from toolkit.analysis import loop as loop_frames
 from toolkit.analysis.errors import NothingToShowError
-from toolkit.catalog import Catalog
+from toolkit.catalog.lake import Lake
 from toolkit.catalog.lifecycle import history
 from toolkit.catalog.records import BatchRecord
 from toolkit.datasets.dataset import list_builds
@@ -255,7 +255,7 @@ def lake_summary(layout: Layout, batches: int = 20, versions: int = 10) -> LakeS
         rejects = lake_frames.rejects_by_reason(layout).to_dicts()
     except NothingToShowError:
         return LakeSummary(rows=[], rejects=[], batches=[], total_rows=0, total_rejected=0)
-    with Catalog.open(layout, read_only=True) as catalog:
+    with Lake.open(layout).at() as catalog:
         latest = catalog.batches(newest_first=True, limit=batches)
         version = catalog.version
         recent = [

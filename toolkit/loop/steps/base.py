@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkit.catalog.store import WriterWait
+from toolkit.catalog.connect import WriterWait
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 

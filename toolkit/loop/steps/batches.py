@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from toolkit.catalog.store import Catalog
+from toolkit.catalog.lake import Lake
 from toolkit.loop.steps.base import StepContext
 
 
@@ -22,6 +22,6 @@ class BatchStatusResult(BaseModel):
 
 def run(ctx: StepContext, step: BatchStatusInput) -> BatchStatusResult:
     if step.batches:
-        with Catalog.open(ctx.layout, wait=ctx.catalog_wait) as catalog:
-            catalog.set_batch_status(step.batches, step.status, step.reason)
+        with Lake.open(ctx.layout, write=True, wait=ctx.catalog_wait) as lake:
+            lake.review(step.batches, step.status, step.reason)
     return BatchStatusResult(batches=step.batches, status=step.status, reason=step.reason)

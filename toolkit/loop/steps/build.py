@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
+from toolkit.catalog.lake import Lake
 from toolkit.catalog.store import Catalog
 from toolkit.datasets.dataset import Share
 from toolkit.layout import Layout
@@ -42,7 +43,7 @@ def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
     from toolkit.datasets.build import build_dataset
 
     data = ctx.config.data
-    with Catalog.open(ctx.layout, read_only=True) as catalog:
+    with Lake.open(ctx.layout).at() as catalog:
         foreign = other_runs_batches(ctx.layout, catalog, ctx.config.name) - set(step.own_batches)
         if data.other_runs == "include":
             foreign = set()

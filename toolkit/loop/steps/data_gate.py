@@ -25,10 +25,10 @@ def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
         return DataGateResult(
             passed=True, reason="no new batch" if not step.batches else "data gate disabled", reports=[]
         )
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.lake import Lake
     from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
 
-    with Catalog.open(ctx.layout, read_only=True) as catalog:  # retired meanwhile: out of the lake, not checked
+    with Lake.open(ctx.layout).at() as catalog:  # retired meanwhile: out of the lake, not checked
         records = catalog.require_batches(step.batches)
     retired = {b.batch_id for b in records if b.retired}
     empty = [b for b in records if not b.retired and b.rows_valid == 0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from toolkit.catalog.store import Catalog
+from toolkit.catalog.lake import Lake
 from toolkit.loop.steps.base import StepContext
 
 
@@ -31,7 +31,7 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
     paths = [ctx.layout.resolve(f) for f in step.files]
     result = ingest_paths(paths, ctx.layout, IngestConfig(), catalog_wait=ctx.catalog_wait)
     batches = sorted({f.batch_id for f in result.files if f.batch_id})
-    with Catalog.open(ctx.layout, read_only=True) as catalog:
+    with Lake.open(ctx.layout).at() as catalog:
         recorded = [b for b in catalog.batches() if b.batch_id in set(batches)]
     return IngestStepResult(
         batches=batches,
