@@ -97,6 +97,11 @@ def deletion_vector(layout: Layout, victim: Path) -> tuple[int, str]:
     return 3, "deletion vector"
 
 
+def added_twice(layout: Layout, victim: Path) -> tuple[int, str]:
+    append_commit(layout, 3, add("source=forge/x.parquet"), add("source=forge/x.parquet"))
+    return 3, "twice"
+
+
 TAMPERS: dict[str, Callable[[Layout, Path], tuple[int, str]]] = {
     f.__name__: f
     for f in (
@@ -109,6 +114,7 @@ TAMPERS: dict[str, Callable[[Layout, Path], tuple[int, str]]] = {
         removed_outside,
         checkpoint_missing,
         deletion_vector,
+        added_twice,
     )
 }
 

@@ -194,3 +194,23 @@ def test_a_reader_builds_a_private_index_while_a_writer_holds_a_stale_catalog(
     finally:
         writer.communicate(timeout=60)
     assert writer.returncode == 0
+
+
+@pytest.mark.parametrize("point", ["reindex.before", "reindex.dropped", "reindex.after"])
+def test_a_reindex_killed_mid_way_leaves_every_answer_as_it_was(
+    layout: Layout, logs: dict[str, Path], point: str
+) -> None:
+    import os
+    import signal
+
+    from toolkit.failpoints import ENV
+
+    for name in ("a", "p"):
+        as_json(layout, "ingest", str(logs[name]))
+    answers = (count(layout), as_json(layout, "lake", "history"), as_json(layout, "sql", "FROM batches"))
+    code = "import sys; from toolkit.catalog.lake import reindex; from toolkit.layout import Layout; "
+    code += "reindex(Layout.at(sys.argv[1]))"
+    killed = subprocess.run([sys.executable, "-c", code, str(layout.home)], cwd=ROOT, env={**os.environ, ENV: point})
+    assert killed.returncode == -signal.SIGKILL
+    assert (count(layout), as_json(layout, "lake", "history"), as_json(layout, "sql", "FROM batches")) == answers
+    assert as_json(layout, "lake", "reindex")["found"] == "current (version 2)"

@@ -42,6 +42,7 @@ from toolkit.catalog.commit import COMMIT_FORMAT, CommitInfo, FileFacts
 from toolkit.catalog.log import AddedFile, Commit
 from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.errors import CatalogError
+from toolkit.failpoints import failpoint
 from toolkit.schema import columns as col
 
 # The shape of these tables: a catalog of another shape is rebuilt from the log (it is a cache).
@@ -216,6 +217,7 @@ def rebuild(con: duckdb.DuckDBPyConnection, lake: Path) -> list[int]:
         for table in INDEX_TABLES:
             con.execute(f"DROP TABLE IF EXISTS {table}")
         create(con)
+        failpoint("reindex.dropped")  # a kill inside the transaction: the index stays as it was
         for commit in commits:
             record(con, lake, commit, amended)
         con.execute("COMMIT")

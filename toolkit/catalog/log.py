@@ -243,7 +243,10 @@ def read_commit(lake: Path, version: int) -> Commit:
     metadata: dict[str, Any] | None = None
     for action in actions:
         if "add" in action:
-            adds.append(_added(action["add"], version, name))
+            added = _added(action["add"], version, name)
+            if any(a.path == added.path for a in adds):
+                raise _bad(version, name, f"it adds {added.path} twice")
+            adds.append(added)
         elif "remove" in action:
             removes.append(_file_path(_field(action["remove"], "path", version, name), version, name))
         elif "metaData" in action:
