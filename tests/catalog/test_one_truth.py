@@ -107,6 +107,23 @@ def test_readers_catch_up_by_themselves_with_a_commit_another_tool_made(layout: 
     assert count(layout) == before + 10  # no Distill writer ran in between
     history = as_json(layout, "lake", "history")
     assert (history[-1]["operation"], history[-1]["rows_added"]) == ("write", 10)
+    foreign = as_json(
+        layout, "sql", "SELECT source, count(*) AS n FROM decisions WHERE batch_id = 'bforeign' GROUP BY 1"
+    )
+    assert foreign == [{"source": "forge", "n": 10}]  # delta-rs left the partition column out of its file: the log's
+
+
+def test_after_delta_rs_compacts_the_lake_distill_reads_the_same_rows(layout: Layout, logs: dict[str, Path]) -> None:
+    from deltalake import DeltaTable
+
+    for name in ("a", "b", "p"):
+        as_json(layout, "ingest", str(logs[name]))
+    query = "SELECT batch_id, source, generation, game_id, seat, decision_index FROM decisions ORDER BY ALL"
+    before = as_json(layout, "sql", query)
+    DeltaTable(str(layout.lake)).optimize.compact()  # files without the partition columns, batches mixed
+    assert as_json(layout, "sql", query) == before
+    assert as_json(layout, "sql", "SELECT count(*) AS n FROM decisions WHERE source IS NULL") == [{"n": 0}]
+    build_dataset(layout, BuildConfig(name="after-delta-rs"))
 
 
 def test_a_corrupt_catalog_is_rebuilt_by_the_first_reader(layout: Layout, logs: dict[str, Path]) -> None:

@@ -237,8 +237,10 @@ def describe(path: Path) -> FileFacts:
     names = meta.schema.to_arrow_schema().names
     missing = [name for name in lake_schema().names if name not in names]
     names = meta.schema.names
-    single: dict[str, object] = {}
+    single: dict[str, object] = {name: None for name in (col.SOURCE, col.GENERATION) if name not in names}
     for name in (col.BATCH_ID, col.SOURCE, col.GENERATION):
+        if name not in names:  # a partition column another Delta writer left out of the file: in the log only
+            continue
         index = names.index(name)
         stats = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
         values = {(s.min, s.max) for s in stats if s is not None and s.has_min_max}
@@ -250,11 +252,12 @@ def describe(path: Path) -> FileFacts:
         elif not values and meta.num_row_groups and nulls == meta.num_rows:
             single[name] = None
     if len(single) < 3:
-        table = pq.read_table(path, columns=[n for n in (col.BATCH_ID, col.SOURCE, col.GENERATION) if n not in single])
+        wanted = [n for n in (col.BATCH_ID, col.SOURCE, col.GENERATION) if n not in single and n in names]
+        table = pq.read_table(path, columns=wanted)
         for name in table.column_names:
             values = table[name].unique().to_pylist()
             single[name] = sorted(values) if name == col.BATCH_ID else (values[0] if len(values) == 1 else None)
-    batches = single[col.BATCH_ID]
+    batches = single.get(col.BATCH_ID, [])
     return FileFacts(
         batches=sorted(batches) if isinstance(batches, list) else [str(batches)],
         source=single[col.SOURCE],  # type: ignore[arg-type]

@@ -327,9 +327,14 @@ def foreign_facts(lake: Path, file: AddedFile) -> FileFacts:
     path = log.inside(lake, file.path)
     if path is not None and path.is_file():
         try:
-            return describe(path)
+            facts = describe(path)
         except (OSError, ValueError, KeyError):
             pass
+        else:  # a partition column the file lacks: its value is the log's
+            given = {name: file.partition[name] for name in (col.SOURCE, col.GENERATION) if name in facts.missing}
+            if col.GENERATION in given and given[col.GENERATION] is not None:
+                given[col.GENERATION] = int(str(given[col.GENERATION]))
+            return facts.model_copy(update=given) if given else facts
     low, high = file.stats.get("minValues") or {}, file.stats.get("maxValues") or {}
 
     def single(name: str) -> object:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import duckdb
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.catalog import connect, delta, index, lifecycle, log
@@ -218,11 +219,8 @@ def reindex(layout: Layout, wait: WriterWait = WriterWait()) -> ReindexResult:
         con.close()
 
 
-def _state(con: object, layout: Layout, existed: bool) -> str:
+def _state(con: duckdb.DuckDBPyConnection, layout: Layout, existed: bool) -> str:
     """What the catalog was, against the log."""
-    import duckdb
-
-    assert isinstance(con, duckdb.DuckDBPyConnection)
     if not existed:
         return "missing"
     latest = log.latest_version(layout.lake)

@@ -45,6 +45,11 @@ class LakeFile:
     size_bytes: int
     missing: tuple[str, ...] = ()  # lake columns the file predates (read as null)
 
+    @property
+    def partitions(self) -> dict[str, object]:
+        """Its values of the table's partition columns (from the log: a file another writer wrote may lack them)."""
+        return views.partition_values(self.source, self.generation)
+
     def data_file(self, lake: Path) -> DataFile:
         """The file as the log names it (its path inside the table, its facts)."""
         facts = FileFacts(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import glob
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -130,13 +130,23 @@ def register(
         "SELECT * FROM file_log WHERE batch_id IN (SELECT batch_id FROM batches) ORDER BY ingested_at, path",
         sandbox=sandbox,
     )
-    live = con.execute(f"SELECT path, missing, batch_ids FROM ({live_files_sql(version)}) ORDER BY path").fetchall()
+    live = con.execute(
+        f"SELECT path, missing, batch_ids, source, generation FROM ({live_files_sql(version)}) ORDER BY path"
+    ).fetchall()
     if check:
-        lake_files = log.readable(layout.lake, [p for p, _, _ in live], [b for _, _, b in live], version)
+        lake_files = log.readable(layout.lake, [row[0] for row in live], [row[2] for row in live], version)
     else:  # a writer's views: a file lost on disk is left out here, and refused where rows are read
         live = [row for row in live if (layout.lake / row[0]).is_file()]
-        lake_files = [layout.lake / p for p, _, _ in live]
-    _show(con, "decisions", lake_files, lake_schema(), sandbox=sandbox, missing=[m for _, m, _ in live])
+        lake_files = [layout.lake / row[0] for row in live]
+    _show(
+        con,
+        "decisions",
+        lake_files,
+        lake_schema(),
+        sandbox=sandbox,
+        missing=[row[1] for row in live],
+        partitions=[partition_values(row[3], row[4]) for row in live],
+    )
     kept = con.execute("SELECT batch_id FROM batches WHERE NOT retired ORDER BY lake_version, batch_id").fetchall()
     quarantined = [path for (batch,) in kept if (path := layout.quarantine_file(batch)).is_file()]
     _show(con, "rejects", quarantined, QUARANTINE_SCHEMA, sandbox=sandbox, missing=[()] * len(quarantined))
@@ -182,16 +192,31 @@ def _show(
     *,
     sandbox: bool,
     missing: Sequence[Sequence[str]],
+    partitions: Sequence[Mapping[str, object]] | None = None,
 ) -> None:
     """The view ``name`` of ``files`` (see :func:`relation`); on a sandboxed connection, the files opened now as an
-    Arrow dataset registered as ``name``, which DuckDB scans later without a path it could misuse."""
+    Arrow dataset registered as ``name``, which DuckDB scans later without a path it could misuse (a partition
+    column a file lacks takes its value from the file's partition expression, as Delta readers give it)."""
     if not sandbox:
-        source = relation(con, name, files, schema, missing=missing)
+        source = relation(con, name, files, schema, missing=missing, partitions=partitions)
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source}")
     elif files:
         import pyarrow.dataset as ds
+        import pyarrow.fs as pafs
 
-        con.register(name, ds.dataset([str(f) for f in files], schema=schema, format="parquet"))
+        fills = [_fill(m, p) for m, p in zip(missing, partitions or [{}] * len(files), strict=True)]
+        if not any(fills):
+            con.register(name, ds.dataset([str(f) for f in files], schema=schema, format="parquet"))
+            return
+        expressions = [_expression(fill) for fill in fills]
+        dataset = ds.FileSystemDataset.from_paths(
+            [str(f) for f in files],
+            schema=schema,
+            format=ds.ParquetFileFormat(),
+            filesystem=pafs.LocalFileSystem(),
+            partitions=expressions,
+        )
+        con.register(name, dataset)
     else:  # from_batches: no pandas import
         con.register(name, pa.Table.from_batches([], schema=schema))
 
@@ -206,7 +231,64 @@ def _drop_index(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP TABLE {database}.main.{_quoted(table)}")
 
 
+def partition_values(source: str | None, generation: int | None) -> dict[str, object]:
+    """The values of the table's partition columns for a file (its facts in the log)."""
+    return {col.SOURCE: source, col.GENERATION: generation}
+
+
+def _fill(missing: Sequence[str], partitions: Mapping[str, object]) -> dict[str, object]:
+    """The partition columns a file lacks (a file another Delta writer wrote), with the values the log gives."""
+    return {name: value for name, value in partitions.items() if name in missing}
+
+
+def _expression(fill: Mapping[str, object]) -> object:
+    import pyarrow.compute as pc
+
+    expression = pc.scalar(True)
+    for name, value in fill.items():
+        expression = expression & (pc.field(name).is_null() if value is None else pc.field(name) == value)
+    return expression
+
+
 def relation(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    files: Sequence[Path],
+    schema: pa.Schema,
+    *,
+    missing: Sequence[Sequence[str]] | None = None,
+    partitions: Sequence[Mapping[str, object]] | None = None,
+) -> str:
+    """SQL reading ``files`` with exactly the columns of ``schema``, in its order (a column a file lacks: null, or,
+    for a partition column, the file's value in ``partitions``: a file another Delta writer wrote carries its
+    partition values in the log only). See :func:`_relation`."""
+    if missing is None or partitions is None:
+        return _relation(con, name, files, schema, missing=missing)
+    groups: dict[tuple[tuple[str, object], ...], list[int]] = {}
+    for i, (lacks, values) in enumerate(zip(missing, partitions, strict=True)):
+        groups.setdefault(tuple(_fill(lacks, values).items()), []).append(i)
+    if list(groups) in ([], [()]):
+        return _relation(con, name, files, schema, missing=missing)
+    parts = []
+    for n, (fill, members) in enumerate(groups.items()):
+        source = _relation(
+            con, f"{name}_{n}", [files[i] for i in members], schema, missing=[missing[i] for i in members]
+        )
+        if fill:
+            values = ", ".join(f"{_value(v, schema.field(c).type)} AS {_quoted(c)}" for c, v in fill)
+            source = f"(SELECT * REPLACE ({values}) FROM {source})"
+        parts.append(f"SELECT * FROM {source}")
+    return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def _value(value: object, arrow: pa.DataType) -> str:
+    if value is None:
+        return f"NULL::{duck_type(arrow)}"
+    text = sql_literal(str(value))
+    return f"'{text}'::{duck_type(arrow)}"
+
+
+def _relation(
     con: duckdb.DuckDBPyConnection,
     name: str,
     files: Sequence[Path],

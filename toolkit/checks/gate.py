@@ -100,7 +100,14 @@ def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConf
             )
         con = catalog.con
         con.execute(f"SET memory_limit = '{config.memory_limit}'")
-        rows = relation(con, ROWS, files, lake_schema(), missing=[f.missing for f in lake_files])
+        rows = relation(
+            con,
+            ROWS,
+            files,
+            lake_schema(),
+            missing=[f.missing for f in lake_files],
+            partitions=[f.partitions for f in lake_files],
+        )
         keep = "" if scope.batch is None else f" WHERE {col.BATCH_ID} = '{sql_literal(scope.batch)}'"
         rows_sql = f"SELECT * FROM {rows}{keep}"
         con.execute(f"CREATE OR REPLACE TEMP VIEW {ROWS} AS {rows_sql}")

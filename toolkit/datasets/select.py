@@ -148,7 +148,12 @@ def _partition_selected(file: LakeFile, config: BuildConfig) -> bool:
 def lake_relation(con: duckdb.DuckDBPyConnection, inputs: LakeInputs) -> str:
     """SQL reading the selected rows, files in a fixed order (rows of batches not selected left out)."""
     source = relation(
-        con, "build_lake", [f.path for f in inputs.files], lake_schema(), missing=[f.missing for f in inputs.files]
+        con,
+        "build_lake",
+        [f.path for f in inputs.files],
+        lake_schema(),
+        missing=[f.missing for f in inputs.files],
+        partitions=[f.partitions for f in inputs.files],
     )
     foreign = {b for f in inputs.files for b in f.batch_ids} - set(inputs.batch_ids)
     if not foreign:
