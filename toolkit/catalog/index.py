@@ -131,11 +131,16 @@ class StaleIndex(Exception):
     """The index is not of this log (its last commit changed, or a migration amended earlier commits): rebuild."""
 
 
+def meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Every fact ``catalog_meta`` holds (none where the table is missing), in one query."""
+    try:
+        return dict(con.execute("SELECT key, value FROM catalog_meta").fetchall())
+    except duckdb.CatalogException:
+        return {}
+
+
 def read_meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
-    if not has_table(con, "catalog_meta"):
-        return None
-    rows = con.execute("SELECT value FROM catalog_meta WHERE key = ?", [key]).fetchall()
-    return rows[0][0] if rows else None
+    return meta(con).get(key)
 
 
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -156,12 +161,13 @@ def is_current(con: duckdb.DuckDBPyConnection, lake: Path, latest: int | None) -
     """Whether the index holds exactly the log up to ``latest`` (its newest version): same format, same last
     commit, byte for byte."""
     try:
-        if read_meta(con, FORMAT_KEY) != str(INDEX_FORMAT):
+        facts = meta(con)
+        if facts.get(FORMAT_KEY) != str(INDEX_FORMAT):
             return False
         done = indexed_version(con)
     except duckdb.Error:
         return False
-    return done is not None and done == latest and read_meta(con, DIGEST_KEY) == log.digest(lake, done)
+    return done is not None and done == latest and facts.get(DIGEST_KEY) == log.digest(lake, done)
 
 
 def catch_up(con: duckdb.DuckDBPyConnection, lake: Path) -> list[int]:
