@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", type=Path, help="the decision-log file to ingest")
     args = parser.parse_args(argv)
 
-    from toolkit.catalog.store import Catalog
+    from toolkit.catalog.writer import LakeWriter
     from toolkit.ingest import fastpath, ingest, staging, validate
     from toolkit.layout import Layout
 
@@ -102,13 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     ):
         _wrap(owner, name, steps, time.thread_time, f"{owner.__name__.rsplit('.', 1)[-1]}.{name}")
     for owner, name in (
-        (Catalog, "open"),
+        (LakeWriter, "open"),
         (ingest, "_hash_while_validating"),
         (staging.StagedBatch, "write"),
         (staging.StagedBatch, "finish_rows"),
         (ingest, "_quarantine_duplicates"),
         (staging.StagedBatch, "close"),
-        (Catalog, "publish_batch"),
+        (LakeWriter, "publish_batch"),
     ):
         _wrap(owner, name, phases, time.perf_counter, name)
 

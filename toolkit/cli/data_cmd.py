@@ -197,8 +197,8 @@ def sql(
     Tables print whole (long values wrap; too many columns for the terminal: one block per row);
     --csv, --json and --parquet write every row.
     """
+    from toolkit.catalog.lake import Lake
     from toolkit.catalog.query import interrupt_on_sigint, start_query
-    from toolkit.catalog.store import Catalog
 
     if sum([as_csv, as_json, parquet is not None]) > 1:
         raise UsageError("choose one of --csv, --json, --parquet")
@@ -207,7 +207,7 @@ def sql(
     if statement is None and not schema:
         raise UsageError("give a statement, or --schema to list the views", hint='distill sql "FROM versions"')
     limits = _sandbox_limits(timeout, memory_limit)
-    with Catalog.open(layout(), sandbox=True, as_of=as_of, limits=limits) as catalog, interrupt_on_sigint(catalog):
+    with Lake.open(layout()).at(as_of, sandbox=True, limits=limits) as catalog, interrupt_on_sigint(catalog):
         if schema or statement is None:  # (None only with --schema: refused above otherwise)
             _print_schema(catalog, statement, as_json)
             return
