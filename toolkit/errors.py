@@ -122,6 +122,18 @@ class JobError(DistillError):
     """A fan-out of game jobs could not complete: a shard failed past its retries, or a back end is unavailable."""
 
 
+class EngineError(DistillError):
+    """An engine process broke the protocol or its deadlines: ``phase`` names the step (start, hello, game,
+    shutdown), ``stderr`` holds its last lines."""
+
+    def __init__(self, message: str, *, phase: str, stderr: list[str] | None = None, hint: str | None = None) -> None:
+        lines = [line for line in (stderr or []) if line.strip()]
+        if lines:
+            message += "\n  the engine's last stderr lines:\n" + "\n".join(f"    | {line}" for line in lines[-8:])
+        super().__init__(message, hint=hint)
+        self.phase, self.stderr = phase, lines
+
+
 class LabelCheckError(UsageError):
     """``distill check labels`` cannot score a build as asked: too few rows or games for the folds, a single
     label, a teacher of other features (exit code 2, nothing written)."""

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from tests.factories import make_player, make_snapshot
 from toolkit.schema import DecisionSnapshot
-from toolkit.schema.export import MODELS, render_json_schema, schema_file
+from toolkit.schema.export import MODELS, engine_schemas, render_json_schema, schema_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,5 +102,12 @@ def test_committed_json_schema_of_every_version_is_current(version: int) -> None
     assert committed == render_json_schema(version), "schemas/ is stale: run `distill schemas export`"
 
 
-def test_schemas_holds_one_file_per_contract_version_and_nothing_else() -> None:
-    assert sorted(p.name for p in (REPO / "schemas").glob("*.json")) == sorted(schema_file(v) for v in MODELS)
+def test_schemas_holds_one_file_per_contract_version_and_the_engine_protocol_and_nothing_else() -> None:
+    expected = [schema_file(v) for v in MODELS] + list(engine_schemas())
+    assert sorted(p.name for p in (REPO / "schemas").glob("*.json")) == sorted(expected)
+
+
+@pytest.mark.parametrize("name", sorted(engine_schemas()))
+def test_committed_engine_protocol_schemas_are_current(name: str) -> None:
+    committed = (REPO / "schemas" / name).read_text(encoding="utf-8")
+    assert committed == engine_schemas()[name], "schemas/ is stale: run `distill schemas export`"

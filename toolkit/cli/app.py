@@ -107,6 +107,28 @@ AsOfOpt = Annotated[
     ),
 ]
 ShardOpt = Annotated[int, typer.Option("--shard-games", help="Games per shard (the unit a worker plays and retries).")]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help='Play the games in this engine (its command line, e.g. "distill engine builtin" or a lab\'s own), over '
+        "the engine protocol: player types are its AI profiles, checkpoints Distill's seats.",
+    ),
+]
+EngineProcessesOpt = Annotated[
+    int, typer.Option("--engine-processes", min=1, max=64, help="Engine processes run at once (with --engine).")
+]
+
+
+def engine_config(command: str | None, processes: int) -> Any:
+    """The engine the flags name (None: Distill's own game, in process)."""
+    if command is None:
+        return None
+    from toolkit.engine.driver import EngineConfig
+
+    return EngineConfig(command=command, processes=processes)
+
+
 MAX_ROUNDS_HELP = (
     "Rounds before a game stops at the turn limit: a truncation, nobody's win. One default "
     f"({DEFAULT_MAX_ROUNDS}) for simulate, evaluate, tournament, train ppo and the loop."

@@ -12,6 +12,8 @@ from toolkit.cli.app import (
     MAX_ROUNDS_HELP,
     AddressOpt,
     BackendOpt,
+    EngineOpt,
+    EngineProcessesOpt,
     JsonOpt,
     MaxRoundsOpt,
     ShardOpt,
@@ -20,6 +22,7 @@ from toolkit.cli.app import (
     backend_config,
     checkpoint,
     console,
+    engine_config,
     layout,
     points,
     print_json,
@@ -230,6 +233,8 @@ def evaluate_command(
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     shard_games: ShardOpt = 1024,
+    engine: EngineOpt = None,
+    engine_processes: EngineProcessesOpt = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%) against chance, placement, per seat.
@@ -248,7 +253,8 @@ def evaluate_command(
     opponents = player_refs(names, option="--vs", locate=checkpoint)
     where = backend_config(backend, workers, address, shard_games)
     cards = [checkpoint(p) for p in [policy] + ([compare] if compare else [])]
-    results = [evaluate(policy_blob(card), cfg, opponents=opponents, backend=where) for card in cards]
+    on = engine_config(engine, engine_processes)
+    results = [evaluate(policy_blob(card), cfg, opponents=opponents, backend=where, engine=on) for card in cards]
     for r in results:
         warn_truncations(r.truncations, r.games, max_rounds)
     if compare is not None and len(results) == 2:

@@ -1,8 +1,12 @@
-"""JSON Schema export of the canonical record into ``schemas/``: one file per contract version.
+"""JSON Schema export into ``schemas/``: the canonical record, one file per contract version, and the engine
+protocol's messages, one file per direction.
 
 ``decision_snapshot.v1.schema.json`` is the frozen version 1 (:mod:`toolkit.schema.v1`),
-``decision_snapshot.v2.schema.json`` the current model. A test keeps the committed
-files equal to what this module renders.
+``decision_snapshot.v2.schema.json`` the current model;
+``engine_protocol.v1.engine.schema.json`` the messages an engine sends,
+``engine_protocol.v1.distill.schema.json`` those Distill sends
+(:mod:`toolkit.schema.engine`). A test keeps the committed files equal to what
+this module renders.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Final
 
 from pydantic import BaseModel
 
-from toolkit.schema import models, v1
+from toolkit.schema import engine, models, v1
 from toolkit.schema.vocab import SCHEMA_VERSION
 
 # The model of each contract version.
@@ -36,12 +40,29 @@ def render_json_schema(version: int = SCHEMA_VERSION) -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
+def engine_schemas() -> dict[str, str]:
+    """The engine protocol's JSON Schemas (both directions), by file name, as stable, sorted text."""
+    rendered = {}
+    for side, schema in (("engine", engine.ENGINE_MESSAGES), ("distill", engine.DISTILL_MESSAGES)):
+        name = f"engine_protocol.v{engine.MAJOR}.{side}.schema.json"
+        body = schema.json_schema()
+        body["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        body["$id"] = f"https://distill.dev/schemas/{name}"
+        body["title"] = f"{engine.PROTOCOL} {engine.MAJOR}.{engine.MINOR}: the messages {side} sends"
+        rendered[name] = json.dumps(body, indent=2, sort_keys=True) + "\n"
+    return rendered
+
+
 def write_json_schemas(out_dir: Path) -> list[Path]:
-    """Write every version's schema file into ``out_dir``; returns the paths written."""
+    """Write every version's schema file and the engine protocol's into ``out_dir``; returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for version in MODELS:
         path = out_dir / schema_file(version)
         path.write_text(render_json_schema(version), encoding="utf-8")
+        paths.append(path)
+    for name, text in engine_schemas().items():
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
         paths.append(path)
     return paths

@@ -22,6 +22,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -29,13 +30,16 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.lineup import UNKNOWN, Entrant
-from toolkit.game.players import Player
+from toolkit.game.players import Player, PolicyPlayer
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.stats import Z95, wilson_interval
 from toolkit.train.agents import PlayerRef, PolicyBlob, entrant, player_from_ref, player_refs, ref_name
 from toolkit.train.export import DecisionExporter
+
+if TYPE_CHECKING:
+    from toolkit.engine.driver import Decider, EngineConfig
 
 
 class EvaluateConfig(BaseModel):
@@ -96,6 +100,9 @@ class EvaluationResult(BaseModel):
     mean_placement: float
     truncations: int = Field(description="Games that ended at the turn limit: nobody's win, the policy's neither.")
     illegal_actions: int
+    engine_faults: list[str] = Field(
+        default_factory=list, description="Engine faults recovered (games voided and played again), when --engine."
+    )
     decisions: int
     seconds: float
     decisions_per_second: float
@@ -120,6 +127,7 @@ def evaluate(
     exporter: DecisionExporter | None = None,
     opponents: Sequence[Player | PlayerRef] | None = None,
     backend: BackendConfig | None = None,
+    engine: EngineConfig | None = None,
 ) -> EvaluationResult:
     """Play the policy in every seat against ``config.opponents`` and measure it.
 
@@ -138,6 +146,8 @@ def evaluate(
             process), or player types and checkpoints (:data:`~toolkit.train.agents.PlayerRef`, which any back
             end can play: a model against copies of another, the loop's head-to-head gate).
         backend: where the shards run (default: ``auto``).
+        engine: play the games in this engine instead (:mod:`toolkit.engine`): the same deals and seatings;
+            player types are the engine's own AI profiles of those names, checkpoints are Distill's seats.
 
     Raises:
         ConfigError: an unknown opponent name, or too many opponents.
@@ -150,6 +160,8 @@ def evaluate(
     n = len(others) + 1
     if n > 6:
         raise ConfigError(f"a pod of {n} seats is too big", hint="give at most 5 opponents (--vs)")
+    if engine is not None:
+        return _evaluate_on_engine(policy, others, config, engine, exporter)
     backend = backend or BackendConfig()
     refs = all(isinstance(o, (str, PolicyBlob)) for o in others)
     portable = isinstance(policy, (str, PolicyBlob)) and refs and exporter is None
@@ -225,32 +237,111 @@ def _play_deals(shard: Shard, job: _EvalJob) -> _DealsPlayed:
     return _DealsPlayed(outcomes, decisions, int(getattr(player, "illegal", 0)))
 
 
+def _evaluate_on_engine(
+    policy: Callable[[], Player] | PlayerRef,
+    others: Sequence[Player | PlayerRef],
+    config: EvaluateConfig,
+    engine: EngineConfig,
+    exporter: DecisionExporter | None,
+) -> EvaluationResult:
+    """The evaluation's games played in an engine: deal ``d`` with the policy at seat ``s`` is game
+    ``eval-<seed>-<d>-<s>``, seeded ``seed + d * 2**32`` (what the built-in engine deals as the in-process core
+    deals deal ``d``); player types sit as the engine's AI profiles, checkpoints as Distill's seats."""
+    from toolkit.engine.driver import EngineDriver, GameSpec
+
+    if exporter is not None:
+        raise ConfigError("exporting decisions from an engine's games is not supported yet", hint="drop --engine")
+    if config.seed >= 2**32:
+        raise ConfigError(f"--seed {config.seed} is too big for an engine's games", hint="give a seed below 2**32")
+    deciders: dict[str, Decider] = {"policy": _decider(policy() if callable(policy) else player_from_ref(policy))}
+    seats: list[dict[str, Any]] = []
+    for k, other in enumerate(others):
+        if isinstance(other, str):
+            seats.append({"player": "engine", "profile": other})
+        else:
+            deciders[f"opponent-{k}"] = _decider(other if not isinstance(other, PolicyBlob) else player_from_ref(other))
+            seats.append({"player": "distill", "name": ref_name(other) if isinstance(other, PolicyBlob) else None})
+    n = len(others) + 1
+    per_seat = math.ceil(config.games / n)
+    games = []
+    for deal in range(per_seat):
+        for seat in range(n):
+            table = seats[:seat] + [{"player": "distill", "name": "policy"}] + seats[seat:]
+            keys = {s: "policy" if s == seat else f"opponent-{s - (s > seat)}" for s in range(n)}
+            policies = {s: k for s, k in keys.items() if table[s]["player"] == "distill"}
+            games.append(
+                GameSpec(
+                    f"eval-{config.seed}-{deal}-{seat}",
+                    config.seed + deal * 2**32,
+                    tuple(table),
+                    config.max_rounds,
+                    policies,
+                )
+            )
+    start = time.perf_counter()
+    outcomes: list[Outcome] = []
+    decisions = 0
+    with EngineDriver(engine) as driver:
+        for result in driver.play(games, deciders):
+            deal, seat = (int(x) for x in result.spec.game.rsplit("-", 2)[1:])
+            outcomes.append(_outcome(result.placements, result.winner_seat, result.truncated, deal, seat, n))
+            decisions += result.decisions
+        faults = list(driver.faults)
+    seconds = time.perf_counter() - start
+    outcomes.sort(key=lambda o: (o.deal, o.seat))
+    names = [o if isinstance(o, str) else ref_name(o) if isinstance(o, PolicyBlob) else o.source for o in others]
+    result = _summarise(outcomes, names, decisions, 0, seconds)
+    return result.model_copy(update={"engine_faults": faults})
+
+
+def _decider(player: Player) -> Decider:
+    """The policy function of a player that can sit in an engine's game (a flat policy: it needs only the row)."""
+    if not isinstance(player, PolicyPlayer):
+        raise ConfigError(
+            f"a {type(player).__name__} cannot play in an engine's game: only flat policies (bc, ppo) answer "
+            "from a decision's row",
+            hint="evaluate recurrent checkpoints in Distill's own game (drop --engine)",
+        )
+    return player.policy
+
+
+def _outcome(
+    placements: Sequence[int | None], winner: int | None, truncated: bool, deal: int, seat: int, n: int
+) -> Outcome:
+    """One game's outcome for the policy at ``seat`` (as :func:`_outcomes` reads the in-process core's)."""
+    place = placements[seat] or 0
+    if place:
+        placement, score = float(place), (n - place) / (n - 1)
+    else:  # alive at a truncation: the places 1..k still to share
+        k = sum(1 for p in placements if not p)
+        placement, score = (k + 1) / 2, sum((n - p) / (n - 1) for p in range(1, k + 1)) / k
+    return Outcome(
+        deal=deal,
+        seat=seat,
+        won=bool(winner == seat and not truncated),
+        score=round(score, 6),
+        placement=placement,
+        truncated=truncated,
+    )
+
+
 def _entrants(others: Sequence[Player | PlayerRef]) -> list[Entrant]:
     """The opponents as the exported rows' lineup names them (a live player: an unknown one, named by its source)."""
     return [entrant(o) if isinstance(o, (str, PolicyBlob)) else Entrant(UNKNOWN.kind, o.source) for o in others]
 
 
 def _outcomes(finished: core.Finished, seats: np.ndarray, deals: np.ndarray, n: int) -> list[Outcome]:
-    out = []
-    for g, seat in enumerate(seats.tolist()):
-        place = int(finished.placement[g, seat])
-        if place:
-            placement, score = float(place), (n - place) / (n - 1)
-        else:  # alive at a truncation: the places 1..k still to share
-            k = int((finished.placement[g] == 0).sum())
-            placement, score = (k + 1) / 2, sum((n - p) / (n - 1) for p in range(1, k + 1)) / k
-        won = bool(finished.winner[g] == seat and not finished.truncated[g])
-        out.append(
-            Outcome(
-                deal=int(deals[g]),
-                seat=seat,
-                won=won,
-                score=round(score, 6),
-                placement=placement,
-                truncated=bool(finished.truncated[g]),
-            )
+    return [
+        _outcome(
+            [int(p) or None for p in finished.placement[g].tolist()],
+            int(finished.winner[g]),
+            bool(finished.truncated[g]),
+            int(deals[g]),
+            seat,
+            n,
         )
-    return out
+        for g, seat in enumerate(seats.tolist())
+    ]
 
 
 def _summarise(

@@ -1,0 +1,460 @@
+"""Driving engines: many games in flight over several engine processes, every ready request answered in one
+batched policy pass, faults recovered within a budget.
+
+:class:`EngineDriver` starts ``processes`` copies of an engine command (each
+in its own process group: :class:`~toolkit.engine.process.EngineProcess`),
+checks each one's hello (protocol, major version, contract, action
+vocabulary), then :meth:`EngineDriver.play` keeps every process filled with
+games up to what it said it plays at once. It waits on all pipes together;
+the requests every ready process sent are encoded by the one feature encoder
+(:mod:`toolkit.features`, from the rows: the numbers a model was trained on)
+and answered, policy by policy, in one forward pass each; each process gets
+its answers in one frame. Seats the engine's own AI plays never cross the
+wire.
+
+Every wait has a deadline: the hello, each process's next frame while it has
+games in flight (a hung engine), each game. An engine that crashes, hangs or
+breaks the protocol mid-run is killed: its games in flight are voided (no
+result of theirs is kept) and played again from their start on a new
+process, and the fault is counted (:attr:`EngineDriver.faults`); past the
+restart budget the run stops with an :class:`~toolkit.errors.EngineError`
+naming the phase and the engine's last stderr lines. What an engine did
+wrong that a restart cannot mend (another major version or vocabulary, an
+answer it calls illegal, a game it does not know) stops the run at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import selectors
+import shlex
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from toolkit import features
+from toolkit.engine.process import EngineProcess
+from toolkit.errors import ConfigError, EngineError
+from toolkit.schema.engine import ACTIONS, MAJOR, MAX_SEED, PROTOCOL, Hello
+from toolkit.schema.vocab import N_ACTIONS, PHASES, SCHEMA_VERSION
+
+# policy(observations [M, FEATURE_SIZE] float32, masks [M, 8] bool) -> actions [M] int
+Decider = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+class EngineConfig(BaseModel):
+    """Which engine to start and how to hold it to the protocol."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: tuple[str, ...] = Field(min_length=1, description="The engine's program and arguments (--engine).")
+    processes: int = Field(1, ge=1, le=64, description="Engine processes run at once (--engine-processes).")
+    games_per_process: int | None = Field(
+        None, ge=1, le=65_536, description="Games in flight per process (default: what its hello offers)."
+    )
+    hello_seconds: float = Field(30.0, gt=0, le=3600, description="Deadline of an engine's hello.")
+    frame_seconds: float = Field(
+        60.0, gt=0, le=3600, description="Deadline of an engine's next frame while it has games in flight."
+    )
+    game_seconds: float = Field(600.0, gt=0, le=86_400, description="Deadline of one game, from its start.")
+    shutdown_seconds: float = Field(5.0, gt=0, le=600, description="Grace for an engine to exit at the end.")
+    restarts: int = Field(3, ge=0, le=100, description="Engine restarts a run may use before it stops.")
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return tuple(shlex.split(value)) if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """A game to play: the start message's fields, and which Distill policy plays each Distill seat."""
+
+    game: str
+    seed: int
+    seats: tuple[dict[str, Any], ...]  # {"player": "distill"} or {"player": "engine", "profile": ...}
+    turn_limit: int
+    policies: dict[int, str] = field(default_factory=dict)  # seat -> key of its decider
+
+    @property
+    def pod_size(self) -> int:
+        return len(self.seats)
+
+    def start(self) -> dict[str, Any]:
+        return {
+            "type": "start",
+            "game": self.game,
+            "seed": self.seed,
+            "pod_size": self.pod_size,
+            "seats": list(self.seats),
+            "turn_limit": self.turn_limit,
+        }
+
+
+@dataclass(frozen=True)
+class GameResult:
+    spec: GameSpec
+    winner_seat: int | None
+    placements: tuple[int | None, ...]
+    truncated: bool
+    turns: int
+    decisions: int
+
+
+@dataclass
+class _Engine:
+    """One engine process and the games it has in flight."""
+
+    process: EngineProcess
+    hello: Hello
+    capacity: int
+    games: dict[str, tuple[GameSpec, float]] = field(default_factory=dict)  # game -> (spec, started at)
+    heard: float = field(default_factory=time.monotonic)
+
+
+class EngineDriver:
+    """Engine processes, held to the protocol (see the module's docstring)."""
+
+    def __init__(self, config: EngineConfig, log_dir: Path | None = None) -> None:
+        self.config = config
+        self.log_dir = log_dir
+        self.engines: list[_Engine] = []
+        self.faults: list[str] = []
+        self.restarts = 0
+        self.decisions_asked = 0
+
+    def __enter__(self) -> EngineDriver:
+        try:
+            for i in range(self.config.processes):
+                self.engines.append(self._start(i))
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def hello(self) -> Hello:
+        return self.engines[0].hello
+
+    def close(self) -> None:
+        """Ask every engine to shut down, and end every process (killed past the grace)."""
+        for engine in self.engines:
+            with contextlib.suppress(EngineError):
+                engine.process.send({"type": "shutdown"}, "shutdown")
+        for engine in self.engines:
+            engine.process.close(self.config.shutdown_seconds)
+        self.engines = []
+
+    # -- starting -------------------------------------------------------------------
+
+    def _start(self, index: int) -> _Engine:
+        log = None
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            log = self.log_dir / f"engine-{index}.stderr.log"
+        process = EngineProcess(self.config.command, log, name=f"#{index}")
+        try:
+            hello = self._handshake(process)
+        except BaseException:
+            process.close(0.5)
+            raise
+        capacity = min(hello.games_per_process, self.config.games_per_process or hello.games_per_process)
+        return _Engine(process, hello, capacity)
+
+    def _handshake(self, process: EngineProcess) -> Hello:
+        message = process.read(time.monotonic() + self.config.hello_seconds, "hello")
+        try:
+            hello = Hello.model_validate(message)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"])
+            raise process.error(f"sent a hello Distill cannot read: {where}: {problem['msg']}", "hello") from None
+        refusal = refusal_of(hello)
+        if refusal is not None:
+            with contextlib.suppress(EngineError):
+                process.send({"type": "refuse", "reason": refusal}, "hello")
+            raise process.error(f"was refused: {refusal}", "hello")
+        process.send({"type": "welcome", "protocol": PROTOCOL, "major": MAJOR, "minor": 0}, "hello")
+        return hello
+
+    # -- playing --------------------------------------------------------------------
+
+    def play(self, games: Iterable[GameSpec], deciders: dict[str, Decider]) -> Iterator[GameResult]:
+        """Play ``games``, yielding each result as its game ends (in no particular order).
+
+        Raises:
+            EngineError: an engine broke the protocol in a way a restart cannot mend, or the restart budget ran out.
+            ConfigError: a game the engines cannot play (a pod too big, an AI profile they do not have).
+        """
+        pending = deque(games)
+        for spec in pending:
+            self._check_playable(spec, deciders)
+        with selectors.DefaultSelector() as selector:
+            for i, engine in enumerate(self.engines):
+                selector.register(engine.process.fd, selectors.EVENT_READ, i)
+            while pending or any(e.games for e in self.engines):
+                self._fill(pending)
+                finished: list[GameResult] = []
+                requests: list[tuple[int, dict[str, Any]]] = []
+                for key, _ in selector.select(self._wait()):
+                    i = key.data
+                    try:
+                        self._read(i, requests, finished)
+                    except EngineError as error:
+                        self._fault(i, str(error), pending, selector)
+                self._answer(requests, deciders, pending, selector)
+                self._check_deadlines(pending, selector)
+                yield from finished
+
+    def _check_playable(self, spec: GameSpec, deciders: dict[str, Decider]) -> None:
+        hello = self.hello
+        if spec.pod_size > hello.max_pod_size:
+            raise ConfigError(
+                f"game {spec.game}: a pod of {spec.pod_size}; the engine plays at most {hello.max_pod_size}",
+                hint="seat fewer players",
+            )
+        for seat in spec.seats:
+            if seat["player"] == "engine" and seat.get("profile") not in hello.capabilities.engine_ai:
+                raise ConfigError(
+                    f"the engine has no AI profile {seat.get('profile')!r}: it offers "
+                    f"{', '.join(hello.capabilities.engine_ai) or 'none'}",
+                    hint="name one of its profiles, or a checkpoint, for that seat",
+                )
+        missing = {k for k in spec.policies.values() if k not in deciders}
+        if missing or not 0 <= spec.seed <= MAX_SEED:
+            raise ConfigError(f"game {spec.game}: no policy {sorted(missing)} or a seed out of range")
+
+    def _fill(self, pending: deque[GameSpec]) -> None:
+        for engine in self.engines:
+            while pending and len(engine.games) < engine.capacity:
+                spec = pending.popleft()
+                engine.games[spec.game] = (spec, time.monotonic())
+                engine.process.send(spec.start(), "game")
+
+    def _wait(self) -> float:
+        now = time.monotonic()
+        busy = [e.heard + self.config.frame_seconds - now for e in self.engines if e.games]
+        return max(0.0, min(busy, default=1.0))
+
+    def _read(self, i: int, requests: list[tuple[int, dict[str, Any]]], finished: list[GameResult]) -> None:
+        engine = self.engines[i]
+        process = engine.process
+        open_ = process.pump()
+        if process.frames:
+            engine.heard = time.monotonic()
+        while process.frames:
+            message = process.message(process.frames.popleft(), "game")
+            kind = message["type"]
+            if kind == "decisions":
+                for request in message.get("requests") or []:
+                    requests.append((i, request))
+            elif kind == "result":
+                finished.append(self._result(engine, message))
+            elif kind == "error":
+                raise EngineError(
+                    f"the engine {process.name} reports {message.get('code')}: {message.get('message')} "
+                    f"(game {message.get('game')}, request {message.get('request')})",
+                    phase="game",
+                    stderr=list(process.tail),
+                )
+            else:
+                raise process.error(f"sent a {kind!r} message in the middle of the games", "game")
+        if not open_ and engine.games:
+            raise process.error(f"exited ({process.exit_status()}) with {len(engine.games)} games in flight", "game")
+
+    def _result(self, engine: _Engine, message: dict[str, Any]) -> GameResult:
+        game = message.get("game")
+        if game not in engine.games:
+            raise engine.process.error(f"reported the result of a game it was not playing: {game!r}", "game")
+        spec, _ = engine.games.pop(game)
+        placements = tuple(message.get("placements") or ())
+        if len(placements) != spec.pod_size:
+            raise engine.process.error(f"reported {len(placements)} placements for a pod of {spec.pod_size}", "game")
+        return GameResult(
+            spec=spec,
+            winner_seat=message.get("winner_seat"),
+            placements=placements,
+            truncated=bool(message.get("truncated")),
+            turns=int(message.get("turns") or 0),
+            decisions=int(message.get("decisions") or 0),
+        )
+
+    def _answer(
+        self,
+        requests: list[tuple[int, dict[str, Any]]],
+        deciders: dict[str, Decider],
+        pending: deque[GameSpec],
+        selector: selectors.BaseSelector,
+    ) -> None:
+        """Answer every request read this round: each engine's rows encoded, one forward pass per policy over all
+        engines' rows, one frame per engine. An engine whose request cannot be read is a fault."""
+        by_engine: dict[int, list[dict[str, Any]]] = {}
+        for i, request in requests:
+            by_engine.setdefault(i, []).append(request)
+        parts = []
+        for i, mine in by_engine.items():
+            try:
+                keys = [self._policy_of(i, request) for request in mine]
+                observations, masks = encode_rows([request["row"] for request in mine])
+            except ValueError as error:
+                self._fault(
+                    i,
+                    f"the engine {self.engines[i].process.name} sent a decision request Distill cannot read: {error}",
+                    pending,
+                    selector,
+                )
+                continue
+            except EngineError as error:
+                self._fault(i, str(error), pending, selector)
+                continue
+            parts.append((i, mine, keys, observations, masks))
+        if not parts:
+            return
+        keys = np.array([k for part in parts for k in part[2]])
+        observations = np.concatenate([part[3] for part in parts])
+        masks = np.concatenate([part[4] for part in parts])
+        actions = np.full(len(keys), -1, np.int64)
+        for key in dict.fromkeys(keys.tolist()):
+            rows = np.flatnonzero(keys == key)
+            actions[rows] = np.asarray(deciders[key](observations[rows], masks[rows]), np.int64)
+        self.decisions_asked += len(keys)
+        start = 0
+        for i, mine, _, _, _ in parts:
+            chosen = actions[start : start + len(mine)].tolist()
+            start += len(mine)
+            frame = [
+                {"game": r["game"], "request": r["request"], "action": a} for r, a in zip(mine, chosen, strict=True)
+            ]
+            try:
+                self.engines[i].process.send({"type": "actions", "answers": frame}, "game")
+            except EngineError as error:
+                self._fault(i, str(error), pending, selector)
+
+    def _policy_of(self, i: int, request: dict[str, Any]) -> str:
+        engine = self.engines[i]
+        game, row = request.get("game"), request.get("row")
+        if game not in engine.games or not isinstance(row, dict):
+            raise engine.process.error(f"asked for a decision in a game it was not playing: {game!r}", "game")
+        spec, _ = engine.games[game]
+        seat = row.get("seat")
+        if seat not in spec.policies:
+            raise engine.process.error(
+                f"asked Distill to decide for seat {seat!r} of game {game}, which its own AI plays", "game"
+            )
+        return spec.policies[seat]
+
+    def _check_deadlines(self, pending: deque[GameSpec], selector: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for i, engine in enumerate(self.engines):
+            if not engine.games:
+                continue
+            if now - engine.heard > self.config.frame_seconds:
+                self._fault(
+                    i,
+                    f"the engine {engine.process.name} said nothing for {self.config.frame_seconds:g} s "
+                    f"with {len(engine.games)} games in flight (hung)",
+                    pending,
+                    selector,
+                )
+                continue
+            late = [g for g, (_, started) in engine.games.items() if now - started > self.config.game_seconds]
+            if late:
+                self._fault(
+                    i, f"game {late[0]} ran past its deadline of {self.config.game_seconds:g} s", pending, selector
+                )
+
+    def _fault(self, i: int, why: str, pending: deque[GameSpec], selector: selectors.BaseSelector) -> None:
+        """Kill engine ``i``, void its games in flight (played again from their start), start a new process."""
+        engine = self.engines[i]
+        self.faults.append(why)
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(engine.process.fd)
+        engine.process.kill()
+        engine.process.close(0.1)
+        pending.extendleft(reversed([spec for spec, _ in engine.games.values()]))
+        engine.games.clear()
+        self.restarts += 1
+        if self.restarts > self.config.restarts:
+            raise EngineError(
+                f"the engine failed {self.restarts} times, past the restart budget of {self.config.restarts}; "
+                f"the last: {why}",
+                phase="game",
+                hint="see the engine's stderr log; raise the budget (restarts) only for an engine known to be flaky",
+            )
+        self.engines[i] = self._start(i)
+        selector.register(self.engines[i].process.fd, selectors.EVENT_READ, i)
+
+
+def refusal_of(hello: Hello) -> str | None:
+    """Why Distill cannot play with an engine that said ``hello`` (None: it can)."""
+    if hello.protocol != PROTOCOL:
+        return f"it speaks {hello.protocol!r}, not {PROTOCOL!r}"
+    if hello.major != MAJOR:
+        return f"it speaks {PROTOCOL} {hello.major}.{hello.minor}; this Distill speaks major version {MAJOR}"
+    if hello.contract_version != SCHEMA_VERSION:
+        return f"its rows follow contract version {hello.contract_version}; this Distill reads {SCHEMA_VERSION}"
+    if hello.actions != ACTIONS:
+        return f"its action vocabulary {hello.actions} is not Distill's {ACTIONS} (same names, same order)"
+    return None
+
+
+_SEAT = pa.struct(
+    [pa.field(name, pa.int64()) for name in features.SEAT_FIELDS[:-1]]
+    + [
+        pa.field("eliminated", pa.bool_()),
+        pa.field("hand", pa.list_(pa.string())),
+        pa.field("command_zone", pa.list_(pa.string())),
+    ]
+)
+REQUEST_SCHEMA = pa.schema(
+    [
+        ("seat", pa.int64()),
+        ("pod_size", pa.int64()),
+        ("turn", pa.int64()),
+        ("phase", pa.string()),
+        ("legal_actions", pa.list_(pa.bool_())),
+        ("players", pa.list_(_SEAT)),
+    ]
+)
+
+
+def encode_rows(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """The feature vectors and legal masks of decision requests' rows (the encoder the models were trained with).
+
+    Raises:
+        ValueError: a row that is not a decision state (a field of the wrong type, players that are not the
+            pod, a mask that is not 8 booleans with one legal action at least).
+    """
+    try:
+        batch = pa.RecordBatch.from_pylist(list(rows), schema=REQUEST_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as error:
+        raise ValueError(str(error).splitlines()[0]) from None
+    seat, pod = batch.column("seat").to_numpy(zero_copy_only=False), batch.column("pod_size").to_numpy(False)
+    lengths = pa.compute.list_value_length(batch.column("players")).to_numpy(zero_copy_only=False)
+    masks = pa.compute.list_value_length(batch.column("legal_actions")).to_numpy(zero_copy_only=False)
+    if (
+        batch.column("seat").null_count
+        or batch.column("pod_size").null_count
+        or (seat >= pod).any()
+        or (lengths != pod).any()
+    ):
+        raise ValueError("a row whose seat, pod_size and players do not make one pod")
+    if batch.column("legal_actions").null_count or (masks != N_ACTIONS).any():
+        raise ValueError(f"a row whose legal_actions is not {N_ACTIONS} booleans")
+    phases = batch.column("phase")
+    if phases.null_count or not pa.compute.all(pa.compute.is_in(phases, value_set=pa.array(PHASES))).as_py():
+        raise ValueError(f"a row whose phase is not one of {list(PHASES)}")
+    state = features.state_arrays_from_arrow(batch)
+    if not state.mask.any(axis=1).all():
+        raise ValueError("a row with no legal action")
+    return features.encode(state), state.mask
