@@ -35,6 +35,9 @@ def check_cmd(
     deadline: Annotated[
         float, typer.Option("--deadline", min=0.1, max=600, help="Seconds any one wait on the engine may take.")
     ] = 10.0,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Run this check only (repeatable): hello, games, ...")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check an engine against the protocol: handshake, rows, answers, faults, determinism, shutdown, speed.
@@ -46,7 +49,7 @@ def check_cmd(
     """
     from toolkit.engine.check import check_engine
 
-    report = check_engine(command, deadline)
+    report = check_engine(command, deadline, only or ())
     if as_json:
         print_json(report.model_dump(mode="json") | {"passed": report.passed})
     else:

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolkit.engine.driver import refusal_of
 from toolkit.engine.process import EngineProcess
-from toolkit.errors import EngineError
+from toolkit.errors import ConfigError, EngineError
 from toolkit.schema.engine import MAJOR, PROTOCOL, DecisionState, Hello, Result
 
 
@@ -457,15 +457,20 @@ CHECKS: dict[str, Callable[[Sequence[str], float], str]] = {
 }
 
 
-def check_engine(command: Sequence[str], deadline: float = 10.0) -> CheckReport:
-    """Run every check against the engine ``command``; a check that cannot start the engine fails, naming why.
+def check_engine(command: Sequence[str], deadline: float = 10.0, only: Sequence[str] = ()) -> CheckReport:
+    """Run every check (or those named in ``only``) against the engine ``command``.
 
     Raises:
         EngineError: the engine's program is not found.
     """
     results = []
     engine = None
+    unknown = sorted(set(only) - set(CHECKS) - {"throughput"})
+    if unknown:
+        raise ConfigError(f"no check {', '.join(unknown)}", hint=f"the checks: {', '.join([*CHECKS, 'throughput'])}")
     for name, check in CHECKS.items():
+        if only and name not in only:
+            continue
         began = time.perf_counter()
         try:
             detail, passed = check(command, deadline), True
@@ -482,6 +487,8 @@ def check_engine(command: Sequence[str], deadline: float = 10.0) -> CheckReport:
         )
     rate = latency = None
     began = time.perf_counter()
+    if only and "throughput" not in only:
+        return CheckReport(command=list(command), engine=engine, checks=results)
     try:
         detail, rate, latency = _measure(command, deadline)
         results.append(

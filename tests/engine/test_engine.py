@@ -1,0 +1,227 @@
+"""The engine protocol: the conformance check on the built-in engine and on broken ones, the driver's faults,
+and evaluation over the wire equal to evaluation in process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from toolkit.cli.main import app
+from toolkit.engine.check import check_engine
+from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec
+from toolkit.errors import EngineError
+from toolkit.game.players import PolicyPlayer
+from toolkit.loop.state import RunFolder
+from toolkit.train.evaluate import EvaluateConfig, evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY = Path(__file__).with_name("toy_engine.py")
+BUILTIN = [sys.executable, "-m", "toolkit", "engine", "builtin", "--games-per-process", "32"]
+runner = CliRunner()
+
+
+def toy(mode: str = "ok") -> list[str]:
+    return [sys.executable, str(TOY), mode]
+
+
+def first_legal(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    return masks.argmax(1)
+
+
+def test_the_builtin_engine_passes_every_check() -> None:
+    report = check_engine(BUILTIN, deadline=20)
+    assert report.passed, [c for c in report.checks if not c.passed]
+    assert [c.name for c in report.checks][-1] == "throughput" and (report.decisions_per_second or 0) > 0
+
+
+def test_the_toy_engine_passes_what_it_can() -> None:
+    report = check_engine(toy(), deadline=5)
+    assert report.passed, [c for c in report.checks if not c.passed]
+
+
+# (mode, the check that must fail, a part of its message)
+BROKEN = [
+    ("silent", "hello", "said nothing for the hello deadline"),
+    ("major2", "hello", "major version 1"),
+    ("vocabulary", "hello", "action vocabulary"),
+    ("log-on-stdout", "hello", "carries protocol frames only"),
+    ("flood", "games", "longer than"),
+    ("oversized", "games", "bytes"),
+    ("unknown-game", "games", "never started"),
+    ("invalid-row", "games", "breaks the contract"),
+    ("exit-mid-game", "games", "exited (exit code 3)"),
+    ("sleep-forever", "games", "said nothing for the game deadline"),
+    ("ignore-eof", "eof", "end of its input"),
+    ("substitute", "illegal", "never substitutes"),
+    ("no-echo", "games", "echoes settings"),
+]
+
+
+@pytest.mark.parametrize(("mode", "check", "message"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_the_checker_fails_each_broken_engine_with_the_right_message(mode: str, check: str, message: str) -> None:
+    started = time.monotonic()
+    report = check_engine(toy(mode), deadline=1.5, only=[check])
+    found = {c.name: c for c in report.checks}
+    assert not found[check].passed and message in found[check].detail, found[check]
+    assert not report.passed
+    assert time.monotonic() - started < 60  # every wait had its deadline
+
+
+def test_the_check_command_prints_a_table_and_exits_1_on_a_failure() -> None:
+    result = runner.invoke(app, ["engine", "check", "--deadline", "1.5", "--", *toy("major2")])
+    assert result.exit_code == 1 and "FAIL" in result.stdout and "major version 1" in result.stdout
+
+
+def test_a_missing_engine_program_is_a_clear_error() -> None:
+    result = runner.invoke(app, ["evaluate", "--policy", "x.json", "--engine", "no-such-engine-program"])
+    assert result.exit_code != 0
+    with pytest.raises(EngineError, match="not found"):
+        EngineDriver(EngineConfig(command="no-such-engine-program")).__enter__()
+
+
+def test_an_engine_of_another_major_is_refused_naming_both_versions() -> None:
+    with pytest.raises(EngineError, match=r"distill-engine 2\.0; this Distill speaks major version 1") as error:
+        EngineDriver(EngineConfig(command=toy("major2"), hello_seconds=5)).__enter__()
+    assert error.value.phase == "hello"
+
+
+def specs(n: int, seats: int = 4, turns: int = 3) -> list[GameSpec]:
+    return [
+        GameSpec(
+            f"g{k}", k, tuple({"player": "distill"} for _ in range(seats)), turns, dict.fromkeys(range(seats), "p")
+        )
+        for k in range(n)
+    ]
+
+
+def test_a_crash_mid_game_is_voided_and_replayed_on_a_new_process(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TOY_MARKER", str(tmp_path / "crashed"))
+    config = EngineConfig(command=toy("crash-once"), processes=2, frame_seconds=10)
+    with EngineDriver(config, log_dir=tmp_path / "logs") as driver:
+        results = list(driver.play(specs(10), {"p": first_legal}))
+        faults = list(driver.faults)
+    assert sorted(r.spec.game for r in results) == [f"g{k}" for k in range(10)]  # each once: the voided replayed
+    assert all(r.decisions == 12 for r in results)
+    assert len(faults) == 1 and "exited (exit code 3)" in faults[0]
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == ["engine-0.stderr.log", "engine-1.stderr.log"]
+
+
+def test_past_the_restart_budget_the_run_stops_naming_the_fault() -> None:
+    config = EngineConfig(command=toy("exit-mid-game"), restarts=2, frame_seconds=10)
+    with pytest.raises(EngineError, match=r"failed 3 times, past the restart budget of 2.*exit code 3"):
+        with EngineDriver(config) as driver:
+            list(driver.play(specs(2), {"p": first_legal}))
+
+
+def test_a_hung_engine_is_killed_at_its_deadline_and_counted(tmp_path: Path) -> None:
+    config = EngineConfig(command=toy("sleep-forever"), restarts=1, frame_seconds=1)
+    started = time.monotonic()
+    with pytest.raises(EngineError, match="said nothing for 1 s"):
+        with EngineDriver(config) as driver:
+            list(driver.play(specs(1), {"p": first_legal}))
+    assert time.monotonic() - started < 30
+
+
+def test_evaluation_through_the_builtin_engine_equals_evaluation_in_process() -> None:
+    def player() -> PolicyPlayer:
+        return PolicyPlayer(first_legal)
+
+    config = EvaluateConfig(games=48, seed=7, max_rounds=30)
+    here = evaluate(player, config)
+    there = evaluate(player, config, engine=EngineConfig(command=BUILTIN, processes=2))
+    assert there.outcomes == here.outcomes and there.decisions == here.decisions
+    assert there.engine_faults == []
+
+
+def test_a_student_checkpoint_evaluates_the_same_over_the_wire(loop_home) -> None:
+    from toolkit.train.agents import policy_blob
+
+    card = loop_home.resolve(RunFolder(loop_home, "tiny").records()[-1]["student"])
+    config = EvaluateConfig(games=40, seed=3, opponents=("heuristic", "tuned", "heuristic"))
+    blob = policy_blob(card)
+    here = evaluate(blob, config)
+    there = evaluate(blob, config, engine=EngineConfig(command=BUILTIN))
+    assert there.outcomes == here.outcomes and here.wins > 0
+
+
+def test_an_engine_killed_mid_evaluation_gives_the_same_results() -> None:
+    def player() -> PolicyPlayer:
+        return PolicyPlayer(first_legal)
+
+    config = EvaluateConfig(games=64, seed=11, max_rounds=30)
+    here = evaluate(player, config)
+    engine = EngineConfig(command=BUILTIN, processes=2, games_per_process=4)
+    import toolkit.engine.driver as driver_module
+
+    original = driver_module.EngineDriver._read
+    killed: list[int] = []
+
+    def read_and_kill(self, i, requests, finished):  # the first engine is killed once it finished some games
+        original(self, i, requests, finished)
+        if finished and not killed:
+            pid = self.engines[0].process.proc.pid
+            os.killpg(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    driver_module.EngineDriver._read = read_and_kill
+    try:
+        there = evaluate(player, config, engine=engine)
+    finally:
+        driver_module.EngineDriver._read = original
+    assert killed and len(there.engine_faults) == 1
+    assert there.outcomes == here.outcomes
+
+
+def test_no_engine_outlives_a_killed_driver(tmp_path: Path) -> None:
+    code = (
+        "import sys, time; from toolkit.engine.driver import EngineConfig, EngineDriver\n"
+        f"driver = EngineDriver(EngineConfig(command={BUILTIN!r}, processes=2)).__enter__()\n"
+        "print(' '.join(str(e.process.proc.pid) for e in driver.engines), flush=True); time.sleep(600)"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    pids = [int(p) for p in process.stdout.readline().split()]
+    assert len(pids) == 2
+    process.kill()
+    process.wait(30)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for its reaper is gone
+        return stat.read().split()[2] != "Z"
+
+
+def test_evaluate_takes_an_engine_from_the_command_line(loop_home) -> None:
+    card = loop_home.resolve(RunFolder(loop_home, "tiny").records()[-1]["student"])
+    command = " ".join(BUILTIN)
+    result = runner.invoke(
+        app,
+        ["evaluate", "--policy", str(card), "--games", "8", "--engine", command, "--engine-processes", "2", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    assert '"games": 8' in result.stdout and '"engine_faults": []' in result.stdout
+
+
+def test_driver_threads_do_not_leak() -> None:
+    before = threading.active_count()
+    with EngineDriver(EngineConfig(command=toy())) as driver:
+        list(driver.play(specs(2), {"p": first_legal}))
+    time.sleep(0.2)
+    assert threading.active_count() <= before
