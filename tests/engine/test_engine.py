@@ -225,3 +225,61 @@ def test_driver_threads_do_not_leak() -> None:
         list(driver.play(specs(2), {"p": first_legal}))
     time.sleep(0.2)
     assert threading.active_count() <= before
+
+
+def builtin_rows(games: int = 6) -> list[dict]:
+    """Decision rows the built-in engine sends (its first frames), every seat Distill's."""
+    from toolkit.engine.process import EngineProcess
+
+    process = EngineProcess(BUILTIN)
+    try:
+        process.read(time.monotonic() + 20, "hello")
+        process.send({"type": "welcome", "protocol": "distill-engine", "major": 1, "minor": 0}, "hello")
+        for k in range(games):
+            seats = [{"player": "distill"} for _ in range(3 + k % 3)]
+            process.send(
+                {"type": "start", "game": f"r{k}", "seed": k, "pod_size": len(seats), "seats": seats, "turn_limit": 30},
+                "start",
+            )
+        rows: list[dict] = []
+        while len(rows) < 60:
+            frame = process.read(time.monotonic() + 20, "game")
+            mine = frame["requests"]
+            rows += [r["row"] for r in mine]
+            answers = [
+                {"game": r["game"], "request": r["request"], "action": r["row"]["legal_actions"].index(True)}
+                for r in mine
+            ]
+            process.send({"type": "actions", "answers": answers}, "game")
+        return rows
+    finally:
+        process.close(0.5)
+
+
+def test_the_drivers_row_encoder_gives_the_numbers_of_the_arrow_encoder_models_were_trained_with() -> None:
+    import pyarrow as pa
+
+    from toolkit import features
+    from toolkit.engine.driver import encode_rows
+
+    rows = builtin_rows()
+    assert len({r["pod_size"] for r in rows}) == 3 and len(rows) >= 60
+    rows[0]["players"][1]["commander_tax"] = None  # a null and a field left out read as 0, as the lake reads them
+    del rows[1]["players"][0]["total_power"]
+    observations, masks = encode_rows(rows)
+    arrow = features.state_arrays_from_arrow(pa.RecordBatch.from_pylist(rows))
+    np.testing.assert_array_equal(observations, features.encode(arrow))
+    np.testing.assert_array_equal(masks, arrow.mask)
+    for broken, why in [
+        ({"legal_actions": [1, 0, 0, 0, 0, 0, 0, 0]}, "legal_actions is not 8 booleans"),
+        ({"legal_actions": [False] * 8}, "no legal action"),
+        ({"seat": 7}, "players for a pod"),
+        ({"phase": "upkeep"}, "phase 'upkeep' is not one of"),
+        ({"players": "none"}, "wrong shape"),
+        ({"turn": None}, "wrong shape"),
+        ({"seat": None, "players": None}, "wrong shape"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            encode_rows([{**rows[2], **broken}])
+    with pytest.raises(ValueError, match="without the field 'turn'"):
+        encode_rows([{k: v for k, v in rows[2].items() if k != "turn"}])

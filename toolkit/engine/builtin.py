@@ -19,6 +19,7 @@ its input.
 
 from __future__ import annotations
 
+import heapq
 import os
 import selectors
 import sys
@@ -33,7 +34,6 @@ from toolkit import __version__
 from toolkit.engine.wire import FrameBuffer, FrameError, decode, encode
 from toolkit.game import rules
 from toolkit.game.cards import NAMES
-from toolkit.game.core import Seating
 from toolkit.game.observation import SEAT_FIELDS, seat_features
 from toolkit.game.players import TUNED, DecisionBatch, HeuristicPlayer, policy_targets
 from toolkit.schema.engine import ACTIONS, MAJOR, MAX_FRAME_BYTES, MINOR, PROTOCOL, Start
@@ -42,7 +42,8 @@ from toolkit.schema.vocab import SCHEMA_VERSION
 ENGINE_NAME: Final = "distill-game"
 PROFILES: Final = ("heuristic", "tuned", "random")
 MAX_POD: Final = 6  # the game's rules seat 2 to 6
-DEFAULT_GAMES: Final = 256
+DEFAULT_GAMES: Final = 1024
+LANES: Final = 2  # tables per pod size and turn limit: one steps while the other's requests are out
 _PHASE_NAMES: Final = ("main_1", "main_2")  # indexed by rules.MAIN_1 / MAIN_2
 
 
@@ -72,7 +73,7 @@ class _Wire:
         self.fd, self.out = stdin, stdout
         self.buffer = FrameBuffer(MAX_FRAME_BYTES)
         self.frames: deque[bytes] = deque()
-        self.selector = selectors.DefaultSelector()
+        self.selector = selectors.PollSelector()  # epoll refuses a regular file or /dev/null as input
         self.selector.register(stdin, selectors.EVENT_READ)
         self.closed = False
 
@@ -130,45 +131,11 @@ class _RandomProfile:
         return (noise + batch.mask).argmax(1), None
 
 
-class _Distill:
-    """Distill's seats: every game's request of this step in one frame, the answers read back."""
-
-    source = "distill"
-
-    def __init__(self, table: _Table) -> None:
-        self.table = table
-
-    def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
-        table = self.table
-        requests = {}
-        rows = table.rows(batch)
-        for slot, row in zip(batch.games.tolist(), rows, strict=True):
-            game = table.games[slot]
-            requests[(game.start.game, game.requests)] = slot
-            game.requests += 1
-        frame = [{"game": g, "request": r, "row": row} for (g, r), row in zip(requests, rows, strict=True)]
-        table.server.wire.send({"type": "decisions", "requests": frame})
-        actions = np.full(len(batch.games), -1, np.intp)
-        where = {key: i for i, key in enumerate(requests)}
-        while (actions < 0).any():
-            message = table.server.await_message()
-            for answer in message.get("answers", []):
-                key = (answer.get("game"), answer.get("request"))
-                i = where.get(key)
-                if i is None:
-                    table.server.refuse_answer(answer, "unknown_game", "no open request of that game and number")
-                    continue
-                action = answer.get("action")
-                if not isinstance(action, int) or not 0 <= action < len(ACTIONS) or not batch.mask[i, action]:
-                    legal = [ACTIONS[a] for a in np.flatnonzero(batch.mask[i])]
-                    table.server.refuse_answer(answer, "illegal_action", f"action {action!r} is not legal: {legal}")
-                    continue
-                actions[i] = action
-        return actions, policy_targets(batch, actions)
-
-
 class _Table:
-    """The games of one pod size and turn limit, stepped together."""
+    """Games of one pod size and turn limit, stepped together in two halves: :meth:`begin` takes a step's
+    local decisions (the engine AI's) and sends Distill's requests without waiting, :meth:`finish` applies the
+    step once every answer is in. The server keeps one table's requests in flight while it works on another,
+    so the engine never idles waiting for Distill's answers while it has work."""
 
     def __init__(self, server: _Server, pod: int, turn_limit: int, capacity: int) -> None:
         self.server = server
@@ -176,81 +143,181 @@ class _Table:
         self.state = rules.new_state(capacity, self.config)
         self.state.done[:] = True
         self.games: dict[int, _Game] = {}
-        self.players = [_Distill(self), HeuristicPlayer(), HeuristicPlayer(TUNED), _RandomProfile(self)]
-        self.seating = Seating(self.players, capacity, pod)
+        self.players = [HeuristicPlayer(), HeuristicPlayer(TUNED), _RandomProfile(self)]
+        self.table = np.zeros((capacity, pod), np.int32)  # per slot and seat: -1 Distill, else a profile's player
         self.rng = np.random.default_rng(0)  # never drawn from: every profile uses its game's generator
+        self.step_state: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.waiting: list[tuple[str, int]] = []
+        self.slots = list(range(capacity))  # the free slots, a heap
 
     @property
-    def free(self) -> list[int]:
-        return [s for s in range(self.state.n_games) if s not in self.games]
+    def free(self) -> int:
+        return self.state.n_games - len(self.games)
 
-    def add(self, start: Start, slot: int) -> None:
+    def add(self, start: Start) -> None:
+        slot = heapq.heappop(self.slots)  # the lowest free slot
         self.games[slot] = _Game(start, np.random.default_rng([start.seed, 1]))
-        self.seating.table[slot] = [
-            0 if s.player == "distill" else 1 + PROFILES.index(s.profile or "") for s in start.seats
-        ]
+        self.table[slot] = [-1 if s.player == "distill" else PROFILES.index(s.profile or "") for s in start.seats]
         rules.deal(self.state, np.array([slot]), [np.random.default_rng(start.seed)], self.config)
 
-    def step(self) -> None:
+    def begin(self) -> None:
+        """The step's engine-AI decisions, and Distill's requests sent (not waited for)."""
         state = self.state
         g = np.array(sorted(self.games), np.intp)
         g = g[~state.done[g]]
+        seats = state.seat[g]
         mask = rules.legal_mask(state, g)
-        actions, targets = self.seating.ask(state, g, mask, self.rng)
+        who = self.table[g, seats]
+        actions = np.full(len(g), -1, np.intp)
+        targets = np.full(len(g), -1, np.intp)
+        for index in np.unique(who[who >= 0]).tolist():
+            pick = np.flatnonzero(who == index)
+            chosen, chosen_targets = self.players[index].act(
+                DecisionBatch(state, g[pick], seats[pick], mask[pick], self.rng)
+            )
+            actions[pick] = chosen
+            if chosen_targets is not None:
+                targets[pick] = chosen_targets
+        remote = np.flatnonzero(who < 0)
+        self.step_state = (g, seats, mask, actions, targets)
+        self.waiting = []
+        if len(remote):
+            batch = DecisionBatch(state, g[remote], seats[remote], mask[remote], self.rng)
+            frame = []
+            for i, row in zip(remote.tolist(), self.rows(batch), strict=True):
+                game = self.games[int(g[i])]
+                key = (game.start.game, game.requests)
+                game.requests += 1
+                self.server.expect(key, mask[i])
+                self.waiting.append(key)
+                frame.append({"game": key[0], "request": key[1], "row": row})
+            self.server.wire.send({"type": "decisions", "requests": frame})
+
+    @property
+    def ready(self) -> bool:
+        return self.step_state is not None and all(key in self.server.answers for key in self.waiting)
+
+    def finish(self) -> None:
+        """Apply the step begun, every answer in; report the games it ended."""
+        assert self.step_state is not None
+        g, seats, mask, actions, targets = self.step_state
+        remote = np.flatnonzero(actions < 0)
+        if len(remote):
+            actions[remote] = [self.server.answers.pop(key) for key in self.waiting]
+            batch = DecisionBatch(self.state, g[remote], seats[remote], mask[remote], self.rng)
+            targets[remote] = policy_targets(batch, actions[remote])
+        self.step_state, self.waiting = None, []
+        state = self.state
         rules.apply(state, g, actions, targets, mask)
         for slot in g.tolist():
             self.games[slot].decisions += 1
         for slot in g[state.done[g]].tolist():
             self.server.report(self, slot)
             del self.games[slot]
+            heapq.heappush(self.slots, slot)
 
     def rows(self, batch: DecisionBatch) -> list[dict[str, Any]]:
-        """The contract rows (without label) of the acting seats of ``batch``."""
+        """The contract rows (without label) of the acting seats of ``batch`` (every zone of every row named in
+        a few numpy passes: no per-card Python)."""
         state, g = self.state, batch.games
+        m, n = len(g), state.n_seats
         counts = seat_features(state, g).tolist()
+        hands = _zone_names(state.hand[g, batch.seats])
+        zones = _zone_names(np.stack([state.permanents[g], state.graveyard[g]], axis=2))
+        on_board = _creature_names(state.creatures[g])
+        commanders = _NAME_ARRAY[state.commander[g]].tolist()
+        in_zone = state.in_command_zone[g].tolist()
+        slots, seats, turns, phases = (x.tolist() for x in (g, state.seat[g], state.turn[g], state.phase[g]))
+        masks = batch.mask.tolist()
         rows = []
-        for i, slot in enumerate(g.tolist()):
-            game, seat = self.games[slot], int(state.seat[slot])
+        for i in range(m):
+            seat = seats[i]
             players = []
-            for p in range(state.n_seats):
-                entry: dict[str, Any] = {"seat": p}
-                entry.update(zip(SEAT_FIELDS[:-1], counts[i][p][:-1], strict=True))
-                entry["eliminated"] = bool(counts[i][p][-1])
-                entry["hand"] = _names(state.hand[slot, p]) if p == seat else None
-                creatures = [NAMES[c] for c in state.creatures[slot, p].tolist() if c >= 0]
-                entry["battlefield"] = _names(state.permanents[slot, p]) + creatures
-                entry["graveyard"] = _names(state.graveyard[slot, p])
-                entry["command_zone"] = [NAMES[int(state.commander[slot, p])]] if state.in_command_zone[slot, p] else []
-                players.append(entry)
+            for p in range(n):
+                c, k = counts[i][p], i * n + p
+                players.append(
+                    {
+                        "seat": p,
+                        "life": c[0],
+                        "commander_damage_taken": c[1],
+                        "mana_available": c[2],
+                        "commander_tax": c[3],
+                        "hand_size": c[4],
+                        "graveyard_size": c[5],
+                        "creatures": c[6],
+                        "lands": c[7],
+                        "permanents": c[8],
+                        "total_power": c[9],
+                        "eliminated": bool(c[10]),
+                        "hand": hands[i] if p == seat else None,
+                        "battlefield": zones[2 * k] + on_board[k],
+                        "graveyard": zones[2 * k + 1],
+                        "command_zone": [commanders[i][p]] if in_zone[i][p] else [],
+                    }
+                )
+            game = self.games[slots[i]]
             rows.append(
                 {
                     "schema_version": SCHEMA_VERSION,
                     "engine": ENGINE_NAME,
                     "game_id": game.start.game,
                     "decision_index": game.decisions,
-                    "turn": int(state.turn[slot]),
-                    "phase": _PHASE_NAMES[int(state.phase[slot])],
+                    "turn": turns[i],
+                    "phase": _PHASE_NAMES[phases[i]],
                     "seat": seat,
-                    "pod_size": state.n_seats,
+                    "pod_size": n,
                     "players": players,
-                    "legal_actions": batch.mask[i].tolist(),
+                    "legal_actions": masks[i],
                 }
             )
         return rows
 
 
-def _names(counts: np.ndarray) -> list[str]:
-    """Card names from counts by card id, in id order."""
-    ids = np.flatnonzero(counts)
-    return [NAMES[c] for c in ids.tolist() for _ in range(int(counts[c]))]
+_NAME_ARRAY: Final = np.array(NAMES, dtype=object)
+_COUNTS_ORDER: Final = (
+    "life",
+    "commander_damage_taken",
+    "mana_available",
+    "commander_tax",
+    "hand_size",
+    "graveyard_size",
+    "creatures",
+    "lands",
+    "permanents",
+    "total_power",
+    "eliminated",
+)
+if SEAT_FIELDS != _COUNTS_ORDER:  # pragma: no cover - rows() writes the counts by position
+    raise RuntimeError(f"the seat fields changed order ({SEAT_FIELDS}): update _Table.rows")
+
+
+def _creature_names(creatures: np.ndarray) -> list[list[str]]:
+    """Per seat of ``creatures`` [M, N, K] (card ids, -1: an empty place), its creatures' names, flattened."""
+    flat = creatures.reshape(-1, creatures.shape[-1])
+    owner, place = np.nonzero(flat >= 0)
+    names = _NAME_ARRAY[flat[owner, place]].tolist()
+    bounds = np.searchsorted(owner, np.arange(len(flat) + 1)).tolist()
+    return [names[a:b] for a, b in zip(bounds, bounds[1:])]  # noqa: B905 - one shorter by design
+
+
+def _zone_names(zones: np.ndarray) -> list[list[str]]:
+    """Per zone of ``zones`` [..., C] (card counts by id), its card names in id order, flattened in C order."""
+    flat = zones.reshape(-1, zones.shape[-1])
+    owner, card = np.nonzero(flat)
+    repeats = flat[owner, card].astype(np.intp)
+    names = _NAME_ARRAY[np.repeat(card, repeats)].tolist()
+    bounds = np.searchsorted(np.repeat(owner, repeats), np.arange(len(flat) + 1)).tolist()
+    return [names[a:b] for a, b in zip(bounds, bounds[1:])]  # noqa: B905 - one shorter by design
 
 
 @dataclass
 class _Server:
     wire: _Wire
     capacity: int
-    tables: dict[tuple[int, int], _Table] = field(default_factory=dict)
+    tables: dict[tuple[int, int, int], _Table] = field(default_factory=dict)
     queue: deque[Start] = field(default_factory=deque)
+    expected: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)  # open requests: their masks
+    answers: dict[tuple[str, int], int] = field(default_factory=dict)
     played: int = 0
     stopping: bool = False
 
@@ -266,11 +333,15 @@ class _Server:
             return 2
         try:
             while not (self.stopping and not self.live):
-                self.take(wait=not self.live and not self.queue)
+                busy = [t for t in self.tables.values() if t.games]
+                stuck = bool(busy) and all(t.step_state is not None and not t.ready for t in busy)
+                self.take(wait=stuck or (not busy and not self.queue))
                 self.seat_queued()
                 for table in list(self.tables.values()):
-                    if table.games:
-                        table.step()
+                    if table.ready:
+                        table.finish()
+                    if table.games and table.step_state is None:
+                        table.begin()
         except _Stop:
             return 0
         self.wire.send({"type": "bye", "games": self.played})
@@ -286,14 +357,8 @@ class _Server:
             wait = False
             self.handle(message)
 
-    def await_message(self) -> dict[str, Any]:
-        """The next ``actions`` message, handling any other in between (a start is queued)."""
-        while True:
-            message = self.wire.next(wait=True)
-            assert message is not None
-            if message.get("type") == "actions":
-                return message
-            self.handle(message)
+    def expect(self, key: tuple[str, int], mask: np.ndarray) -> None:
+        self.expected[key] = mask
 
     def handle(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
@@ -303,12 +368,33 @@ class _Server:
             self.stopping = True
             for table in self.tables.values():  # games not finished are abandoned: no result
                 table.games.clear()
+                table.step_state, table.waiting = None, []
             self.queue.clear()
         elif kind == "actions":
-            for answer in message.get("answers", []):
-                self.refuse_answer(answer, "unknown_game", "no open request of that game and number")
+            for answer in message.get("answers") or []:
+                self.take_answer(answer)
         else:
             self.wire.send({"type": "error", "code": "bad_frame", "message": f"unexpected message {kind!r}"})
+
+    def take_answer(self, answer: Any) -> None:
+        """Keep a legal answer to an open request; an error reply for anything else (the request stays open)."""
+        key = (answer.get("game"), answer.get("request")) if isinstance(answer, dict) else (None, None)
+        mask = self.expected.get(key)  # type: ignore[arg-type]
+        if mask is None:
+            self.refuse_answer(answer, "unknown_game", "no open request of that game and number")
+            return
+        action = answer.get("action")
+        if (
+            not isinstance(action, int)
+            or isinstance(action, bool)
+            or not 0 <= action < len(ACTIONS)
+            or not mask[action]
+        ):
+            legal = [ACTIONS[a] for a in np.flatnonzero(mask)]
+            self.refuse_answer(answer, "illegal_action", f"action {action!r} is not legal: {legal}")
+            return
+        del self.expected[key]  # type: ignore[arg-type]
+        self.answers[key] = action  # type: ignore[index]
 
     def queue_start(self, message: dict[str, Any]) -> None:
         try:
@@ -335,16 +421,19 @@ class _Server:
         self.wire.send({"type": "error", "code": "bad_start", "message": why, "game": str(message.get("game"))})
 
     def seat_queued(self) -> None:
+        """Seat queued games in the lane of their pod and turn limit with the most free slots (two lanes each)."""
         while self.queue:
             start = self.queue[0]
-            key = (start.pod_size, start.turn_limit)
-            table = self.tables.get(key)
-            if table is None:
-                table = self.tables[key] = _Table(self, start.pod_size, start.turn_limit, self.capacity)
-            free = table.free
-            if not free:
+            lanes = []
+            for lane in range(LANES):
+                key = (start.pod_size, start.turn_limit, lane)
+                if key not in self.tables:
+                    self.tables[key] = _Table(self, start.pod_size, start.turn_limit, -(-self.capacity // LANES))
+                lanes.append(self.tables[key])
+            table = max(lanes, key=lambda t: t.free)
+            if not table.free:
                 return
-            table.add(self.queue.popleft(), free[0])
+            table.add(self.queue.popleft())
 
     def refuse_answer(self, answer: Any, code: str, why: str) -> None:
         game = answer.get("game") if isinstance(answer, dict) else None

@@ -26,6 +26,8 @@ answer it calls illegal, a game it does not know) stops the run at once.
 from __future__ import annotations
 
 import contextlib
+import functools
+import operator
 import selectors
 import shlex
 import time
@@ -33,10 +35,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
-import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolkit import features
@@ -131,10 +132,15 @@ class EngineDriver:
         self.decisions_asked = 0
 
     def __enter__(self) -> EngineDriver:
+        processes = []  # every engine started before the first handshake: they start up side by side
         try:
             for i in range(self.config.processes):
-                self.engines.append(self._start(i))
+                processes.append(self._spawn(i))
+            for process in processes:
+                self.engines.append(self._ready(process))
         except BaseException:
+            for process in processes[len(self.engines) :]:
+                process.close(0.5)
             self.close()
             raise
         return self
@@ -158,11 +164,17 @@ class EngineDriver:
     # -- starting -------------------------------------------------------------------
 
     def _start(self, index: int) -> _Engine:
+        return self._ready(self._spawn(index))
+
+    def _spawn(self, index: int) -> EngineProcess:
         log = None
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log = self.log_dir / f"engine-{index}.stderr.log"
-        process = EngineProcess(self.config.command, log, name=f"#{index}")
+        return EngineProcess(self.config.command, log, name=f"#{index}")
+
+    def _ready(self, process: EngineProcess) -> _Engine:
+        """The engine's handshake; it is closed if that fails."""
         try:
             hello = self._handshake(process)
         except BaseException:
@@ -367,10 +379,10 @@ class EngineDriver:
                     selector,
                 )
                 continue
-            late = [g for g, (_, started) in engine.games.items() if now - started > self.config.game_seconds]
-            if late:
+            oldest, (_, started) = next(iter(engine.games.items()))  # games are kept in the order they started
+            if now - started > self.config.game_seconds:
                 self._fault(
-                    i, f"game {late[0]} ran past its deadline of {self.config.game_seconds:g} s", pending, selector
+                    i, f"game {oldest} ran past its deadline of {self.config.game_seconds:g} s", pending, selector
                 )
 
     def _fault(self, i: int, why: str, pending: deque[GameSpec], selector: selectors.BaseSelector) -> None:
@@ -408,53 +420,73 @@ def refusal_of(hello: Hello) -> str | None:
     return None
 
 
-_SEAT = pa.struct(
-    [pa.field(name, pa.int64()) for name in features.SEAT_FIELDS[:-1]]
-    + [
-        pa.field("eliminated", pa.bool_()),
-        pa.field("hand", pa.list_(pa.string())),
-        pa.field("command_zone", pa.list_(pa.string())),
-    ]
-)
-REQUEST_SCHEMA = pa.schema(
-    [
-        ("seat", pa.int64()),
-        ("pod_size", pa.int64()),
-        ("turn", pa.int64()),
-        ("phase", pa.string()),
-        ("legal_actions", pa.list_(pa.bool_())),
-        ("players", pa.list_(_SEAT)),
-    ]
-)
-
-
 def encode_rows(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """The feature vectors and legal masks of decision requests' rows (the encoder the models were trained with).
+    """The feature vectors and legal masks of decision requests' rows, by the encoder the models were trained
+    with (:func:`toolkit.features.encode`; the same numbers its Arrow path gives for the same rows: a test).
 
     Raises:
-        ValueError: a row that is not a decision state (a field of the wrong type, players that are not the
-            pod, a mask that is not 8 booleans with one legal action at least).
+        ValueError: a row that is not a decision state (a field missing or of the wrong type, players that are
+            not the pod, a phase not of the contract, a mask that is not 8 booleans with one legal action at least).
     """
+    m = len(rows)
+    seat, pod, turn, phase = (np.zeros(m, np.int64) for _ in range(4))
+    hand = np.zeros((m, len(features.HAND_ROLES)), np.float32)
+    zone = np.zeros(m, bool)
+    values: list[tuple[Any, ...]] = []  # every row's players' seat fields, in order
+    legal_masks = []
     try:
-        batch = pa.RecordBatch.from_pylist(list(rows), schema=REQUEST_SCHEMA)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as error:
-        raise ValueError(str(error).splitlines()[0]) from None
-    seat, pod = batch.column("seat").to_numpy(zero_copy_only=False), batch.column("pod_size").to_numpy(False)
-    lengths = pa.compute.list_value_length(batch.column("players")).to_numpy(zero_copy_only=False)
-    masks = pa.compute.list_value_length(batch.column("legal_actions")).to_numpy(zero_copy_only=False)
-    if (
-        batch.column("seat").null_count
-        or batch.column("pod_size").null_count
-        or (seat >= pod).any()
-        or (lengths != pod).any()
-    ):
-        raise ValueError("a row whose seat, pod_size and players do not make one pod")
-    if batch.column("legal_actions").null_count or (masks != N_ACTIONS).any():
-        raise ValueError(f"a row whose legal_actions is not {N_ACTIONS} booleans")
-    phases = batch.column("phase")
-    if phases.null_count or not pa.compute.all(pa.compute.is_in(phases, value_set=pa.array(PHASES))).as_py():
-        raise ValueError(f"a row whose phase is not one of {list(PHASES)}")
-    state = features.state_arrays_from_arrow(batch)
-    if not state.mask.any(axis=1).all():
+        for i, row in enumerate(rows):
+            seat[i], pod[i], turn[i] = int(row["seat"]), int(row["pod_size"]), int(row["turn"])
+            code = _PHASE_INDEX.get(row["phase"])
+            if code is None:
+                raise ValueError(f"phase {row['phase']!r} is not one of {list(PHASES)}")
+            phase[i] = code
+            players = row["players"]
+            if not 0 <= seat[i] < pod[i] <= features.MAX_SEATS or len(players) != pod[i]:
+                raise ValueError(f"seat {row['seat']} and {len(players)} players for a pod of {row['pod_size']}")
+            for player in players:
+                try:
+                    values.append(_SEAT_VALUES(player))
+                except KeyError:  # a field left out is a null
+                    values.append(tuple(player.get(name) for name in features.SEAT_FIELDS))
+            acting = players[seat[i]]
+            for card in acting.get("hand") or ():
+                hand[i, _hand_role(card)] += 1
+            zone[i] = bool(acting.get("command_zone"))
+            legal = row["legal_actions"]
+            if len(legal) != N_ACTIONS or set(map(type, legal)) != {bool}:
+                raise ValueError(f"legal_actions is not {N_ACTIONS} booleans: {legal!r}")
+            legal_masks.append(legal)
+        seats = np.zeros((m, features.MAX_SEATS, len(features.SEAT_FIELDS)), np.float32)
+        if m:
+            place = np.arange(int(pod.sum())) - np.repeat(np.cumsum(pod) - pod, pod)
+            counts = np.array(values, np.float32)  # a null reads as NaN here, and as 0 in the lake's encoder
+            seats[np.repeat(np.arange(m), pod), place] = np.nan_to_num(counts, copy=False, nan=0.0)
+    except KeyError as error:
+        raise ValueError(f"a row without the field {error}") from None
+    except (TypeError, AttributeError) as error:
+        raise ValueError(f"a row of the wrong shape ({error})") from None
+    mask = np.array(legal_masks, bool).reshape(m, N_ACTIONS)
+    if not mask.any(axis=1).all():
         raise ValueError("a row with no legal action")
-    return features.encode(state), state.mask
+    state = features.StateArrays(
+        seats=seats,
+        seat=seat,
+        pod_size=pod,
+        hand_roles=hand,
+        in_command_zone=zone,
+        turn=turn,
+        phase=phase,
+        mask=mask,
+        mask_known=np.ones(m, bool),
+    )
+    return features.encode(state), mask
+
+
+_PHASE_INDEX: Final = {name: i for i, name in enumerate(PHASES)}
+_SEAT_VALUES: Final = operator.itemgetter(*features.SEAT_FIELDS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _hand_role(card: str) -> int:
+    return features.hand_role(card)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import fcntl
 import os
 import selectors
 import shutil
@@ -35,6 +36,7 @@ from toolkit.schema.engine import MAX_FRAME_BYTES
 
 STDERR_LINES = 40  # kept for error messages
 _PR_SET_PDEATHSIG = 1
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux; refused (and left alone) where pipes cannot grow
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -74,6 +76,9 @@ class EngineProcess:
         self.stdin = self.proc.stdin
         self.fd = self.proc.stdout.fileno()
         os.set_blocking(self.fd, False)
+        for pipe in (self.fd, self.stdin.fileno()):  # room for a whole frame: neither side blocks mid-frame
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(pipe, _F_SETPIPE_SZ, MAX_FRAME_BYTES)
         self.frames: collections.deque[bytes] = collections.deque()
         self._buffer = FrameBuffer(MAX_FRAME_BYTES)
         self.eof = False
@@ -100,7 +105,7 @@ class EngineProcess:
         """
         while True:
             try:
-                data = os.read(self.fd, 1 << 16)
+                data = os.read(self.fd, MAX_FRAME_BYTES)
             except BlockingIOError:
                 return True
             except OSError:
@@ -153,12 +158,17 @@ class EngineProcess:
             self.stdin.write(encode(message))
             self.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
-            raise self.error(f"closed its input during {phase} ({self.exit_status()})", phase) from None
+            raise self.error(f"closed its input during {phase} ({self.exit_status(ended=True)})", phase) from None
 
     # -- life ---------------------------------------------------------------------
 
-    def exit_status(self) -> str:
-        code = self.proc.poll()
+    def exit_status(self, *, ended: bool = False) -> str:
+        """How the engine ended: its exit code or signal (a process that closed its output is given a moment to
+        exit, so that its code, not "still running", is what the error shows)."""
+        try:
+            code = self.proc.wait(1.0) if ended or self.eof else self.proc.poll()
+        except subprocess.TimeoutExpired:
+            code = None
         if code is None:
             return "still running"
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"

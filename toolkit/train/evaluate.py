@@ -18,6 +18,7 @@ sequential test (the loop's SPRT) to consume rotation group by rotation group.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolkit.errors import ConfigError
@@ -281,7 +283,10 @@ def _evaluate_on_engine(
     start = time.perf_counter()
     outcomes: list[Outcome] = []
     decisions = 0
-    with EngineDriver(engine) as driver:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the engines need the other cores; a second torch thread only spins here
+    with contextlib.ExitStack() as restore, EngineDriver(engine) as driver:
+        restore.callback(torch.set_num_threads, threads)
         for result in driver.play(games, deciders):
             deal, seat = (int(x) for x in result.spec.game.rsplit("-", 2)[1:])
             outcomes.append(_outcome(result.placements, result.winner_seat, result.truncated, deal, seat, n))
