@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 DEMO_HOME ?= datasets
 
-.PHONY: setup demo test lint bench bench-studies notebooks clean-demo chromium serve
+.PHONY: setup java demo test lint bench bench-studies notebooks clean-demo chromium serve
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,13 +17,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet $(FIND_LINKS) -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) java
+
+# The Java engine library and its demo engine (clients/java), compiled by the JDK's javac alone (no downloads).
+java:
+	bash clients/java/build.sh
 
 demo: $(STAMP)
 	rm -rf $(DEMO_HOME)/runs/demo
 	$(BIN)/distill --home $(DEMO_HOME) loop run --name demo
 
-test: $(STAMP) chromium lint
+test: $(STAMP) java chromium lint
 	$(BIN)/python -m pytest -q
 
 # Habits: ruff's lint (pycodestyle, pyflakes, import order) and format check, and the import layers.

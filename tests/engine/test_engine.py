@@ -48,6 +48,14 @@ def test_the_toy_engine_passes_what_it_can() -> None:
     assert report.passed, [c for c in report.checks if not c.passed]
 
 
+def test_the_java_demo_engine_builds_with_javac_and_passes_every_check() -> None:
+    built = subprocess.run(["bash", str(ROOT / "clients/java/build.sh")], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    report = check_engine([str(ROOT / "clients/java/bin/demo-engine")], deadline=30)
+    assert report.passed, [c for c in report.checks if not c.passed]
+    assert report.engine and "demo" in report.engine.lower(), report.engine
+
+
 # (mode, the check that must fail, a part of its message)
 BROKEN = [
     ("silent", "hello", "said nothing for the hello deadline"),
@@ -120,6 +128,16 @@ def test_past_the_restart_budget_the_run_stops_naming_the_fault() -> None:
     with pytest.raises(EngineError, match=r"failed 3 times, past the restart budget of 2.*exit code 3"):
         with EngineDriver(config) as driver:
             list(driver.play(specs(2), {"p": first_legal}))
+
+
+def test_an_error_frame_stops_the_run_at_once_without_a_restart() -> None:
+    def illegal(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return (~masks).argmax(1)  # an action the engine says is not legal
+
+    with pytest.raises(EngineError, match="reports illegal_action") as error:
+        with EngineDriver(EngineConfig(command=toy(), frame_seconds=10)) as driver:
+            list(driver.play(specs(2), {"p": illegal}))
+    assert driver.faults == [] and driver.restarts == 0 and error.value.phase == "game"
 
 
 def test_a_hung_engine_is_killed_at_its_deadline_and_counted(tmp_path: Path) -> None:

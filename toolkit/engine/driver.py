@@ -120,6 +120,10 @@ class _Engine:
     heard: float = field(default_factory=time.monotonic)
 
 
+class ProtocolBreach(EngineError):
+    """What an engine did that a restart cannot mend: it stops the run at once (see the module's docstring)."""
+
+
 class EngineDriver:
     """Engine processes, held to the protocol (see the module's docstring)."""
 
@@ -222,6 +226,8 @@ class EngineDriver:
                     i = key.data
                     try:
                         self._read(i, requests, finished)
+                    except ProtocolBreach:
+                        raise
                     except EngineError as error:
                         self._fault(i, str(error), pending, selector)
                 self._answer(requests, deciders, pending, selector)
@@ -272,12 +278,13 @@ class EngineDriver:
                     requests.append((i, request))
             elif kind == "result":
                 finished.append(self._result(engine, message))
-            elif kind == "error":
-                raise EngineError(
+            elif kind == "error":  # a bug on one side or the other: replaying the game would meet it again
+                raise ProtocolBreach(
                     f"the engine {process.name} reports {message.get('code')}: {message.get('message')} "
                     f"(game {message.get('game')}, request {message.get('request')})",
                     phase="game",
                     stderr=list(process.tail),
+                    hint="an illegal_action report means the engine's legal_actions and its own rules disagree",
                 )
             else:
                 raise process.error(f"sent a {kind!r} message in the middle of the games", "game")
@@ -287,7 +294,7 @@ class EngineDriver:
     def _result(self, engine: _Engine, message: dict[str, Any]) -> GameResult:
         game = message.get("game")
         if game not in engine.games:
-            raise engine.process.error(f"reported the result of a game it was not playing: {game!r}", "game")
+            raise self._breach(engine, f"reported the result of a game it was not playing: {game!r}")
         spec, _ = engine.games.pop(game)
         placements = tuple(message.get("placements") or ())
         if len(placements) != spec.pod_size:
@@ -326,6 +333,8 @@ class EngineDriver:
                     selector,
                 )
                 continue
+            except ProtocolBreach:
+                raise
             except EngineError as error:
                 self._fault(i, str(error), pending, selector)
                 continue
@@ -355,15 +364,21 @@ class EngineDriver:
     def _policy_of(self, i: int, request: dict[str, Any]) -> str:
         engine = self.engines[i]
         game, row = request.get("game"), request.get("row")
-        if game not in engine.games or not isinstance(row, dict):
-            raise engine.process.error(f"asked for a decision in a game it was not playing: {game!r}", "game")
+        if game not in engine.games:
+            raise self._breach(engine, f"asked for a decision in a game it was not playing: {game!r}")
+        if not isinstance(row, dict):
+            raise engine.process.error(f"sent a decision request in game {game} without a row", "game")
         spec, _ = engine.games[game]
         seat = row.get("seat")
         if seat not in spec.policies:
-            raise engine.process.error(
-                f"asked Distill to decide for seat {seat!r} of game {game}, which its own AI plays", "game"
+            raise self._breach(
+                engine, f"asked Distill to decide for seat {seat!r} of game {game}, which its own AI plays"
             )
         return spec.policies[seat]
+
+    @staticmethod
+    def _breach(engine: _Engine, why: str) -> ProtocolBreach:
+        return ProtocolBreach(f"the engine {engine.process.name} {why}", phase="game", stderr=list(engine.process.tail))
 
     def _check_deadlines(self, pending: deque[GameSpec], selector: selectors.BaseSelector) -> None:
         now = time.monotonic()
