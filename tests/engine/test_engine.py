@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -278,7 +279,7 @@ def test_the_drivers_row_encoder_gives_the_numbers_of_the_arrow_encoder_models_w
     import pyarrow as pa
 
     from toolkit import features
-    from toolkit.engine.driver import encode_rows
+    from toolkit.engine.rows import encode_rows, read_decisions
 
     rows = builtin_rows()
     assert len({r["pod_size"] for r in rows}) == 3 and len(rows) >= 60
@@ -288,6 +289,22 @@ def test_the_drivers_row_encoder_gives_the_numbers_of_the_arrow_encoder_models_w
     arrow = features.state_arrays_from_arrow(pa.RecordBatch.from_pylist(rows))
     np.testing.assert_array_equal(observations, features.encode(arrow))
     np.testing.assert_array_equal(masks, arrow.mask)
+    # the driver's typed reading of a decisions frame gives the same numbers
+    frame = orjson.dumps(
+        {"type": "decisions", "requests": [{"game": "g", "request": k, "row": r} for k, r in enumerate(rows)]}
+    )
+    typed = read_decisions(frame)
+    assert typed is not None and [r.request for r in typed] == list(range(len(rows)))
+    typed_observations, typed_masks = encode_rows([r.row for r in typed])
+    np.testing.assert_array_equal(typed_observations, observations)
+    np.testing.assert_array_equal(typed_masks, masks)
+    odd = {**rows[2], "players": [{**p, "eliminated": 0} for p in rows[2]["players"]]}
+    for other in [
+        {"type": "result", "game": "g"},
+        {"type": "decisions", "requests": [{"game": "g", "request": 0, "row": odd}]},
+    ]:
+        assert read_decisions(orjson.dumps(other)) is None  # read the generic way, whose errors name the field
+    assert read_decisions(b"not json") is None
     for broken, why in [
         ({"legal_actions": [1, 0, 0, 0, 0, 0, 0, 0]}, "legal_actions is not 8 booleans"),
         ({"legal_actions": [False] * 8}, "no legal action"),

@@ -19,14 +19,17 @@ app.add_typer(engine_app, name="engine")
 @engine_app.command("builtin")
 def builtin_cmd(
     games_per_process: Annotated[
-        int, typer.Option("--games-per-process", min=1, max=65_536, help="Games this process plays at once.")
-    ] = 256,
+        int | None,
+        typer.Option(
+            "--games-per-process", min=1, max=65_536, help="Games this process plays at once (default: 1024)."
+        ),
+    ] = None,
 ) -> None:
     """Serve Distill's own game over the engine protocol on standard input and output (the reference engine;
     what `--engine "distill engine builtin"` starts)."""
-    from toolkit.engine.builtin import serve
+    from toolkit.engine.builtin import DEFAULT_GAMES, serve
 
-    raise typer.Exit(serve(games_per_process))
+    raise typer.Exit(serve(games_per_process or DEFAULT_GAMES))
 
 
 @engine_app.command("check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -26,25 +26,23 @@ answer it calls illegal, a game it does not know) stops the run at once.
 from __future__ import annotations
 
 import contextlib
-import functools
-import operator
 import selectors
 import shlex
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from toolkit import features
 from toolkit.engine.process import EngineProcess
+from toolkit.engine.rows import Row, encode_rows, read_decisions
 from toolkit.errors import ConfigError, EngineError
 from toolkit.schema.engine import ACTIONS, MAJOR, MAX_SEED, PROTOCOL, Hello
-from toolkit.schema.vocab import N_ACTIONS, PHASES, SCHEMA_VERSION
+from toolkit.schema.vocab import SCHEMA_VERSION
 
 # policy(observations [M, FEATURE_SIZE] float32, masks [M, 8] bool) -> actions [M] int
 Decider = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -107,6 +105,10 @@ class GameResult:
     truncated: bool
     turns: int
     decisions: int
+
+
+# A decision request read: (the engine's index, its game, the request's number in that game, its row)
+_Asked = tuple[int, Any, Any, "Row | dict[str, Any] | None"]
 
 
 @dataclass
@@ -221,7 +223,7 @@ class EngineDriver:
             while pending or any(e.games for e in self.engines):
                 self._fill(pending)
                 finished: list[GameResult] = []
-                requests: list[tuple[int, dict[str, Any]]] = []
+                requests: list[_Asked] = []
                 for key, _ in selector.select(self._wait()):
                     i = key.data
                     try:
@@ -264,18 +266,25 @@ class EngineDriver:
         busy = [e.heard + self.config.frame_seconds - now for e in self.engines if e.games]
         return max(0.0, min(busy, default=1.0))
 
-    def _read(self, i: int, requests: list[tuple[int, dict[str, Any]]], finished: list[GameResult]) -> None:
+    def _read(self, i: int, requests: list[_Asked], finished: list[GameResult]) -> None:
         engine = self.engines[i]
         process = engine.process
         open_ = process.pump()
         if process.frames:
             engine.heard = time.monotonic()
         while process.frames:
-            message = process.message(process.frames.popleft(), "game")
+            frame = process.frames.popleft()
+            typed = read_decisions(frame)
+            if typed is not None:
+                requests.extend((i, r.game, r.request, r.row) for r in typed)
+                continue
+            message = process.message(frame, "game")
             kind = message["type"]
             if kind == "decisions":
                 for request in message.get("requests") or []:
-                    requests.append((i, request))
+                    if not isinstance(request, dict):
+                        raise process.error(f"sent a decision request that is not an object: {request!r}", "game")
+                    requests.append((i, request.get("game"), request.get("request"), request.get("row")))
             elif kind == "result":
                 finished.append(self._result(engine, message))
             elif kind == "error":  # a bug on one side or the other: replaying the game would meet it again
@@ -310,21 +319,21 @@ class EngineDriver:
 
     def _answer(
         self,
-        requests: list[tuple[int, dict[str, Any]]],
+        requests: list[_Asked],
         deciders: dict[str, Decider],
         pending: deque[GameSpec],
         selector: selectors.BaseSelector,
     ) -> None:
         """Answer every request read this round: each engine's rows encoded, one forward pass per policy over all
         engines' rows, one frame per engine. An engine whose request cannot be read is a fault."""
-        by_engine: dict[int, list[dict[str, Any]]] = {}
-        for i, request in requests:
-            by_engine.setdefault(i, []).append(request)
+        by_engine: dict[int, list[_Asked]] = {}
+        for asked in requests:
+            by_engine.setdefault(asked[0], []).append(asked)
         parts = []
         for i, mine in by_engine.items():
             try:
-                keys = [self._policy_of(i, request) for request in mine]
-                observations, masks = encode_rows([request["row"] for request in mine])
+                keys = [self._policy_of(i, game, row) for _, game, _, row in mine]
+                observations, masks = encode_rows([row for _, _, _, row in mine])
             except ValueError as error:
                 self._fault(
                     i,
@@ -353,23 +362,20 @@ class EngineDriver:
         for i, mine, _, _, _ in parts:
             chosen = actions[start : start + len(mine)].tolist()
             start += len(mine)
-            frame = [
-                {"game": r["game"], "request": r["request"], "action": a} for r, a in zip(mine, chosen, strict=True)
-            ]
+            frame = [{"game": r[1], "request": r[2], "action": a} for r, a in zip(mine, chosen, strict=True)]
             try:
                 self.engines[i].process.send({"type": "actions", "answers": frame}, "game")
             except EngineError as error:
                 self._fault(i, str(error), pending, selector)
 
-    def _policy_of(self, i: int, request: dict[str, Any]) -> str:
+    def _policy_of(self, i: int, game: object, row: Row | dict[str, Any] | None) -> str:
         engine = self.engines[i]
-        game, row = request.get("game"), request.get("row")
         if game not in engine.games:
             raise self._breach(engine, f"asked for a decision in a game it was not playing: {game!r}")
-        if not isinstance(row, dict):
+        if not isinstance(row, Row | dict):
             raise engine.process.error(f"sent a decision request in game {game} without a row", "game")
         spec, _ = engine.games[game]
-        seat = row.get("seat")
+        seat = row.seat if isinstance(row, Row) else row.get("seat")
         if seat not in spec.policies:
             raise self._breach(
                 engine, f"asked Distill to decide for seat {seat!r} of game {game}, which its own AI plays"
@@ -433,75 +439,3 @@ def refusal_of(hello: Hello) -> str | None:
     if hello.actions != ACTIONS:
         return f"its action vocabulary {hello.actions} is not Distill's {ACTIONS} (same names, same order)"
     return None
-
-
-def encode_rows(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """The feature vectors and legal masks of decision requests' rows, by the encoder the models were trained
-    with (:func:`toolkit.features.encode`; the same numbers its Arrow path gives for the same rows: a test).
-
-    Raises:
-        ValueError: a row that is not a decision state (a field missing or of the wrong type, players that are
-            not the pod, a phase not of the contract, a mask that is not 8 booleans with one legal action at least).
-    """
-    m = len(rows)
-    seat, pod, turn, phase = (np.zeros(m, np.int64) for _ in range(4))
-    hand = np.zeros((m, len(features.HAND_ROLES)), np.float32)
-    zone = np.zeros(m, bool)
-    values: list[tuple[Any, ...]] = []  # every row's players' seat fields, in order
-    legal_masks = []
-    try:
-        for i, row in enumerate(rows):
-            seat[i], pod[i], turn[i] = int(row["seat"]), int(row["pod_size"]), int(row["turn"])
-            code = _PHASE_INDEX.get(row["phase"])
-            if code is None:
-                raise ValueError(f"phase {row['phase']!r} is not one of {list(PHASES)}")
-            phase[i] = code
-            players = row["players"]
-            if not 0 <= seat[i] < pod[i] <= features.MAX_SEATS or len(players) != pod[i]:
-                raise ValueError(f"seat {row['seat']} and {len(players)} players for a pod of {row['pod_size']}")
-            for player in players:
-                try:
-                    values.append(_SEAT_VALUES(player))
-                except KeyError:  # a field left out is a null
-                    values.append(tuple(player.get(name) for name in features.SEAT_FIELDS))
-            acting = players[seat[i]]
-            for card in acting.get("hand") or ():
-                hand[i, _hand_role(card)] += 1
-            zone[i] = bool(acting.get("command_zone"))
-            legal = row["legal_actions"]
-            if len(legal) != N_ACTIONS or set(map(type, legal)) != {bool}:
-                raise ValueError(f"legal_actions is not {N_ACTIONS} booleans: {legal!r}")
-            legal_masks.append(legal)
-        seats = np.zeros((m, features.MAX_SEATS, len(features.SEAT_FIELDS)), np.float32)
-        if m:
-            place = np.arange(int(pod.sum())) - np.repeat(np.cumsum(pod) - pod, pod)
-            counts = np.array(values, np.float32)  # a null reads as NaN here, and as 0 in the lake's encoder
-            seats[np.repeat(np.arange(m), pod), place] = np.nan_to_num(counts, copy=False, nan=0.0)
-    except KeyError as error:
-        raise ValueError(f"a row without the field {error}") from None
-    except (TypeError, AttributeError) as error:
-        raise ValueError(f"a row of the wrong shape ({error})") from None
-    mask = np.array(legal_masks, bool).reshape(m, N_ACTIONS)
-    if not mask.any(axis=1).all():
-        raise ValueError("a row with no legal action")
-    state = features.StateArrays(
-        seats=seats,
-        seat=seat,
-        pod_size=pod,
-        hand_roles=hand,
-        in_command_zone=zone,
-        turn=turn,
-        phase=phase,
-        mask=mask,
-        mask_known=np.ones(m, bool),
-    )
-    return features.encode(state), mask
-
-
-_PHASE_INDEX: Final = {name: i for i, name in enumerate(PHASES)}
-_SEAT_VALUES: Final = operator.itemgetter(*features.SEAT_FIELDS)
-
-
-@functools.lru_cache(maxsize=4096)
-def _hand_role(card: str) -> int:
-    return features.hand_role(card)
