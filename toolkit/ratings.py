@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +46,9 @@ from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import POOL_FORMAT_VERSION
 from toolkit.storage import read_versioned, write_text_atomic
+
+if TYPE_CHECKING:
+    from toolkit.engine.driver import EngineConfig
 
 POD: Final = 4
 ELO_ANCHOR: Final = 1500.0
@@ -272,6 +275,7 @@ def play_tournament(
     *,
     load: Callable[[Any], Player] = make_player,
     backend: BackendConfig | None = None,
+    engine: EngineConfig | None = None,
 ) -> list[GameResult]:
     """Play every lineup on the same deals in every seat rotation; return the games in table order.
 
@@ -283,6 +287,9 @@ def play_tournament(
         load: a module-level function making a fresh player of an entrant (workers import it by name).
         backend: where the games run; the table is cut into shards of
             ``backend.shard_games`` games, so the result is the same on every back end.
+        engine: play the games in this engine instead (:mod:`toolkit.engine`), on the same deals and seatings:
+            an entrant named by a string (a player type) sits as the engine's own AI profile of that name, a
+            checkpoint as a Distill seat answered over the wire.
     """
     names = list(entrants)
     seatings = [lineup[shift:] + lineup[:shift] for lineup in lineups(names, focus) for shift in range(POD)]
@@ -290,6 +297,8 @@ def play_tournament(
     table = np.repeat(np.array([[names.index(p) for p in seated] for seated in seatings]), deals, axis=0)
     deal_ids = np.array([(k // (POD * deals)) * deals + k % deals for k in range(len(table))])
     job = _TournamentJob(names, [entrants[name] for name in names], load, table, deal_ids, config)
+    if engine is not None:
+        return _play_on_engine(job, engine)
     plan = shards(len(table), (backend or BackendConfig()).shard_games)
     return [game for part in run_shards(_play_rows, plan, job, backend) for game in part]
 
@@ -322,6 +331,38 @@ def _play_rows(shard: Shard, job: _TournamentJob) -> list[GameResult]:
         for g, k in enumerate(finished.game.tolist()):
             won = int(finished.winner[g]) if not finished.truncated[g] else NOBODY
             results[k] = GameResult(tuple(job.names[i] for i in table[k]), won)
+    return [r for r in results if r is not None]
+
+
+def _play_on_engine(job: _TournamentJob, engine: EngineConfig) -> list[GameResult]:
+    """The tournament table played in an engine: row ``k`` is game ``t-<k>``, dealt ``game_seed(seed, deal)`` (for
+    seeds below 2**32 what the built-in engine deals as the in-process core deals that deal), in table order."""
+    from toolkit.engine.driver import Decider, EngineDriver, GameSpec, decider, game_seed
+
+    deciders: dict[str, Decider] = {}
+    seat_of: list[dict[str, Any]] = []
+    for k, entrant in enumerate(job.entrants):
+        if isinstance(entrant, str):
+            seat_of.append({"player": "engine", "profile": entrant})
+        else:
+            deciders[f"entrant-{k}"] = decider(job.load(entrant))
+            seat_of.append({"player": "distill", "name": job.names[k]})
+    specs = [
+        GameSpec(
+            f"t-{k}",
+            game_seed(job.config.seed, int(job.deals[k])),
+            tuple(seat_of[i] for i in row),
+            job.config.max_rounds,
+            {seat: f"entrant-{i}" for seat, i in enumerate(row) if seat_of[i]["player"] == "distill"},
+        )
+        for k, row in enumerate(job.table.tolist())
+    ]
+    results: list[GameResult | None] = [None] * len(specs)
+    with EngineDriver(engine) as driver:
+        for played in driver.play(specs, deciders):
+            k = int(played.spec.game.removeprefix("t-"))
+            won = NOBODY if played.truncated or played.winner_seat is None else played.winner_seat
+            results[k] = GameResult(tuple(job.names[i] for i in job.table[k]), won)
     return [r for r in results if r is not None]
 
 

@@ -318,3 +318,62 @@ def test_the_drivers_row_encoder_gives_the_numbers_of_the_arrow_encoder_models_w
             encode_rows([{**rows[2], **broken}])
     with pytest.raises(ValueError, match="without the field 'turn'"):
         encode_rows([{k: v for k, v in rows[2].items() if k != "turn"}])
+
+
+def test_a_tiny_loop_generation_plays_its_gates_evaluation_and_ratings_in_the_builtin_engine(
+    tmp_path: Path, loop_home
+) -> None:
+    from tests.factories import tiny
+    from toolkit.layout import Layout
+    from toolkit.loop.run import run_loop
+
+    started = tmp_path / "engines-started"
+    command = f"echo started >> {started}; exec {' '.join(BUILTIN)}"
+    layout = Layout.at(tmp_path / "home")
+    state = run_loop(layout, tiny(engine={"command": ["sh", "-c", command], "processes": 2}))
+    assert state.status == "finished", state.message
+    there = RunFolder(layout, "tiny").records()
+    here = RunFolder(loop_home, "tiny").records()  # the same tiny loop, every game in process
+    # generation 0's student is trained before any game is played: its fixed-size evaluation is the same deals,
+    # played by the same policies, through the protocol
+    assert there[0]["evaluation"] == here[0]["evaluation"]
+    assert [r["outcome"] for r in there] == ["passed"] * len(there) and there[-1]["ratings"]
+    # every evaluation, gate and tournament of the run started its engine processes (2 each)
+    assert len(started.read_text().splitlines()) >= 2 * 6
+    assert {p.parent.name for p in (tmp_path / "home").rglob("engine-1.stderr.log")} == {"engine-logs"}
+
+
+def test_a_tournament_seats_checkpoints_and_engine_ai_profiles_in_the_engine(loop_home) -> None:
+    card = loop_home.resolve(RunFolder(loop_home, "tiny").records()[-1]["student"])
+    command = " ".join(BUILTIN)
+    argv = ["tournament", "heuristic", "tuned", "random", f"student={card}", "--deals", "2", "--json"]
+    result = runner.invoke(app, [*argv, "--engine", command, "--engine-processes", "2"])
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout)
+    assert report["games"] == 8 and {s["name"] for s in report["standings"]} == {
+        "heuristic",
+        "tuned",
+        "random",
+        "student",
+    }
+    assert sum(s["wins"] for s in report["standings"]) + report["truncations"]["truncated"] == 8
+    again = orjson.loads(runner.invoke(app, [*argv, "--engine", command]).stdout)  # the engine replays each game
+    assert again["games_sha256"] == report["games_sha256"]
+
+
+def test_any_ai_profile_of_the_engine_takes_a_seat_by_name(loop_home) -> None:
+    card = str(loop_home.resolve(RunFolder(loop_home, "tiny").records()[-1]["student"]))
+    command = " ".join(BUILTIN)
+
+    def run(vs: str, *extra: str) -> object:
+        return runner.invoke(app, ["evaluate", "--policy", card, "--games", "8", "--vs", vs, *extra, "--json"])
+
+    named = run("ai:heuristic,ai:tuned,random", "--engine", command)
+    typed = run("heuristic,tuned,random", "--engine", command)
+    assert named.exit_code == 0, named.output
+    same = ("opponents", "wins", "per_seat", "decisions", "truncations")
+    assert [orjson.loads(named.stdout)[k] for k in same] == [orjson.loads(typed.stdout)[k] for k in same]
+    missing = run("ai:Reckless,heuristic,heuristic", "--engine", command)
+    assert missing.exit_code != 0 and "no AI profile 'Reckless'" in missing.output
+    outside = run("ai:heuristic,heuristic,heuristic")  # without an engine there is no engine AI to seat
+    assert outside.exit_code != 0 and "neither a player type nor a checkpoint" in outside.output

@@ -12,6 +12,8 @@ from rich.table import Table
 from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
+    EngineOpt,
+    EngineProcessesOpt,
     JsonOpt,
     MaxRoundsOpt,
     ShardOpt,
@@ -20,6 +22,7 @@ from toolkit.cli.app import (
     backend_config,
     checkpoint,
     console,
+    engine_config,
     print_json,
     warn_truncations,
 )
@@ -35,7 +38,8 @@ def tournament_command(
         list[str],
         typer.Argument(
             help="Players: a type (heuristic, tuned, random), a checkpoint (card .json, .safetensors or stem; "
-            "looked up here, then under the data root), or NAME=either; at least 4."
+            "looked up here, then under the data root), with --engine ai:PROFILE (the engine's own AI), or "
+            "NAME=any of them; at least 4."
         ),
     ],
     focus: Annotated[
@@ -56,13 +60,16 @@ def tournament_command(
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     shard_games: ShardOpt = 1024,
+    engine: EngineOpt = None,
+    engine_processes: EngineProcessesOpt = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Play every lineup of 4 entrants (with a focus player) on the same deals in every seat rotation; rate them.
 
     Games that reach the turn limit have no winner: how many did (overall, per player, per lineup) is reported
     with the ratings, and a warning says when they are a large share. The games, and so the ratings, are the
-    same on every back end for the same seed.
+    same on every back end for the same seed. With --engine the games are played in that engine on the same
+    deals: player types sit as its own AI profiles, checkpoints as Distill's seats.
     """
     from toolkit.ratings import RatingPool, TournamentConfig, count_truncations, play_tournament, standings
     from toolkit.train.agents import player_from_ref, player_refs
@@ -74,7 +81,7 @@ def tournament_command(
         if label in labels:
             raise ConfigError(f"two entrants are named {label!r}", hint="name them: NAME=checkpoint")
         labels[label] = what
-    refs = player_refs(list(labels.values()), option="ENTRANT", locate=checkpoint)
+    refs = player_refs(list(labels.values()), option="ENTRANT", locate=checkpoint, engine_ai=engine is not None)
     players = dict(zip(labels, refs, strict=True))
     focused = [f.strip() for f in focus.split(",")] if focus else list(players)
     unknown = [f for f in focused if f not in players]
@@ -82,7 +89,12 @@ def tournament_command(
         raise ConfigError(f"--focus names no entrant: {', '.join(unknown)}", hint=f"entrants: {', '.join(players)}")
     config = TournamentConfig(deals_per_lineup=deals, seed=seed, max_rounds=max_rounds)
     games = play_tournament(
-        players, focused, config, load=player_from_ref, backend=backend_config(backend, workers, address, shard_games)
+        players,
+        focused,
+        config,
+        load=player_from_ref,
+        backend=backend_config(backend, workers, address, shard_games),
+        engine=engine_config(engine, engine_processes),
     )
     digest = hashlib.sha256("\n".join(f"{','.join(g.players)}:{g.winner}" for g in games).encode()).hexdigest()
     tournament = name or f"t-{seed}-{digest[:12]}"

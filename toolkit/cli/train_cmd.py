@@ -219,7 +219,8 @@ def evaluate_command(
             "--vs",
             help="The other seats, comma-separated, in seat order: player types (random, heuristic, tuned) and "
             "checkpoints (card .json, .safetensors or their stem; relative paths are looked up here, then under "
-            "the data root), mixed as you like. Head to head: --policy gen2.json --vs gen1.json,gen1.json,gen1.json.",
+            "the data root), mixed as you like; with --engine, ai:PROFILE seats the engine's own AI of that profile. "
+            "Head to head: --policy gen2.json --vs gen1.json,gen1.json,gen1.json.",
         ),
     ] = "heuristic,heuristic,heuristic",
     games: Annotated[int, typer.Option("--games", help="Games (rounded up to a multiple of the pod size).")] = 200,
@@ -250,7 +251,7 @@ def evaluate_command(
     cfg = load_config(
         EvaluateConfig, None, {"opponents": names, "games": games, "seed": seed, "max_rounds": max_rounds}
     )
-    opponents = player_refs(names, option="--vs", locate=checkpoint)
+    opponents = player_refs(names, option="--vs", locate=checkpoint, engine_ai=engine is not None)
     where = backend_config(backend, workers, address, shard_games)
     cards = [checkpoint(p) for p in [policy] + ([compare] if compare else [])]
     on = engine_config(engine, engine_processes)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import selectors
 import shlex
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -41,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from toolkit.engine.process import EngineProcess
 from toolkit.engine.rows import Row, encode_rows, read_decisions
 from toolkit.errors import ConfigError, EngineError
+from toolkit.game.players import Player, PolicyPlayer
 from toolkit.schema.engine import ACTIONS, MAJOR, MAX_SEED, PROTOCOL, Hello
 from toolkit.schema.vocab import SCHEMA_VERSION
 
@@ -65,6 +67,11 @@ class EngineConfig(BaseModel):
     game_seconds: float = Field(600.0, gt=0, le=86_400, description="Deadline of one game, from its start.")
     shutdown_seconds: float = Field(5.0, gt=0, le=600, description="Grace for an engine to exit at the end.")
     restarts: int = Field(3, ge=0, le=100, description="Engine restarts a run may use before it stops.")
+    log_dir: Path | None = Field(
+        None,
+        description="Where each engine process's stderr is kept (engine-<n>.stderr.log); None: only its last lines, "
+        "quoted in errors. The loop keeps them in each step's folder.",
+    )
 
     @field_validator("command", mode="before")
     @classmethod
@@ -131,7 +138,7 @@ class EngineDriver:
 
     def __init__(self, config: EngineConfig, log_dir: Path | None = None) -> None:
         self.config = config
-        self.log_dir = log_dir
+        self.log_dir = log_dir or config.log_dir
         self.engines: list[_Engine] = []
         self.faults: list[str] = []
         self.restarts = 0
@@ -217,7 +224,7 @@ class EngineDriver:
         pending = deque(games)
         for spec in pending:
             self._check_playable(spec, deciders)
-        with selectors.DefaultSelector() as selector:
+        with selectors.DefaultSelector() as selector, _one_torch_thread():
             for i, engine in enumerate(self.engines):
                 selector.register(engine.process.fd, selectors.EVENT_READ, i)
             while pending or any(e.games for e in self.engines):
@@ -426,6 +433,52 @@ class EngineDriver:
             )
         self.engines[i] = self._start(i)
         selector.register(self.engines[i].process.fd, selectors.EVENT_READ, i)
+
+
+def game_seed(seed: int, deal: int) -> int:
+    """The start seed of deal ``deal`` of a run seeded ``seed``. For seeds below 2**32 it is ``seed + deal * 2**32``:
+    the built-in engine's ``default_rng(that)`` is the in-process core's ``default_rng([seed, deal])``, so the same
+    deal is played (the evaluation through it equals the one in process). A larger seed (the loop's gates derive
+    some) is folded into the protocol's 63 bits through numpy's SeedSequence: still one game per (seed, deal),
+    paired across the players evaluated on it, but not the in-process deal."""
+    if seed < 2**32 and 0 <= deal < 2**31:
+        return seed + deal * 2**32
+    low, high = np.random.SeedSequence([seed, deal]).generate_state(2, np.uint32).tolist()
+    return (high & 0x7FFF_FFFF) << 32 | low
+
+
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """Policies run single-threaded while engines play: the engine processes need the other cores, and a second
+    torch thread would only spin on batches this small."""
+    torch = sys.modules.get("torch")  # policies are torch models; without torch loaded there is nothing to set
+    if torch is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def decider(player: Player) -> Decider:
+    """The policy function of a player that can sit in an engine's game (a flat policy: it answers from the
+    request's row alone).
+
+    Raises:
+        ConfigError: a player that needs more than the row (a recurrent policy's memory, a scripted player's view
+            of the whole game).
+    """
+    if not isinstance(player, PolicyPlayer):
+        raise ConfigError(
+            f"a {type(player).__name__} cannot play in an engine's game: only flat policies (bc, ppo) answer "
+            "from a decision's row",
+            hint="play recurrent checkpoints in Distill's own game (drop --engine); scripted players sit as the "
+            "engine's own AI profiles",
+        )
+    return player.policy
 
 
 def refusal_of(hello: Hello) -> str | None:

@@ -24,6 +24,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -53,7 +54,10 @@ class EngineProcess:
         if not self.command:
             raise EngineError("no engine command given", phase="start", hint='--engine "PROGRAM ARGS..."')
         program = self.command[0]
-        if shutil.which(program) is None:
+        if program == "distill" and shutil.which(program) is None:
+            # Distill's own command from an environment not on PATH: the interpreter running this Distill
+            self.command[:1] = [sys.executable, "-m", "toolkit"]
+        elif shutil.which(program) is None:
             raise EngineError(
                 f"the engine program {program!r} is not found (not a path to an executable, nor on PATH)",
                 phase="start",

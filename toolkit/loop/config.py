@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.config import map_paths
 from toolkit.datasets.config import HoldoutConfig
+from toolkit.engine.driver import EngineConfig
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import NAME_PATTERN, Layout
@@ -403,6 +404,12 @@ class LoopConfig(_Config):
         default_factory=BackendConfig,
         description="Where the game jobs run (bootstrap games, export games, gates, evaluation, tournament): "
         "in-process, a local process pool or Ray; the results are the same on each.",
+    )
+    engine: EngineConfig | None = Field(
+        None,
+        description="A lab's own engine (docs/engine-protocol.md): its command and processes. The gates, the "
+        "fixed-size evaluation, the rating tournament and the exploiter probe play their games in it, player "
+        "types sitting as its own AI profiles and checkpoints as Distill's seats. None: Distill's own game.",
     )
 
     @property

@@ -44,6 +44,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from toolkit.datasets.dataset import HOLDOUT, Dataset
+from toolkit.engine.driver import EngineConfig
 from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
 from toolkit.loop.config import (
@@ -147,6 +148,7 @@ def strength_gate(
     seed: int,
     max_rounds: int,
     backend: BackendConfig | None = None,
+    engine: EngineConfig | None = None,
 ) -> StrengthVerdict:
     """Play both on the same deals against ``config.opponents``, round by round, until the GSPRT decides."""
     pods = len(config.opponents) + 1
@@ -165,6 +167,7 @@ def strength_gate(
                         max_rounds=max_rounds,
                     ),
                     backend=backend,
+                    engine=engine,
                 )
             )
             for make in (candidate, baseline)
@@ -297,6 +300,7 @@ def head_to_head_gate(
     seed: int,
     max_rounds: int,
     backend: BackendConfig | None = None,
+    engine: EngineConfig | None = None,
 ) -> HeadToHeadVerdict:
     """Does ``candidate`` beat ``baseline`` in the pod? Paired deals at every table, round by round, until the GSPRT
     decides or ``max_deals`` are played.
@@ -309,6 +313,7 @@ def head_to_head_gate(
         seed: seed of the deals (round ``r`` plays the deals of ``seed * 10_007 + r`` at every table).
         max_rounds: the turn limit.
         backend: where the games run.
+        engine: play the games in this engine instead (over the engine protocol).
     """
     tables = head_to_head_tables(baseline, past, config)
     played: list[list[tuple[EvaluationResult, EvaluationResult]]] = [[] for _ in tables]
@@ -322,6 +327,7 @@ def head_to_head_gate(
                     EvaluateConfig(games=deals * POD, seed=seed * 10_007 + round_, max_rounds=max_rounds),
                     opponents=list(table),
                     backend=backend,
+                    engine=engine,
                 )
                 for model in (candidate, baseline)
             )
@@ -409,12 +415,14 @@ def floor_gate(
     seed: int,
     max_rounds: int,
     backend: BackendConfig | None = None,
+    engine: EngineConfig | None = None,
 ) -> FloorVerdict:
     """The model must win more than ``config.win_rate`` of ``config.games`` games against the table."""
     result = evaluate(
         make,
         EvaluateConfig(opponents=config.opponents, games=config.games, seed=seed, max_rounds=max_rounds),
         backend=backend,
+        engine=engine,
     )
     shown = (
         f"win rate {result.win_rate:.1%} [{result.win_low:.1%}, {result.win_high:.1%}] over {result.games} games "

@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import torch
@@ -138,27 +138,36 @@ def player_ref(name: str) -> PlayerRef:
     return name if name in PLAYER_TYPES else policy_blob(Path(name))
 
 
-def player_refs(names: Sequence[str], *, option: str, locate: Callable[[Path], Path] = Path) -> list[PlayerRef]:
+ENGINE_AI: Final = "ai:"  # a seat the engine's own AI plays, by its profile name (with --engine only)
+
+
+def player_refs(
+    names: Sequence[str], *, option: str, locate: Callable[[Path], Path] = Path, engine_ai: bool = False
+) -> list[PlayerRef]:
     """A table of players named as a command line names them: a player type stays its name; anything else is a
     checkpoint (its card, weights or stem) found by ``locate`` (the CLI's: as given, else under the data root)
-    and read into a blob, once however many seats it holds. Types and checkpoints mix freely.
+    and read into a blob, once however many seats it holds. Types and checkpoints mix freely. With
+    ``engine_ai`` (games played in an engine), ``ai:PROFILE`` names any AI profile of that engine (kept as
+    ``PROFILE``; the engine's hello says which it has).
 
     Raises:
         ConfigError: names that are neither a player type nor a checkpoint with a card (all of them, naming
             ``option``, the flag or field that gave them).
         TrainError: a checkpoint that does not load.
     """
-    where = {name: locate(Path(name)) for name in names if name not in PLAYER_TYPES}
+    profiles = {name: name.removeprefix(ENGINE_AI) for name in names if engine_ai and name.startswith(ENGINE_AI)}
+    where = {name: locate(Path(name)) for name in names if name not in PLAYER_TYPES and name not in profiles}
     unknown = [name for name, path in where.items() if not card_path(path).is_file()]
-    if unknown:
+    if unknown or not all(profiles.values()):
         raise ConfigError(
-            f"{option}: {', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} neither a player "
-            "type nor a checkpoint",
+            f"{option}: {', '.join(map(repr, unknown or names))} {'is' if len(unknown) == 1 else 'are'} neither a "
+            "player type nor a checkpoint",
             hint=f"{option} takes player types ({', '.join(PLAYER_TYPES)}) and checkpoints (a card .json, its "
-            ".safetensors, or their path without the suffix), mixed as you like",
+            ".safetensors, or their path without the suffix), mixed as you like; with --engine, ai:PROFILE seats "
+            "the engine's own AI of that profile",
         )
     blobs = {name: policy_blob(path) for name, path in where.items()}
-    return [blobs.get(name, name) for name in names]
+    return [blobs.get(name, profiles.get(name, name)) for name in names]
 
 
 def ref_name(ref: PlayerRef) -> str:

@@ -18,7 +18,6 @@ sequential test (the loop's SPRT) to consume rotation group by rotation group.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -26,13 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
 from toolkit.game.lineup import UNKNOWN, Entrant
-from toolkit.game.players import Player, PolicyPlayer
+from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
@@ -149,7 +147,8 @@ def evaluate(
             end can play: a model against copies of another, the loop's head-to-head gate).
         backend: where the shards run (default: ``auto``).
         engine: play the games in this engine instead (:mod:`toolkit.engine`): the same deals and seatings;
-            player types are the engine's own AI profiles of those names, checkpoints are Distill's seats.
+            player types are the engine's own AI profiles of those names (``ai:PROFILE`` any other of its
+            profiles), checkpoints are Distill's seats.
 
     Raises:
         ConfigError: an unknown opponent name, or too many opponents.
@@ -157,7 +156,9 @@ def evaluate(
         JobError: a shard's worker died more often than the back end retries.
     """
     others: list[Player | PlayerRef] = list(
-        opponents if opponents is not None else player_refs(config.opponents, option="opponents")
+        opponents
+        if opponents is not None
+        else player_refs(config.opponents, option="opponents", engine_ai=engine is not None)
     )  # an unknown name fails here, before any worker starts
     n = len(others) + 1
     if n > 6:
@@ -247,21 +248,19 @@ def _evaluate_on_engine(
     exporter: DecisionExporter | None,
 ) -> EvaluationResult:
     """The evaluation's games played in an engine: deal ``d`` with the policy at seat ``s`` is game
-    ``eval-<seed>-<d>-<s>``, seeded ``seed + d * 2**32`` (what the built-in engine deals as the in-process core
-    deals deal ``d``); player types sit as the engine's AI profiles, checkpoints as Distill's seats."""
-    from toolkit.engine.driver import EngineDriver, GameSpec
+    ``eval-<seed>-<d>-<s>``, seeded ``game_seed(seed, d)`` (below 2**32: what the built-in engine deals as the
+    in-process core deals deal ``d``); player types sit as the engine's AI profiles, checkpoints as Distill's seats."""
+    from toolkit.engine.driver import EngineDriver, GameSpec, decider, game_seed
 
     if exporter is not None:
         raise ConfigError("exporting decisions from an engine's games is not supported yet", hint="drop --engine")
-    if config.seed >= 2**32:
-        raise ConfigError(f"--seed {config.seed} is too big for an engine's games", hint="give a seed below 2**32")
-    deciders: dict[str, Decider] = {"policy": _decider(policy() if callable(policy) else player_from_ref(policy))}
+    deciders: dict[str, Decider] = {"policy": decider(policy() if callable(policy) else player_from_ref(policy))}
     seats: list[dict[str, Any]] = []
     for k, other in enumerate(others):
         if isinstance(other, str):
             seats.append({"player": "engine", "profile": other})
         else:
-            deciders[f"opponent-{k}"] = _decider(other if not isinstance(other, PolicyBlob) else player_from_ref(other))
+            deciders[f"opponent-{k}"] = decider(other if not isinstance(other, PolicyBlob) else player_from_ref(other))
             seats.append({"player": "distill", "name": ref_name(other) if isinstance(other, PolicyBlob) else None})
     n = len(others) + 1
     per_seat = math.ceil(config.games / n)
@@ -274,7 +273,7 @@ def _evaluate_on_engine(
             games.append(
                 GameSpec(
                     f"eval-{config.seed}-{deal}-{seat}",
-                    config.seed + deal * 2**32,
+                    game_seed(config.seed, deal),
                     tuple(table),
                     config.max_rounds,
                     policies,
@@ -283,10 +282,7 @@ def _evaluate_on_engine(
     start = time.perf_counter()
     outcomes: list[Outcome] = []
     decisions = 0
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the engines need the other cores; a second torch thread only spins here
-    with contextlib.ExitStack() as restore, EngineDriver(engine) as driver:
-        restore.callback(torch.set_num_threads, threads)
+    with EngineDriver(engine) as driver:
         for result in driver.play(games, deciders):
             deal, seat = (int(x) for x in result.spec.game.rsplit("-", 2)[1:])
             outcomes.append(_outcome(result.placements, result.winner_seat, result.truncated, deal, seat, n))
@@ -297,17 +293,6 @@ def _evaluate_on_engine(
     names = [o if isinstance(o, str) else ref_name(o) if isinstance(o, PolicyBlob) else o.source for o in others]
     result = _summarise(outcomes, names, decisions, 0, seconds)
     return result.model_copy(update={"engine_faults": faults})
-
-
-def _decider(player: Player) -> Decider:
-    """The policy function of a player that can sit in an engine's game (a flat policy: it needs only the row)."""
-    if not isinstance(player, PolicyPlayer):
-        raise ConfigError(
-            f"a {type(player).__name__} cannot play in an engine's game: only flat policies (bc, ppo) answer "
-            "from a decision's row",
-            hint="evaluate recurrent checkpoints in Distill's own game (drop --engine)",
-        )
-    return player.policy
 
 
 def _outcome(

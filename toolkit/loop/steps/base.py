@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from toolkit.catalog.connect import WriterWait
+from toolkit.engine.driver import EngineConfig
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 
@@ -71,3 +72,11 @@ class StepContext:
         """The step's output folder, created on first use (the driver empties it before the step runs)."""
         self.out.mkdir(parents=True, exist_ok=True)
         return self.out
+
+    @property
+    def engine(self) -> EngineConfig | None:
+        """The loop's engine (None: Distill's own game), its processes' stderr logged in this step's folder."""
+        engine = self.config.engine
+        if engine is None:
+            return None
+        return engine.model_copy(update={"log_dir": engine.log_dir or self.folder / "engine-logs"})

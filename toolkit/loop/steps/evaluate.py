@@ -67,6 +67,7 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
                     opponents=opponents, games=evaluation.games, seed=step.seed, max_rounds=ctx.config.max_rounds
                 ),
                 backend=ctx.config.backend,
+                engine=ctx.engine,
             )
             write_text_atomic(ctx.folder / f"{model}-{table}.json", result.model_dump_json())
             scores[model][table] = Score(

@@ -39,6 +39,7 @@ def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
             ),
             load=player_from_ref,
             backend=ctx.config.backend,
+            engine=ctx.engine,
         )
         pool.rate(step.tournament, games)
         pool.save()

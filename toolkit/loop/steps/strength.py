@@ -74,6 +74,7 @@ def _head_to_head(ctx: StepContext, step: StrengthInput) -> HeadToHeadVerdict:
         seed=ctx.seed,
         max_rounds=ctx.config.max_rounds,
         backend=ctx.config.backend,
+        engine=ctx.engine,
     )
 
 
@@ -86,6 +87,7 @@ def _scripted(ctx: StepContext, step: StrengthInput, student: bool) -> StrengthV
         seed=ctx.seed + 1,
         max_rounds=ctx.config.max_rounds,
         backend=ctx.config.backend,
+        engine=ctx.engine,
     )
 
 
@@ -114,6 +116,7 @@ def ppo_gate(ctx: StepContext, step: StrengthInput) -> PPOGateResult:
         seed=ctx.seed,
         max_rounds=ctx.config.max_rounds,
         backend=ctx.config.backend,
+        engine=ctx.engine,
     )
     if not floor.passed:
         return PPOGateResult(passed=False, reason=f"floor: {floor.reason}", floor=floor)
