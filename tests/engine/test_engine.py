@@ -340,7 +340,17 @@ def test_a_tiny_loop_generation_plays_its_gates_evaluation_and_ratings_in_the_bu
     assert [r["outcome"] for r in there] == ["passed"] * len(there) and there[-1]["ratings"]
     # every evaluation, gate and tournament of the run started its engine processes (2 each)
     assert len(started.read_text().splitlines()) >= 2 * 6
-    assert {p.parent.name for p in (tmp_path / "home").rglob("engine-1.stderr.log")} == {"engine-logs"}
+    logs = list((tmp_path / "home").rglob("engine-1.stderr.log"))
+    steps = {"evaluate", "ratings", "selfplay", "ppo_gate", "student_gate"}
+    assert {p.parent.name for p in logs} == {"engine-logs"} and {p.parent.parent.name for p in logs} == steps
+    # the teacher's export games were played in the engine too: its rows in the lake carry no shaped reward
+    sql = "select count(*) as n, count(*) filter (where reward <> 0 and not is_terminal and not truncated) as shaped "
+    result = runner.invoke(
+        app, ["--home", str(layout.home), "sql", sql + "from decisions where source = 'ppo'", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (counted,) = orjson.loads(result.stdout)
+    assert counted["n"] > 0 and counted["shaped"] == 0
 
 
 def test_a_tournament_seats_checkpoints_and_engine_ai_profiles_in_the_engine(loop_home) -> None:
@@ -377,3 +387,46 @@ def test_any_ai_profile_of_the_engine_takes_a_seat_by_name(loop_home) -> None:
     assert missing.exit_code != 0 and "no AI profile 'Reckless'" in missing.output
     outside = run("ai:heuristic,heuristic,heuristic")  # without an engine there is no engine AI to seat
     assert outside.exit_code != 0 and "neither a player type nor a checkpoint" in outside.output
+
+
+def test_decisions_exported_from_engine_games_are_the_in_process_records_less_the_shaping(
+    tmp_path: Path, loop_home
+) -> None:
+    from toolkit.schema.models import DecisionSnapshot
+    from toolkit.train.agents import policy_blob
+    from toolkit.train.export import DecisionExporter
+
+    blob = policy_blob(loop_home.resolve(RunFolder(loop_home, "tiny").records()[-1]["student"]))
+    config = EvaluateConfig(games=16, seed=5, opponents=("heuristic", "tuned", "heuristic"))
+    rows = {}
+    for where, engine in [("here", None), ("there", EngineConfig(command=BUILTIN, processes=2))]:
+        exporter = DecisionExporter(tmp_path / where, batch="b", generation=2, seed=5, source="ppo-eval")
+        evaluate(blob, config, exporter=exporter, engine=engine)
+        counts = exporter.close()
+        lines = [orjson.loads(line) for f in counts.files for line in Path(f).read_bytes().splitlines()]
+        assert len(lines) == counts.exported_decisions > 0
+        for line in lines:
+            DecisionSnapshot.model_validate(line)  # a contract record, whichever the engine
+        rows[where] = lines
+
+    def same(row: dict) -> tuple:  # what both give alike (the engine shapes no reward, names no card)
+        lineup = tuple((s["kind"], s["name"], s["model_version"]) for s in row["lineup"])
+        counts = tuple(tuple(p[f] for f in ("life", "hand_size", "lands", "creatures")) for p in row["players"])
+        return (
+            row["decision_index"],
+            row["turn"],
+            row["phase"],
+            row["seat"],
+            counts,
+            row["action"]["index"],
+            tuple(row["legal_actions"]),
+            row["outcome"],
+            row["placement"],
+            row["timed_out"],
+            lineup,
+        )
+
+    assert sorted(map(same, rows["there"])) == sorted(map(same, rows["here"]))
+    there = rows["there"]
+    assert {r["source"] for r in there} == {"ppo-eval"} and {r["model_version"] for r in there} == {"gen-002"}
+    assert all(r["reward"] == (r["outcome"] if r["is_terminal"] or r["truncated"] else 0.0) for r in there)

@@ -112,6 +112,7 @@ class GameResult:
     truncated: bool
     turns: int
     decisions: int
+    played: tuple[tuple[dict[str, Any], int], ...] = ()  # with play(record=True): Distill's seats' (row, action)
 
 
 # A decision request read: (the engine's index, its game, the request's number in that game, its row)
@@ -143,6 +144,8 @@ class EngineDriver:
         self.faults: list[str] = []
         self.restarts = 0
         self.decisions_asked = 0
+        self._record = False
+        self._played: dict[str, list[tuple[dict[str, Any], int]]] = {}  # game -> its answered rows, in order
 
     def __enter__(self) -> EngineDriver:
         processes = []  # every engine started before the first handshake: they start up side by side
@@ -214,8 +217,13 @@ class EngineDriver:
 
     # -- playing --------------------------------------------------------------------
 
-    def play(self, games: Iterable[GameSpec], deciders: dict[str, Decider]) -> Iterator[GameResult]:
-        """Play ``games``, yielding each result as its game ends (in no particular order).
+    def play(
+        self, games: Iterable[GameSpec], deciders: dict[str, Decider], *, record: bool = False, ordered: bool = False
+    ) -> Iterator[GameResult]:
+        """Play ``games``, yielding each result as its game ends (in no particular order; with ``ordered``, in the
+        order of ``games``, each held until the games before it are in). With ``record``, each result holds the
+        rows Distill's seats answered and their actions (:attr:`GameResult.played`; a voided game's are dropped
+        with it).
 
         Raises:
             EngineError: an engine broke the protocol in a way a restart cannot mend, or the restart budget ran out.
@@ -224,6 +232,21 @@ class EngineDriver:
         pending = deque(games)
         for spec in pending:
             self._check_playable(spec, deciders)
+        self._record, self._played = record, {}
+        position = {spec.game: k for k, spec in enumerate(pending)}
+        results = self._play(pending, deciders)
+        if not ordered:
+            yield from results
+            return
+        held: dict[int, GameResult] = {}
+        next_ = 0
+        for result in results:
+            held[position[result.spec.game]] = result
+            while next_ in held:
+                yield held.pop(next_)
+                next_ += 1
+
+    def _play(self, pending: deque[GameSpec], deciders: dict[str, Decider]) -> Iterator[GameResult]:
         with selectors.DefaultSelector() as selector, _one_torch_thread():
             for i, engine in enumerate(self.engines):
                 selector.register(engine.process.fd, selectors.EVENT_READ, i)
@@ -281,7 +304,7 @@ class EngineDriver:
             engine.heard = time.monotonic()
         while process.frames:
             frame = process.frames.popleft()
-            typed = read_decisions(frame)
+            typed = None if self._record else read_decisions(frame)  # a recorded row is kept whole
             if typed is not None:
                 requests.extend((i, r.game, r.request, r.row) for r in typed)
                 continue
@@ -322,6 +345,7 @@ class EngineDriver:
             truncated=bool(message.get("truncated")),
             turns=int(message.get("turns") or 0),
             decisions=int(message.get("decisions") or 0),
+            played=tuple(self._played.pop(game, ())),
         )
 
     def _answer(
@@ -370,6 +394,9 @@ class EngineDriver:
             chosen = actions[start : start + len(mine)].tolist()
             start += len(mine)
             frame = [{"game": r[1], "request": r[2], "action": a} for r, a in zip(mine, chosen, strict=True)]
+            if self._record:
+                for r, a in zip(mine, chosen, strict=True):
+                    self._played.setdefault(r[1], []).append((r[3], a))
             try:
                 self.engines[i].process.send({"type": "actions", "answers": frame}, "game")
             except EngineError as error:
@@ -422,6 +449,8 @@ class EngineDriver:
         engine.process.kill()
         engine.process.close(0.1)
         pending.extendleft(reversed([spec for spec, _ in engine.games.values()]))
+        for game in engine.games:
+            self._played.pop(game, None)
         engine.games.clear()
         self.restarts += 1
         if self.restarts > self.config.restarts:

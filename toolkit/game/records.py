@@ -32,6 +32,7 @@ for the seats still alive.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import secrets
@@ -460,6 +461,18 @@ class DecisionWriter:
             self._thread.submit(self._publish).result()
         finally:
             self._thread.shutdown()
+
+    def abandon(self) -> None:
+        """Stop without publishing the current part file (a failed run): its temporary file is removed."""
+        self._thread.shutdown(wait=True, cancel_futures=True)
+        self._queued.clear()
+        for handle in (self._handle, self._raw):
+            if handle is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    handle.close()
+        if self._handle is not None:
+            self._tmp.unlink(missing_ok=True)
+        self._handle = self._raw = None
 
     @staticmethod
     def discard_unfinished(out: Path, prefix: str) -> None:

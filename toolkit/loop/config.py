@@ -408,8 +408,9 @@ class LoopConfig(_Config):
     engine: EngineConfig | None = Field(
         None,
         description="A lab's own engine (docs/engine-protocol.md): its command and processes. The gates, the "
-        "fixed-size evaluation, the rating tournament and the exploiter probe play their games in it, player "
-        "types sitting as its own AI profiles and checkpoints as Distill's seats. None: Distill's own game.",
+        "fixed-size evaluation, the rating tournament, the exploiter probe and the teacher's export games play in "
+        "it, player types sitting as its own AI profiles and checkpoints as Distill's seats (PPO's training steps "
+        "stay in Distill's game). None: Distill's own game.",
     )
 
     @property

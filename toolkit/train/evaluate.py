@@ -252,8 +252,6 @@ def _evaluate_on_engine(
     in-process core deals deal ``d``); player types sit as the engine's AI profiles, checkpoints as Distill's seats."""
     from toolkit.engine.driver import EngineDriver, GameSpec, decider, game_seed
 
-    if exporter is not None:
-        raise ConfigError("exporting decisions from an engine's games is not supported yet", hint="drop --engine")
     deciders: dict[str, Decider] = {"policy": decider(policy() if callable(policy) else player_from_ref(policy))}
     seats: list[dict[str, Any]] = []
     for k, other in enumerate(others):
@@ -282,9 +280,12 @@ def _evaluate_on_engine(
     start = time.perf_counter()
     outcomes: list[Outcome] = []
     decisions = 0
+    others_at = _entrants(others)
     with EngineDriver(engine) as driver:
-        for result in driver.play(games, deciders):
+        for result in driver.play(games, deciders, record=exporter is not None, ordered=exporter is not None):
             deal, seat = (int(x) for x in result.spec.game.rsplit("-", 2)[1:])
+            if exporter is not None:  # the policy's seat is the learner's in the lineup
+                exporter.add_engine_game(result, [seat], [*others_at[:seat], UNKNOWN, *others_at[seat:]])
             outcomes.append(_outcome(result.placements, result.winner_seat, result.truncated, deal, seat, n))
             decisions += result.decisions
         faults = list(driver.faults)

@@ -30,11 +30,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.engine.driver import EngineConfig
+from toolkit.engine.driver import GameResult as EngineGame
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
@@ -45,6 +48,7 @@ from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import generation_label
 from toolkit.train.agents import PlayerRef, entrant, player_from_ref
+from toolkit.train.engine_export import engine_records
 
 _GAME_FIELDS = ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
 
@@ -173,6 +177,36 @@ class DecisionExporter:
         self._queue(_Pending(sub, keep, np.full(int(rows.sum()), -1, np.int64), codes[table]))
         return int(accepted.sum())
 
+    def add_engine_game(self, result: EngineGame, seats: Sequence[int], lineup: Sequence[Entrant]) -> int:
+        """Offer one game played in an engine with ``record=True`` (:mod:`toolkit.train.engine_export`); ``seats``
+        are the agent's, each one episode filtered on its own, ``lineup`` who held every seat (the agent's seats are
+        the learner). Returns the episodes kept."""
+        counts = {seat: 0 for seat in seats}
+        for row, _ in result.played:
+            if row.get("seat") in counts:
+                counts[row["seat"]] += 1
+        winner = None if result.truncated else result.winner_seat
+        accepted = self._accept(np.array([winner == s for s in seats]), np.array([counts[s] for s in seats]))
+        kept = [s for s, ok in zip(seats, accepted.tolist(), strict=True) if ok]
+        if not kept:
+            return 0
+        self.flush()  # the games buffered first take the numbers before this one
+        table = [self.learner if seat in seats else entrant for seat, entrant in enumerate(lineup)]
+        rows = engine_records(
+            result,
+            kept,
+            game_id=records.game_id(self.seed, self._next_game, self.game_prefix),
+            source=self.source,
+            model_version=self.model_version,
+            generation=self.generation,
+            lineup=table,
+        )
+        self._next_game += 1
+        self.writer.write([b"".join(orjson.dumps(row) + b"\n" for row in rows)], len(rows))
+        self.counts.exported_episodes += len(kept)
+        self.counts.exported_decisions += len(rows)
+        return len(kept)
+
     def _code(self, player: Entrant) -> int:
         """The position of ``player`` among the entrants this exporter has seen (added when new)."""
         return self._entrants.setdefault(player, len(self._entrants))
@@ -255,6 +289,7 @@ def export_league_games(
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     batch_size: int = 512,
     backend: BackendConfig | None = None,
+    engine: EngineConfig | None = None,
 ) -> ExportCounts:
     """``teacher`` plays ``games`` games against ``league``; every seat it holds is exported to ``out``.
 
@@ -265,11 +300,14 @@ def export_league_games(
     each exported by its own :class:`DecisionExporter` (batch
     ``<batch>-s<j>`` when there are several), so the files and their rows do
     not depend on where the shards ran, and a repeated shard rewrites the same
-    files.
+    files. With ``engine`` the games are played in that engine instead (one exporter, batch ``<batch>``):
+    league player types sit as its own AI profiles, checkpoints and the teacher as Distill's seats; game ``k`` is
+    dealt ``game_seed(seed, k)``.
 
     Raises:
         ConfigError: weights that do not fit the league, or a fixed table of the wrong size.
         JobError: a shard's worker died more often than the back end retries.
+        EngineError: the engine failed past its restart budget, or sent a row that makes no contract record.
     """
     lineups = draw_lineups(len(league), weights, games=games, seed=seed, pod_size=pod_size, mirror=mirror)
     out = out.resolve()  # workers elsewhere (Ray) resolve a relative path against their own folder
@@ -286,6 +324,8 @@ def export_league_games(
         max_rounds,
         batch_size,
     )
+    if engine is not None:
+        return _export_on_engine(job, engine)
     parts: list[ExportCounts] = run_shards(
         _export_shard, shards(games, (backend or BackendConfig()).shard_games), job, backend
     )
@@ -326,6 +366,58 @@ class _LeagueJob:
     config: ExportConfig
     max_rounds: int
     batch_size: int
+
+
+def _export_on_engine(job: _LeagueJob, engine: EngineConfig) -> ExportCounts:
+    """The league export's games played in an engine, exported in game order (see :func:`export_league_games`)."""
+    from toolkit.engine.driver import Decider, EngineDriver, GameSpec, decider, game_seed
+
+    me = entrant(job.teacher)
+    deciders: dict[str, Decider] = {"teacher": decider(player_from_ref(job.teacher, job.source))}
+    seat_of: list[dict[str, Any]] = [{"player": "distill", "name": me.name}]
+    keys: list[str | None] = ["teacher"]
+    for i, ref in enumerate(job.league):
+        if ref == SELF:
+            seat_of.append({"player": "distill", "name": me.name})
+            keys.append("teacher")
+        elif isinstance(ref, str):
+            seat_of.append({"player": "engine", "profile": ref})
+            keys.append(None)
+        else:
+            deciders[f"league-{i}"] = decider(player_from_ref(ref))
+            seat_of.append({"player": "distill", "name": ref.name})
+            keys.append(f"league-{i}")
+    entrants = [me, *[me if ref == SELF else entrant(ref) for ref in job.league]]
+    specs = [
+        GameSpec(
+            f"{job.batch}-{k}",
+            game_seed(job.seed, k),
+            tuple(seat_of[i] for i in row),
+            job.max_rounds,
+            {seat: keys[i] for seat, i in enumerate(row) if keys[i] is not None},  # type: ignore[misc]
+        )
+        for k, row in enumerate(job.lineups.tolist())
+    ]
+    exporter = DecisionExporter(
+        job.out,
+        batch=job.batch,
+        generation=job.generation,
+        seed=job.seed,
+        source=job.source,
+        config=job.config,
+        kind=me.kind,
+        name=me.name,
+    )
+    try:
+        with EngineDriver(engine) as driver:
+            for result in driver.play(specs, deciders, record=True, ordered=True):
+                row = job.lineups[int(result.spec.game.rsplit("-", 1)[1])]
+                mine = [seat for seat, k in enumerate(row.tolist()) if keys[k] == "teacher"]
+                exporter.add_engine_game(result, mine, [entrants[k] for k in row.tolist()])
+    except BaseException:
+        exporter.writer.abandon()  # no half-written part published
+        raise
+    return exporter.close()
 
 
 def _export_shard(shard: Shard, job: _LeagueJob) -> ExportCounts:

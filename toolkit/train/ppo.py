@@ -60,6 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
+from toolkit.engine.driver import EngineConfig
 from toolkit.errors import ConfigError, TrainError
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.league import OpponentPool, OpponentTally
@@ -469,10 +470,12 @@ def train_ppo(
     progress: ProgressFn | None = None,
     backend: BackendConfig | None = None,
     layout: Layout | None = None,
+    engine: EngineConfig | None = None,
 ) -> PPOResult:
     """Train PPO per ``config``; checkpoints, metrics and exports go to ``out``.
 
-    The teacher's export games are a game job, run where ``backend`` says (default: ``auto``).
+    The teacher's export games are a game job, run where ``backend`` says (default: ``auto``), or played in
+    ``engine`` (its rows then come from that engine; training itself is in Distill's game).
     The cards record the checkpoints the config names (warm start, opponents) relative to ``layout``'s data
     root when they lie inside it.
 
@@ -541,7 +544,9 @@ def train_ppo(
     final = _save(run, "final", {"steps": model.num_timesteps})
     export_start = time.perf_counter()
     counts = (
-        _export_teacher_games(run, exports, final, backend) if config.export.enabled and config.export.games else None
+        _export_teacher_games(run, exports, final, backend, engine)
+        if config.export.enabled and config.export.games
+        else None
     )
     clock = callback.clock
     timings = {
@@ -576,7 +581,9 @@ def train_ppo(
     )
 
 
-def _export_teacher_games(run: _Run, exports: Path, final: Path, backend: BackendConfig | None) -> ExportCounts:
+def _export_teacher_games(
+    run: _Run, exports: Path, final: Path, backend: BackendConfig | None, engine: EngineConfig | None = None
+) -> ExportCounts:
     """The final checkpoint plays ``export.games`` games against the league (a game job); its decisions are exported."""
     config = run.config
     names = config.curriculum[run.stage].opponents if config.curriculum else config.opponents
@@ -595,6 +602,7 @@ def _export_teacher_games(run: _Run, exports: Path, final: Path, backend: Backen
         pod_size=config.pod_size,
         max_rounds=config.max_rounds,
         backend=backend,
+        engine=engine,
     )
 
 

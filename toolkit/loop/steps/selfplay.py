@@ -81,7 +81,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         export=ExportConfig(games=p.export_games, export_eval=False, compression=ctx.config.log_compression),
         policy=PolicySpec(pi=hidden, vf=hidden),
     )
-    result = train_ppo(config, ctx.folder, backend=ctx.config.backend, layout=ctx.layout)
+    result = train_ppo(config, ctx.folder, backend=ctx.config.backend, layout=ctx.layout, engine=ctx.engine)
     assert result.export is not None  # export.games >= 1
     export = result.export.model_copy(update={"files": [Path(ctx.layout.stored(f)) for f in result.export.files]})
     return SelfPlayResult(
