@@ -17,7 +17,11 @@ of ``--repeat`` runs:
     (the in-process back end): the ratio of speeds, target >= 0.5x; the
     outcomes are checked equal;
 (d) the driver's peak memory (its own process; the engines are others)
-    with 16 and with 256 games in flight, the same 512 games.
+    with 16 and with 256 games in flight, the same 512 games;
+(e) PPO's env, reported (no target): env steps per second of 256 envs
+    stepped with the first legal action against three heuristics, through
+    2 built-in engine processes (``EngineVecEnv``) and in this process
+    (``CommanderVecEnv``).
 """
 
 from __future__ import annotations
@@ -87,6 +91,26 @@ def child_evaluate(games: int, where: str) -> None:
     report_child(result.decisions, t, games=result.games, outcomes=digest, win_rate=result.win_rate)
 
 
+def child_env(envs: int, steps: int, where: str) -> None:
+    from toolkit.engine.driver import EngineConfig
+    from toolkit.engine.vec_env import EngineVecEnv
+    from toolkit.game.league import OpponentPool
+    from toolkit.game.vec_env import CommanderVecEnv
+
+    pool = OpponentPool(["heuristic"] * 3)
+    if where == "engine":
+        env = EngineVecEnv(envs, EngineConfig(command=builtin(envs), processes=2), pool, seed=1)
+    else:
+        env = CommanderVecEnv(envs, pool, seed=1)
+    with timed() as t:
+        env.reset()
+        for _ in range(steps):
+            env.step_async(env.action_masks().argmax(1))
+            env.step_wait()
+    env.close()
+    report_child(envs * steps, t)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
@@ -138,6 +162,16 @@ def main() -> None:
         f"MiB with 256 ({large.peak_rss_mb / small.peak_rss_mb:.2f}x; {small.rows / small.wall_s:,.0f} and "
         f"{large.rows / large.wall_s:,.0f} decisions/s)"
     )
+    envs = {
+        where: best_of([run_child(f"env {where}", [script, "--child-env", "256", "100", where]) for _ in range(2)])
+        for where in ("engine", "here")
+    }
+    there_rate = envs["engine"].rows / envs["engine"].wall_s
+    here_rate = envs["here"].rows / envs["here"].wall_s
+    tee(
+        f"(e) PPO's env, 256 envs vs three heuristics: {there_rate:,.0f} steps/s through 2 engine processes, "
+        f"{here_rate:,.0f} steps/s in process ({there_rate / here_rate:.2f}x; reported, no target)"
+    )
     OUT.mkdir(parents=True, exist_ok=True)
     tee.write(OUT / "bench_engine.txt")
 
@@ -145,6 +179,8 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 5 and sys.argv[1] == "--child-wire":
         child_wire(*(int(a) for a in sys.argv[2:6]))
+    elif len(sys.argv) > 4 and sys.argv[1] == "--child-env":
+        child_env(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
     elif len(sys.argv) > 3 and sys.argv[1] == "--child-eval":
         child_evaluate(int(sys.argv[2]), sys.argv[3])
     else:

@@ -430,3 +430,65 @@ def test_decisions_exported_from_engine_games_are_the_in_process_records_less_th
     there = rows["there"]
     assert {r["source"] for r in there} == {"ppo-eval"} and {r["model_version"] for r in there} == {"gen-002"}
     assert all(r["reward"] == (r["outcome"] if r["is_terminal"] or r["truncated"] else 0.0) for r in there)
+
+
+def _play_env(env, steps: int, reset: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
+    observations, rewards, dones, infos = [env.reset()] if reset else [], [], [], []
+    for _ in range(steps):
+        env.step_async(env.action_masks().argmax(1))
+        obs, reward, done, info = env.step_wait()
+        observations.append(obs), rewards.append(reward), dones.append(done), infos.extend(info)
+    return np.array(observations), np.array(rewards), np.array(dones), infos
+
+
+def test_the_engine_vec_env_replays_its_episodes_and_ends_them_with_the_outcome() -> None:
+    from toolkit.engine.vec_env import EngineVecEnv
+    from toolkit.game.league import OpponentPool
+
+    runs = []
+    for processes in (1, 2):  # the same episodes however the games are spread and interleaved
+        pool = OpponentPool(["heuristic", "tuned", "random"], weights=[1, 1, 1])
+        env = EngineVecEnv(6, EngineConfig(command=BUILTIN, processes=processes), pool, seed=3, max_rounds=20)
+        try:
+            runs.append(_play_env(env, 150))
+        finally:
+            env.close()
+    (obs_a, rewards_a, dones_a, infos), (obs_b, rewards_b, dones_b, _) = runs
+    np.testing.assert_array_equal(obs_a, obs_b)
+    np.testing.assert_array_equal(rewards_a, rewards_b)
+    np.testing.assert_array_equal(dones_a, dones_b)
+    assert dones_a.sum() >= 6  # episodes ended, each with its outcome as its only reward
+    assert set(np.unique(rewards_a[dones_a])) <= {-1.0, 1.0} and not rewards_a[~dones_a].any()
+    ended = [i for i in infos if "episode" in i]
+    assert len(ended) == dones_a.sum() and all(i["episode"]["r"] == (1.0 if i["won"] else -1.0) for i in ended)
+    assert all(len(i["opponents"]) == 3 and i["terminal_observation"].shape == obs_a.shape[2:] for i in ended)
+
+
+def test_an_engine_killed_mid_training_voids_its_episodes_and_the_env_goes_on() -> None:
+    from toolkit.engine.vec_env import EngineVecEnv
+    from toolkit.game.league import OpponentPool
+
+    env = EngineVecEnv(4, EngineConfig(command=BUILTIN, processes=2), OpponentPool(["heuristic"] * 3), seed=1)
+    try:
+        _play_env(env, 5)
+        os.killpg(env.driver.engines[1].process.proc.pid, signal.SIGKILL)
+        _, _, dones, infos = _play_env(env, 40, reset=False)
+        voided = [i for i in infos if i.get("voided")]
+        assert env.voided == len(voided) >= 1 and env.driver.restarts == 1
+        assert all("episode" not in i for i in voided)  # no result: the statistics and the league skip it
+    finally:
+        env.close()
+
+
+def test_train_ppo_learns_in_the_engine_and_exports_the_engines_rows(tmp_path: Path) -> None:
+    command = " ".join(BUILTIN)
+    argv = ["--home", str(tmp_path / "home"), "train", "ppo", "--steps", "256", "--envs", "8", "--export-games", "8"]
+    argv += ["--eval-games", "4", "--out", str(tmp_path / "ppo"), "--engine", command, "--engine-processes", "2"]
+    result = runner.invoke(app, [*argv, "--json"])
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout)
+    assert report["steps"] >= 256 and report["export"]["exported_decisions"] > 0
+    rows = [orjson.loads(line) for f in report["export"]["files"] for line in Path(f).read_bytes().splitlines()]
+    assert {r["source"] for r in rows} == {"ppo"} and not [
+        r for r in rows if r["reward"] and not r["is_terminal"] and not r["truncated"]
+    ]

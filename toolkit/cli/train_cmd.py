@@ -151,9 +151,12 @@ def train_ppo_command(
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     shard_games: ShardOpt = 1024,
+    engine: EngineOpt = None,
+    engine_processes: EngineProcessesOpt = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """PPO self-play on the Distill game: evaluation in pods, best checkpoint, decision export."""
+    """PPO self-play on the Distill game (or, with --engine, in that engine: league player types as its AI
+    profiles, outcome rewards only): evaluation in pods, best checkpoint, decision export."""
     from toolkit.config import load_config
     from toolkit.train.ppo import PPOConfig, train_ppo
 
@@ -185,11 +188,12 @@ def train_ppo_command(
     )
     folder = out or layout().runs / "train"
     where = backend_config(backend, workers, address, shard_games)
+    on = engine_config(engine, engine_processes)
     if as_json:
-        print_json(train_ppo(cfg, folder, backend=where, layout=layout()).model_dump(mode="json"))
+        print_json(train_ppo(cfg, folder, backend=where, layout=layout(), engine=on).model_dump(mode="json"))
         return
     with progress_bar(f"train {cfg.kind}") as progress:
-        result = train_ppo(cfg, folder, progress=progress, backend=where, layout=layout())
+        result = train_ppo(cfg, folder, progress=progress, backend=where, layout=layout(), engine=on)
     table = Table(
         title=f"{result.kind} {result.run_id}: {result.steps:,} steps, {result.steps_per_second:,.0f} steps/s"
     )

@@ -161,10 +161,16 @@ class _Table:
         rules.deal(self.state, np.array([slot]), [np.random.default_rng(start.seed)], self.config)
 
     def begin(self) -> None:
-        """The step's engine-AI decisions, and Distill's requests sent (not waited for)."""
+        """The step's engine-AI decisions, and Distill's requests sent (not waited for). Games still waiting on
+        answers from a partial :meth:`finish` keep their requests: the new ones join them in the step."""
         state = self.state
         g = np.array(sorted(self.games), np.intp)
         g = g[~state.done[g]]
+        residual, held = self.step_state, self.waiting
+        if residual is not None:
+            g = np.setdiff1d(g, residual[0])
+            if not len(g):
+                return
         seats = state.seat[g]
         mask = rules.legal_mask(state, g)
         who = self.table[g, seats]
@@ -179,8 +185,7 @@ class _Table:
             if chosen_targets is not None:
                 targets[pick] = chosen_targets
         remote = np.flatnonzero(who < 0)
-        self.step_state = (g, seats, mask, actions, targets)
-        self.waiting = []
+        waiting = []
         if len(remote):
             batch = DecisionBatch(state, g[remote], seats[remote], mask[remote], self.rng)
             frame = []
@@ -189,24 +194,58 @@ class _Table:
                 key = (game.start.game, game.requests)
                 game.requests += 1
                 self.server.expect(key, mask[i])
-                self.waiting.append(key)
+                waiting.append(key)
                 frame.append({"game": key[0], "request": key[1], "row": row})
             self.server.wire.send({"type": "decisions", "requests": frame})
+        step = (g, seats, mask, actions, targets)
+        if residual is None:
+            self.step_state, self.waiting = step, waiting
+        else:  # the residual's rows first: its requests come first in waiting, as its rows in the arrays
+            self.step_state = tuple(np.concatenate([r, n]) for r, n in zip(residual, step, strict=True))  # type: ignore[assignment]
+            self.waiting = held + waiting
 
     @property
     def ready(self) -> bool:
         return self.step_state is not None and all(key in self.server.answers for key in self.waiting)
 
-    def finish(self) -> None:
-        """Apply the step begun, every answer in; report the games it ended."""
+    @property
+    def appliable(self) -> bool:
+        """Some games of the step can be applied now: the engine AI's, or those whose answers are in."""
+        if self.step_state is None:
+            return False
+        return bool((self.step_state[3] >= 0).any()) or any(key in self.server.answers for key in self.waiting)
+
+    @property
+    def movable(self) -> bool:
+        """Something can go on while answers are held back: games to apply, or games seated since the step began."""
+        if self.step_state is None:
+            return False
+        return self.appliable or len(self.games) > len(self.step_state[0])
+
+    def finish(self, partial: bool = False) -> None:
+        """Apply the step begun, every answer in; report the games it ended. ``partial``: apply it to the games
+        whose answers are in (and the engine AI's), the others keep waiting (Distill holds an answer back while it
+        waits for other games: a self-play env answers its learner once every game waits on it)."""
         assert self.step_state is not None
         g, seats, mask, actions, targets = self.step_state
         remote = np.flatnonzero(actions < 0)
+        waiting = np.array([key in self.server.answers for key in self.waiting], bool)
+        if partial and not waiting.all():
+            held = remote[~waiting]
+            go = np.ones(len(g), bool)
+            go[held] = False
+            residual = tuple(x[held] for x in (g, seats, mask, actions, targets))
+            still = [key for key, in_ in zip(self.waiting, waiting.tolist(), strict=True) if not in_]
+            self.waiting = [key for key, in_ in zip(self.waiting, waiting.tolist(), strict=True) if in_]
+            g, seats, mask, actions, targets = (x[go] for x in (g, seats, mask, actions, targets))
+            remote = np.flatnonzero(actions < 0)
+        else:
+            residual, still = None, []
         if len(remote):
             actions[remote] = [self.server.answers.pop(key) for key in self.waiting]
             batch = DecisionBatch(self.state, g[remote], seats[remote], mask[remote], self.rng)
             targets[remote] = policy_targets(batch, actions[remote])
-        self.step_state, self.waiting = None, []
+        self.step_state, self.waiting = residual, still  # type: ignore[assignment]
         state = self.state
         rules.apply(state, g, actions, targets, mask)
         for slot in g.tolist():
@@ -335,7 +374,17 @@ class _Server:
             while not (self.stopping and not self.live):
                 busy = [t for t in self.tables.values() if t.games]
                 stuck = bool(busy) and all(t.step_state is not None and not t.ready for t in busy)
-                self.take(wait=stuck or (not busy and not self.queue))
+                if stuck:  # nothing to step until an answer comes, unless Distill holds some back (self-play)
+                    if not self.take(wait=False):
+                        partial = [t for t in busy if t.movable]
+                        for table in partial:
+                            if table.appliable:
+                                table.finish(partial=True)
+                            table.begin()
+                        if not partial:
+                            self.take(wait=True)
+                else:
+                    self.take(wait=not busy and not self.queue)
                 self.seat_queued()
                 for table in list(self.tables.values()):
                     if table.ready:
@@ -351,11 +400,14 @@ class _Server:
     def live(self) -> int:
         return sum(len(t.games) for t in self.tables.values())
 
-    def take(self, wait: bool) -> None:
-        """Handle the messages waiting (at least one when ``wait``)."""
+    def take(self, wait: bool) -> int:
+        """Handle the messages waiting (at least one when ``wait``); returns how many."""
+        handled = 0
         while (message := self.wire.next(wait)) is not None:
             wait = False
             self.handle(message)
+            handled += 1
+        return handled
 
     def expect(self, key: tuple[str, int], mask: np.ndarray) -> None:
         self.expected[key] = mask

@@ -31,7 +31,7 @@ import shlex
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,11 @@ class EngineConfig(BaseModel):
     game_seconds: float = Field(600.0, gt=0, le=86_400, description="Deadline of one game, from its start.")
     shutdown_seconds: float = Field(5.0, gt=0, le=600, description="Grace for an engine to exit at the end.")
     restarts: int = Field(3, ge=0, le=100, description="Engine restarts a run may use before it stops.")
+    selfplay: bool = Field(
+        True,
+        description="PPO trains in the engine too (a vectorised env over its processes: outcome rewards only); "
+        "False: PPO trains in Distill's game, every other game is played in the engine.",
+    )
     log_dir: Path | None = Field(
         None,
         description="Where each engine process's stderr is kept (engine-<n>.stderr.log); None: only its last lines, "
@@ -115,6 +120,17 @@ class GameResult:
     played: tuple[tuple[dict[str, Any], int], ...] = ()  # with play(record=True): Distill's seats' (row, action)
 
 
+@dataclass(frozen=True)
+class Held:
+    """A decision request left for the caller to answer (:meth:`EngineDriver.exchange`): encoded, and its row."""
+
+    game: str
+    request: int
+    observation: np.ndarray
+    mask: np.ndarray
+    row: Row | dict[str, Any] | None
+
+
 # A decision request read: (the engine's index, its game, the request's number in that game, its row)
 _Asked = tuple[int, Any, Any, "Row | dict[str, Any] | None"]
 
@@ -128,6 +144,7 @@ class _Engine:
     capacity: int
     games: dict[str, tuple[GameSpec, float]] = field(default_factory=dict)  # game -> (spec, started at)
     heard: float = field(default_factory=time.monotonic)
+    held: set[tuple[str, int]] = field(default_factory=set)  # its requests the caller holds (step by step)
 
 
 class ProtocolBreach(EngineError):
@@ -170,6 +187,10 @@ class EngineDriver:
 
     def close(self) -> None:
         """Ask every engine to shut down, and end every process (killed past the grace)."""
+        selector = getattr(self, "_selector", None)
+        if selector is not None:
+            selector.close()
+            self._selector = None
         for engine in self.engines:
             with contextlib.suppress(EngineError):
                 engine.process.send({"type": "shutdown"}, "shutdown")
@@ -266,6 +287,85 @@ class EngineDriver:
                 self._check_deadlines(pending, selector)
                 yield from finished
 
+    # -- step by step (a vectorised environment over engines) ----------------------------
+
+    def begin(self) -> None:
+        """Start playing step by step: games are started one by one (:meth:`start`), rounds run by
+        :meth:`exchange`, held requests answered by :meth:`reply`; :meth:`close` ends it."""
+        self._selector = selectors.DefaultSelector()
+        self._pending: deque[GameSpec] = deque()
+        for i, engine in enumerate(self.engines):
+            self._selector.register(engine.process.fd, selectors.EVENT_READ, i)
+
+    def start(self, spec: GameSpec, deciders: dict[str, Decider]) -> None:
+        """Start one game on the engine with the most room.
+
+        Raises:
+            ConfigError: the game cannot be played (see :meth:`play`), or every engine is full.
+        """
+        self._check_playable(spec, deciders)
+        engine = min(self.engines, key=lambda e: len(e.games) - e.capacity)
+        if len(engine.games) >= engine.capacity:
+            raise ConfigError(
+                f"the engines are full ({sum(e.capacity for e in self.engines)} games in flight)",
+                hint="start more engine processes, or play fewer games at once",
+            )
+        engine.games[spec.game] = (spec, time.monotonic())
+        try:
+            engine.process.send(spec.start(), "game")
+        except EngineError as error:
+            self._fault(self.engines.index(engine), str(error), self._pending, self._selector)
+
+    def exchange(self, deciders: dict[str, Decider], held: str) -> tuple[list[Held], list[GameResult], list[GameSpec]]:
+        """One round: read every engine that has something, answer the requests of every policy but ``held`` in
+        one pass each, and return the requests of ``held`` (to :meth:`reply` to), the games that ended, and the
+        games voided by an engine's fault since the last round (not replayed: the caller starts what it wants).
+
+        Raises:
+            EngineError: as :meth:`play`.
+        """
+        finished: list[GameResult] = []
+        requests: list[_Asked] = []
+        with _one_torch_thread():
+            for key, _ in self._selector.select(self._wait()):
+                i = key.data
+                try:
+                    self._read(i, requests, finished)
+                except ProtocolBreach:
+                    raise
+                except EngineError as error:
+                    self._fault(i, str(error), self._pending, self._selector)
+            kept = self._answer(requests, deciders, self._pending, self._selector, held)
+            self._check_deadlines(self._pending, self._selector)
+        voided = list(self._pending)
+        self._pending.clear()
+        gone = {v.game for v in voided}
+        kept = [k for k in kept if k.game not in gone]
+        where = {game: engine for engine in self.engines for game in engine.games}
+        for k in kept:
+            where[k.game].held.add((k.game, k.request))
+        return kept, finished, voided
+
+    def reply(self, answers: Sequence[tuple[str, int, int]]) -> list[GameSpec]:
+        """Answer held requests: (game, request, action) each, one frame per engine. Returns the games voided by
+        an engine that could not take its frame."""
+        frames: dict[int, list[dict[str, Any]]] = {}
+        where = {game: i for i, engine in enumerate(self.engines) for game in engine.games}
+        for game, request, action in answers:
+            if game in where:
+                frames.setdefault(where[game], []).append({"game": game, "request": request, "action": action})
+                self.engines[where[game]].held.discard((game, request))
+        for i, frame in frames.items():
+            self.decisions_asked += len(frame)
+            self.engines[i].heard = time.monotonic()  # its next frame's deadline runs from Distill's answer
+            try:
+                self.engines[i].process.send({"type": "actions", "answers": frame}, "game")
+            except EngineError as error:
+                self._fault(i, str(error), self._pending, self._selector)
+        voided = list(self._pending)
+        self._pending.clear()
+        return voided
+
     def _check_playable(self, spec: GameSpec, deciders: dict[str, Decider]) -> None:
         hello = self.hello
         if spec.pod_size > hello.max_pod_size:
@@ -293,7 +393,7 @@ class EngineDriver:
 
     def _wait(self) -> float:
         now = time.monotonic()
-        busy = [e.heard + self.config.frame_seconds - now for e in self.engines if e.games]
+        busy = [e.heard + self.config.frame_seconds - now for e in self.engines if e.games and not e.held]
         return max(0.0, min(busy, default=1.0))
 
     def _read(self, i: int, requests: list[_Asked], finished: list[GameResult]) -> None:
@@ -354,9 +454,11 @@ class EngineDriver:
         deciders: dict[str, Decider],
         pending: deque[GameSpec],
         selector: selectors.BaseSelector,
-    ) -> None:
+        held: str | None = None,
+    ) -> list[Held]:
         """Answer every request read this round: each engine's rows encoded, one forward pass per policy over all
-        engines' rows, one frame per engine. An engine whose request cannot be read is a fault."""
+        engines' rows, one frame per engine. An engine whose request cannot be read is a fault. Requests of the
+        policy ``held`` are not answered here: they are returned (encoded) for :meth:`reply`."""
         by_engine: dict[int, list[_Asked]] = {}
         for asked in requests:
             by_engine.setdefault(asked[0], []).append(asked)
@@ -380,27 +482,37 @@ class EngineDriver:
                 continue
             parts.append((i, mine, keys, observations, masks))
         if not parts:
-            return
+            return []
         keys = np.array([k for part in parts for k in part[2]])
         observations = np.concatenate([part[3] for part in parts])
         masks = np.concatenate([part[4] for part in parts])
         actions = np.full(len(keys), -1, np.int64)
         for key in dict.fromkeys(keys.tolist()):
-            rows = np.flatnonzero(keys == key)
-            actions[rows] = np.asarray(deciders[key](observations[rows], masks[rows]), np.int64)
-        self.decisions_asked += len(keys)
+            if key != held:
+                rows = np.flatnonzero(keys == key)
+                actions[rows] = np.asarray(deciders[key](observations[rows], masks[rows]), np.int64)
+        hold = (keys == held).tolist() if held is not None else [False] * len(keys)
+        kept: list[Held] = []
         start = 0
         for i, mine, _, _, _ in parts:
             chosen = actions[start : start + len(mine)].tolist()
-            start += len(mine)
-            frame = [{"game": r[1], "request": r[2], "action": a} for r, a in zip(mine, chosen, strict=True)]
-            if self._record:
-                for r, a in zip(mine, chosen, strict=True):
+            frame = []
+            for k, (r, a) in enumerate(zip(mine, chosen, strict=True)):
+                if hold[start + k]:
+                    kept.append(Held(r[1], r[2], observations[start + k], masks[start + k], r[3]))
+                    continue
+                frame.append({"game": r[1], "request": r[2], "action": a})
+                if self._record:
                     self._played.setdefault(r[1], []).append((r[3], a))
+            start += len(mine)
+            self.decisions_asked += len(frame)
+            if not frame:
+                continue
             try:
                 self.engines[i].process.send({"type": "actions", "answers": frame}, "game")
             except EngineError as error:
                 self._fault(i, str(error), pending, selector)
+        return kept
 
     def _policy_of(self, i: int, game: object, row: Row | dict[str, Any] | None) -> str:
         engine = self.engines[i]
@@ -425,7 +537,7 @@ class EngineDriver:
         for i, engine in enumerate(self.engines):
             if not engine.games:
                 continue
-            if now - engine.heard > self.config.frame_seconds:
+            if now - engine.heard > self.config.frame_seconds and not engine.held:  # silent while Distill holds back
                 self._fault(
                     i,
                     f"the engine {engine.process.name} said nothing for {self.config.frame_seconds:g} s "

@@ -61,6 +61,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
 from toolkit.engine.driver import EngineConfig
+from toolkit.engine.vec_env import EngineVecEnv
 from toolkit.errors import ConfigError, TrainError
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.league import OpponentPool, OpponentTally
@@ -475,7 +476,9 @@ def train_ppo(
     """Train PPO per ``config``; checkpoints, metrics and exports go to ``out``.
 
     The teacher's export games are a game job, run where ``backend`` says (default: ``auto``), or played in
-    ``engine`` (its rows then come from that engine; training itself is in Distill's game).
+    ``engine`` (its rows then come from that engine). With an engine whose ``selfplay`` is on (the default), the
+    training games are played there too, through :class:`~toolkit.engine.vec_env.EngineVecEnv` (outcome rewards
+    only: an engine shapes none); the periodic evaluations stay in Distill's game.
     The cards record the checkpoints the config names (warm start, opponents) relative to ``layout``'s data
     root when they lie inside it.
 
@@ -493,14 +496,46 @@ def train_ppo(
     stages = config.curriculum
     league = _League(config)
     pool = league.pool(stages[0].opponents) if stages else league.pool(config.opponents, config.opponent_weights)
-    env = CommanderVecEnv(
-        config.n_envs,
-        pool,
-        seed=config.seed,
-        pod_size=config.pod_size,
-        max_rounds=config.max_rounds,
-        turn_limit_reward=config.turn_limit_reward,
-    )
+    if engine is not None and engine.selfplay:
+        env: Any = EngineVecEnv(
+            config.n_envs,
+            engine,
+            pool,
+            seed=config.seed,
+            pod_size=config.pod_size,
+            max_rounds=config.max_rounds,
+            turn_limit_reward=config.turn_limit_reward,
+        )
+    else:
+        env = CommanderVecEnv(
+            config.n_envs,
+            pool,
+            seed=config.seed,
+            pod_size=config.pod_size,
+            max_rounds=config.max_rounds,
+            turn_limit_reward=config.turn_limit_reward,
+        )
+    try:
+        return _train(config, out, progress, backend, layout, engine, league, env, run_id, setup_start)
+    finally:
+        env.close()  # an engine env's processes end here
+
+
+def _train(
+    config: PPOConfig,
+    out: Path,
+    progress: ProgressFn | None,
+    backend: BackendConfig | None,
+    layout: Layout | None,
+    engine: EngineConfig | None,
+    league: _League,
+    env: Any,
+    run_id: str,
+    setup_start: float,
+) -> PPOResult:
+    """The run itself, on ``env`` (see :func:`train_ppo`)."""
+    stages = config.curriculum
+    metrics_path = out / f"{checkpoints.checkpoint_stem(config.kind, run_id, 'metrics')}.jsonl"
     model = league.model = _make_model(config, env)
     parent, dataset = _warm_start(config, model) if config.warm_start is not None else (None, None)
     model.set_logger(Logger(folder=None, output_formats=[]))
