@@ -54,6 +54,17 @@ def test_the_java_demo_engine_builds_with_javac_and_passes_every_check() -> None
     assert built.returncode == 0, built.stderr
     report = check_engine([str(ROOT / "clients/java/bin/demo-engine")], deadline=30)
     assert report.passed, [c for c in report.checks if not c.passed]
+    # and PPO's env trains in it: its games go on while Distill holds the learner's answers back
+    from toolkit.engine.vec_env import EngineVecEnv
+    from toolkit.game.league import OpponentPool
+
+    java = EngineConfig(command=[str(ROOT / "clients/java/bin/demo-engine")], processes=2)
+    env = EngineVecEnv(8, java, OpponentPool(["heuristic", "random", "heuristic"]), seed=2, max_rounds=30)
+    try:
+        _, rewards, dones, _ = _play_env(env, 200)
+    finally:
+        env.close()
+    assert dones.sum() > 0 and set(np.unique(rewards[dones])) <= {-1.0, 1.0}
     assert report.engine and "demo" in report.engine.lower(), report.engine
 
 
@@ -72,6 +83,7 @@ BROKEN = [
     ("ignore-eof", "eof", "end of its input"),
     ("substitute", "illegal", "never substitutes"),
     ("no-echo", "games", "echoes settings"),
+    ("lockstep", "held", "let each game go on alone"),
 ]
 
 

@@ -109,6 +109,7 @@ def main() -> None:
     games: dict[str, dict] = {}
     requests: dict[tuple[str, int], tuple[int, int]] = {}  # (game, request) -> (seat, index)
     marker = Path(os.environ.get("TOY_MARKER", "/nonexistent/marker"))
+    later: list[str] = []  # lockstep: games to ask once every open request is answered
     while True:
         message = read()
         kind = message.get("type")
@@ -172,8 +173,14 @@ def main() -> None:
                         }
                     )
                     del games[key[0]]
+                elif MODE == "lockstep":  # no game goes on until every open request is answered
+                    later.append(key[0])
                 else:
                     ask(key[0], games, requests)
+                if MODE == "lockstep" and not requests:
+                    for name in later:
+                        ask(name, games, requests)
+                    later.clear()
 
 
 def ask(name: str, games: dict, requests: dict) -> None:

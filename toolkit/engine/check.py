@@ -91,16 +91,22 @@ class _Session:
         try:
             return self.process.read(time.monotonic() + self.deadline, phase)
         except EngineError as error:
-            raise _Failed(str(error).splitlines()[0].replace("the engine under check ", "")) from None
+            raise _Failed(_said(error).replace("the engine under check ", "")) from None
 
     def send(self, message: dict[str, Any]) -> None:
         try:
             self.process.send(message, "check")
         except EngineError as error:
-            raise _Failed(str(error).splitlines()[0]) from None
+            raise _Failed(_said(error)) from None
 
     def close(self) -> None:
         self.process.close(1.0)
+
+
+def _said(error: EngineError) -> str:
+    """An engine error in one line: what happened, and the engine's last words on stderr when it had any."""
+    said = str(error).splitlines()[0]
+    return f"{said} (its stderr's last line: {error.stderr[-1].strip()!r})" if error.stderr else said
 
 
 def start(game: str, seed: int, seats: list[dict[str, Any]], turn_limit: int = 40) -> dict[str, Any]:
@@ -265,6 +271,69 @@ def _check_interleaved(command: Sequence[str], deadline: float) -> str:
     finally:
         session.close()
     return f"{len(results)} games at once, answers shuffled and split over two frames: all ended"
+
+
+def _check_held(command: Sequence[str], deadline: float) -> str:
+    """One game's requests held back while another is answered: the other must go on to its end (PPO's env
+    answers its learner only once every game waits on it)."""
+    session = _Session(command, deadline)
+    try:
+        if session.hello.games_per_process < 2:
+            return "one game per process: no game waits on another"
+        n = _pod(session.hello)
+        starts = {
+            s["game"]: s for s in (start(f"c-held-{k}", 500 + k, [{"player": "distill"}] * n, 12) for k in (0, 1))
+        }
+        for message in starts.values():
+            session.send(message)
+        held: list[dict[str, Any]] = []
+        ended: set[str] = set()
+        while "c-held-1" not in ended:
+            try:
+                message = session.read("game")
+            except _Failed as failure:
+                raise _Failed(
+                    f"{failure}: game c-held-1 made no progress while a request of game c-held-0 was held back; "
+                    "Distill's PPO env (train ppo --engine) answers its learner only once every game waits on it: "
+                    "let each game go on alone"
+                ) from None
+            if message["type"] == "decisions":
+                answers = []
+                for request in message.get("requests") or []:
+                    _check_request(request, starts)
+                    if request["game"] == "c-held-0":
+                        held.append(request)
+                    else:
+                        answers.append(
+                            {"game": request["game"], "request": request["request"], "action": first_legal(request)}
+                        )
+                if answers:
+                    session.send({"type": "actions", "answers": answers})
+            elif message["type"] == "result":
+                ended.add(_check_result(message, starts).game)
+        session.send(
+            {
+                "type": "actions",
+                "answers": [{"game": r["game"], "request": r["request"], "action": first_legal(r)} for r in held],
+            }
+        )
+        while "c-held-0" not in ended:
+            message = session.read("game")
+            if message["type"] == "decisions":
+                requests = message.get("requests") or []
+                session.send(
+                    {
+                        "type": "actions",
+                        "answers": [
+                            {"game": r["game"], "request": r["request"], "action": first_legal(r)} for r in requests
+                        ],
+                    }
+                )
+            elif message["type"] == "result":
+                ended.add(_check_result(message, starts).game)
+    finally:
+        session.close()
+    return f"a game went on to its end while another's {len(held)} request(s) were held back, then both ended"
 
 
 def _check_illegal(command: Sequence[str], deadline: float) -> str:
@@ -449,6 +518,7 @@ CHECKS: dict[str, Callable[[Sequence[str], float], str]] = {
     "games": _check_games,
     "engine-ai": _check_engine_ai,
     "interleaved": _check_interleaved,
+    "held": _check_held,
     "illegal": _check_illegal,
     "malformed": _check_malformed,
     "determinism": _check_determinism,
