@@ -332,9 +332,7 @@ def test_the_drivers_row_encoder_gives_the_numbers_of_the_arrow_encoder_models_w
         encode_rows([{k: v for k, v in rows[2].items() if k != "turn"}])
 
 
-def test_a_tiny_loop_generation_plays_its_gates_evaluation_and_ratings_in_the_builtin_engine(
-    tmp_path: Path, loop_home
-) -> None:
+def test_a_tiny_loop_generation_plays_every_game_in_the_builtin_engine(tmp_path: Path) -> None:
     from tests.factories import tiny
     from toolkit.layout import Layout
     from toolkit.loop.run import run_loop
@@ -345,24 +343,22 @@ def test_a_tiny_loop_generation_plays_its_gates_evaluation_and_ratings_in_the_bu
     state = run_loop(layout, tiny(engine={"command": ["sh", "-c", command], "processes": 2}))
     assert state.status == "finished", state.message
     there = RunFolder(layout, "tiny").records()
-    here = RunFolder(loop_home, "tiny").records()  # the same tiny loop, every game in process
-    # generation 0's student is trained before any game is played: its fixed-size evaluation is the same deals,
-    # played by the same policies, through the protocol
-    assert there[0]["evaluation"] == here[0]["evaluation"]
+    assert [sorted(r["evaluation"]["student"]) for r in there] == [["heuristic", "tuned"]] * len(there)
+    assert all(t["games"] == 16 for r in there for t in r["evaluation"]["student"].values())
     assert [r["outcome"] for r in there] == ["passed"] * len(there) and there[-1]["ratings"]
     # every evaluation, gate and tournament of the run started its engine processes (2 each)
     assert len(started.read_text().splitlines()) >= 2 * 6
     logs = list((tmp_path / "home").rglob("engine-1.stderr.log"))
-    steps = {"evaluate", "ratings", "selfplay", "ppo_gate", "student_gate"}
+    steps = {"simulate", "evaluate", "ratings", "selfplay", "ppo_gate", "student_gate"}
     assert {p.parent.name for p in logs} == {"engine-logs"} and {p.parent.parent.name for p in logs} == steps
-    # the teacher's export games were played in the engine too: its rows in the lake carry no shaped reward
-    sql = "select count(*) as n, count(*) filter (where reward <> 0 and not is_terminal and not truncated) as shaped "
-    result = runner.invoke(
-        app, ["--home", str(layout.home), "sql", sql + "from decisions where source = 'ppo'", "--json"]
-    )
+    # the bootstrap (the engine AI's records) and the teacher's export games were played in the engine too: their
+    # rows in the lake carry no shaped reward
+    sql = "select source, count(*) as n, count(*) filter (where reward <> 0 and not is_terminal and not truncated) "
+    sql += "as shaped from decisions group by source order by source"
+    result = runner.invoke(app, ["--home", str(layout.home), "sql", sql, "--json"])
     assert result.exit_code == 0, result.output
-    (counted,) = orjson.loads(result.stdout)
-    assert counted["n"] > 0 and counted["shaped"] == 0
+    counted = orjson.loads(result.stdout)
+    assert [c["source"] for c in counted] == ["forge", "ppo"] and all(c["n"] > 0 and c["shaped"] == 0 for c in counted)
 
 
 def test_a_tournament_seats_checkpoints_and_engine_ai_profiles_in_the_engine(loop_home) -> None:
@@ -504,3 +500,30 @@ def test_train_ppo_learns_in_the_engine_and_exports_the_engines_rows(tmp_path: P
     assert {r["source"] for r in rows} == {"ppo"} and not [
         r for r in rows if r["reward"] and not r["is_terminal"] and not r["truncated"]
     ]
+
+
+def test_simulate_in_the_engine_writes_its_ais_records_the_same_games_as_in_process(tmp_path: Path) -> None:
+    argv = ["simulate", "--games", "12", "--players", "heuristic,tuned,heuristic,tuned", "--seed", "3", "--json"]
+    logs = {}
+    for where, extra in [("here", []), ("there", ["--engine", " ".join(BUILTIN), "--engine-processes", "2"])]:
+        result = runner.invoke(app, [*argv, "--out", str(tmp_path / where), *extra])
+        assert result.exit_code == 0, result.output
+        report = orjson.loads(result.stdout)
+        logs[where] = [orjson.loads(line) for f in report["files"] for line in Path(f).read_bytes().splitlines()]
+        assert len(logs[where]) == report["decisions"]
+    assert runner.invoke(app, ["validate", str(tmp_path / "there")]).exit_code == 0  # every record valid
+
+    def same(row: dict) -> tuple:  # what both give alike (the engine shapes no reward, names no card)
+        return (
+            row["game_id"],
+            row["decision_index"],
+            row["seat"],
+            row["turn"],
+            row["action"]["index"],
+            row["outcome"],
+            row["placement"],
+            row["source"],
+            tuple(s["kind"] for s in row["lineup"]),
+        )
+
+    assert [same(r) for r in logs["there"]] == [same(r) for r in logs["here"]]

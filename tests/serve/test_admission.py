@@ -23,7 +23,7 @@ from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.state import RunFolder
 from toolkit.serve import control
-from toolkit.serve.admission import LoopLimitError, LoopSlots, running_loops
+from toolkit.serve.admission import REFUSED_SECTIONS, LoopLimitError, LoopSlots, running_loops
 from toolkit.storage import exclusive_lock
 
 Where = tuple[str, ...]
@@ -51,7 +51,8 @@ def _paths_in(annotation: Any, where: Where, in_list: bool) -> Iterator[tuple[Wh
         yield from ((w, True) for w, _ in _paths_in(args[1], where, in_list))  # a value per key: given as a list
 
 
-PATH_FIELDS = sorted(set(path_fields(LoopConfig)))
+# A section a start may not hold at all is refused whole (below), not walked for its paths.
+PATH_FIELDS = sorted(f for f in set(path_fields(LoopConfig)) if f[0][0] not in REFUSED_SECTIONS)
 
 
 def config_with(where: Where, as_list: bool, value: str) -> dict[str, Any]:
@@ -161,6 +162,16 @@ def test_a_start_runs_its_games_on_this_machine_with_at_most_its_cores(
     answer = client_for(root).post("/api/distill/start", json={"name": "far", "config": {"backend": backend}})
     assert answer.status_code == 422 and f"{field}: " in answer.json()["detail"], answer.text
     assert not (root.runs / "far").exists()
+
+
+def test_a_start_naming_an_engine_is_refused_and_runs_nothing(root: Layout) -> None:
+    marker = root.home.parent / "ran"
+    engine = {"command": ["sh", "-c", f"touch {marker}"], "log_dir": "logs"}
+    answer = client_for(root).post("/api/distill/start", json={"name": "cmd", "config": {"engine": engine}})
+    assert answer.status_code == 422, answer.text
+    assert "engine: the dashboard starts no engine" in answer.json()["detail"]
+    assert "distill loop run --config" in answer.json()["hint"]
+    assert not marker.exists() and not (root.runs / "cmd").exists()
 
 
 @pytest.mark.parametrize("backend", [{}, {"kind": "inprocess"}, {"kind": "pool", "workers": free_cores()}])

@@ -12,6 +12,8 @@ from rich.table import Table
 from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
+    EngineOpt,
+    EngineProcessesOpt,
     JsonOpt,
     MaxRoundsOpt,
     ShardOpt,
@@ -19,6 +21,7 @@ from toolkit.cli.app import (
     app,
     backend_config,
     console,
+    engine_config,
     print_json,
     progress_bar,
 )
@@ -42,9 +45,13 @@ def simulate_command(
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     shard_games: ShardOpt = 1024,
+    engine: EngineOpt = None,
+    engine_processes: EngineProcessesOpt = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics)."""
+    """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics).
+    With --engine, the games are played in that engine by its own AI (the player types as its profiles) and the
+    logs are the records of its decisions."""
     from toolkit.game.simulate import SimulateConfig, simulate
 
     try:
@@ -62,11 +69,20 @@ def simulate_command(
             f"invalid simulate options: {validation_message(error)}", hint="see distill simulate --help"
         ) from None
     where = backend_config(backend, workers, address, shard_games)
-    if as_json:
+    on = engine_config(engine, engine_processes)
+    if on is not None:
+        from toolkit.engine.simulate import simulate_on_engine
+
+        result = simulate_on_engine(config, on)
+        if as_json:
+            print_json(result.model_dump(mode="json"))
+            return
+    elif as_json:
         print_json(simulate(config, backend=where).model_dump(mode="json"))
         return
-    with progress_bar("simulate") as progress:
-        result = simulate(config, progress=progress, backend=where)
+    else:
+        with progress_bar("simulate") as progress:
+            result = simulate(config, progress=progress, backend=where)
     table = Table(title=f"{result.games} games, {result.decisions} decisions, {result.decisions_per_second:,.0f}/s")
     table.add_column("seat")
     table.add_column("player")

@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from toolkit import __version__
+from toolkit.engine.records import complete
 from toolkit.engine.wire import FrameBuffer, FrameError, decode, encode
 from toolkit.game import rules
 from toolkit.game.cards import NAMES
@@ -57,7 +58,7 @@ def hello(games_per_process: int = DEFAULT_GAMES) -> dict[str, Any]:
         "actions": ACTIONS,
         "max_pod_size": MAX_POD,
         "games_per_process": games_per_process,
-        "capabilities": {"engine_ai": list(PROFILES), "ai_records": False, "determinism": "replay"},
+        "capabilities": {"engine_ai": list(PROFILES), "ai_records": True, "determinism": "replay"},
         "engine": {"name": ENGINE_NAME, "version": __version__},
     }
 
@@ -116,6 +117,7 @@ class _Game:
     rng: np.random.Generator  # the engine AI's draws in this game
     requests: int = 0
     decisions: int = 0
+    records: list[tuple[dict[str, Any], int]] = field(default_factory=list)  # its AI's (row, action), if asked
 
 
 class _RandomProfile:
@@ -184,6 +186,8 @@ class _Table:
             actions[pick] = chosen
             if chosen_targets is not None:
                 targets[pick] = chosen_targets
+        if self.recording:
+            self.record(g, seats, mask, who, actions)
         remote = np.flatnonzero(who < 0)
         waiting = []
         if len(remote):
@@ -203,6 +207,20 @@ class _Table:
         else:  # the residual's rows first: its requests come first in waiting, as its rows in the arrays
             self.step_state = tuple(np.concatenate([r, n]) for r, n in zip(residual, step, strict=True))  # type: ignore[assignment]
             self.waiting = held + waiting
+
+    @property
+    def recording(self) -> bool:
+        return any(game.start.records for game in self.games.values())
+
+    def record(self, g: np.ndarray, seats: np.ndarray, mask: np.ndarray, who: np.ndarray, actions: np.ndarray) -> None:
+        """Keep the rows of the engine AI's decisions in the games that asked for its records."""
+        mine = [k for k in np.flatnonzero(who >= 0).tolist() if self.games[int(g[k])].start.records]
+        if not mine:
+            return
+        pick = np.array(mine)
+        batch = DecisionBatch(self.state, g[pick], seats[pick], mask[pick], self.rng)
+        for k, row in zip(mine, self.rows(batch), strict=True):
+            self.games[int(g[k])].records.append((row, int(actions[k])))
 
     @property
     def ready(self) -> bool:
@@ -497,12 +515,33 @@ class _Server:
         winner = int(state.winner[slot])
         truncated = bool(state.truncated[slot])
         self.played += 1
+        placements = [int(p) or None for p in state.placement[slot].tolist()]
+        if game.records:  # its AI's decisions, as this engine logs them (the teacher's role: forge), before the result
+            lineup = [
+                {
+                    "seat": k,
+                    "kind": s.profile if s.player == "engine" else "unknown",
+                    "model_version": None,
+                    "name": s.profile if s.player == "engine" else s.name,
+                }
+                for k, s in enumerate(game.start.seats)
+            ]
+            rows = complete(
+                game.records,
+                winner_seat=None if winner < 0 else winner,
+                truncated=truncated,
+                placements=placements,
+                game_id=game.start.game,
+                source="forge",
+                lineup=lineup,
+            )
+            self.wire.send({"type": "records", "game": game.start.game, "rows": rows})
         self.wire.send(
             {
                 "type": "result",
                 "game": game.start.game,
                 "winner_seat": None if winner < 0 or truncated else winner,
-                "placements": [int(p) or None for p in state.placement[slot].tolist()],
+                "placements": placements,
                 "truncated": truncated,
                 "turns": int(state.turn[slot]),
                 "decisions": game.decisions,

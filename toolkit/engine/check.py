@@ -41,6 +41,7 @@ from toolkit.engine.driver import refusal_of
 from toolkit.engine.process import EngineProcess
 from toolkit.errors import ConfigError, EngineError
 from toolkit.schema.engine import MAJOR, PROTOCOL, DecisionState, Hello, Result
+from toolkit.schema.models import DecisionSnapshot
 
 
 class CheckResult(BaseModel):
@@ -141,6 +142,7 @@ def play(
     *,
     shuffle: random.Random | None = None,
     on_request: Callable[[dict[str, Any]], None] | None = None,
+    on_records: Callable[[dict[str, Any], set[str]], None] | None = None,
 ) -> dict[str, Result]:
     """Play ``starts`` to their results, answering every request; returns the results by game."""
     for message in starts:
@@ -168,7 +170,8 @@ def play(
             result = _check_result(message, seats)
             results[result.game] = result
         elif kind == "records":
-            continue
+            if on_records is not None:
+                on_records(message, set(results))
         else:
             raise _Failed(f"sent {kind!r} while games were in play: {message}")
     return results
@@ -259,6 +262,48 @@ def _check_engine_ai(command: Sequence[str], deadline: float) -> str:
     finally:
         session.close()
     return f"{len(results)} games with its AI at {n - 1} seats ({', '.join(profiles)}): only seat 0 reached Distill"
+
+
+def _check_records(command: Sequence[str], deadline: float) -> str:
+    """With ``ai_records``: the engine AI's decisions come back as valid, labelled contract rows before the result,
+    for its own seats only, their outcome the game's."""
+    session = _Session(command, deadline)
+    try:
+        profiles = session.hello.capabilities.engine_ai
+        if not session.hello.capabilities.ai_records or not profiles:
+            return "no records offered (capabilities.ai_records is false): nothing to check"
+        n = _pod(session.hello)
+        seats = [{"player": "distill"}] + [
+            {"player": "engine", "profile": profiles[k % len(profiles)]} for k in range(n - 1)
+        ]
+        starts = [{**start(f"c-rec-{k}", 700 + k, seats, 12), "records": True} for k in range(2)]
+        rows: dict[str, list[dict[str, Any]]] = {}
+
+        def keep(message: dict[str, Any], ended: set[str]) -> None:
+            game = message.get("game")
+            if game in ended:
+                raise _Failed(f"sent the records of game {game} after its result: records go before the result")
+            for row in message.get("rows") or []:
+                try:
+                    DecisionSnapshot.model_validate(row)
+                except ValidationError as error:
+                    problem = error.errors()[0]
+                    where = ".".join(str(p) for p in problem["loc"])
+                    raise _Failed(f"a record of game {game} breaks the contract: {where}: {problem['msg']}") from None
+                if row["seat"] == 0:
+                    raise _Failed(f"a record of game {game} is of seat 0, which Distill plays: records are its AI's")
+                rows.setdefault(str(game), []).append(row)
+
+        results = play(session, starts, first_legal, on_records=keep)
+    finally:
+        session.close()
+    for game, result in results.items():
+        if not rows.get(game):
+            raise _Failed(f"game {game} ended without records of its AI's decisions (records were asked for)")
+        for row in rows[game]:
+            if row["seat_won"] != (result.winner_seat == row["seat"] and not result.truncated):
+                raise _Failed(f"a record of game {game} says seat_won={row['seat_won']}, the result otherwise")
+    return f"{sum(map(len, rows.values()))} records of its AI in {len(results)} games: valid, labelled, before results"
 
 
 def _check_interleaved(command: Sequence[str], deadline: float) -> str:
@@ -517,6 +562,7 @@ CHECKS: dict[str, Callable[[Sequence[str], float], str]] = {
     "hello": _check_hello,
     "games": _check_games,
     "engine-ai": _check_engine_ai,
+    "records": _check_records,
     "interleaved": _check_interleaved,
     "held": _check_held,
     "illegal": _check_illegal,

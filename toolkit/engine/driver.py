@@ -93,6 +93,7 @@ class GameSpec:
     seats: tuple[dict[str, Any], ...]  # {"player": "distill"} or {"player": "engine", "profile": ...}
     turn_limit: int
     policies: dict[int, str] = field(default_factory=dict)  # seat -> key of its decider
+    records: bool = False  # ask the engine for its own AI's decisions (GameResult.records)
 
     @property
     def pod_size(self) -> int:
@@ -106,6 +107,7 @@ class GameSpec:
             "pod_size": self.pod_size,
             "seats": list(self.seats),
             "turn_limit": self.turn_limit,
+            **({"records": True} if self.records else {}),
         }
 
 
@@ -118,6 +120,7 @@ class GameResult:
     turns: int
     decisions: int
     played: tuple[tuple[dict[str, Any], int], ...] = ()  # with play(record=True): Distill's seats' (row, action)
+    records: tuple[dict[str, Any], ...] = ()  # with GameSpec.records: the engine AI's decisions, as it sent them
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ class EngineDriver:
         self.decisions_asked = 0
         self._record = False
         self._played: dict[str, list[tuple[dict[str, Any], int]]] = {}  # game -> its answered rows, in order
+        self._records: dict[str, list[dict[str, Any]]] = {}  # game -> the engine AI's records sent so far
 
     def __enter__(self) -> EngineDriver:
         processes = []  # every engine started before the first handshake: they start up side by side
@@ -253,7 +257,7 @@ class EngineDriver:
         pending = deque(games)
         for spec in pending:
             self._check_playable(spec, deciders)
-        self._record, self._played = record, {}
+        self._record, self._played, self._records = record, {}, {}
         position = {spec.game: k for k, spec in enumerate(pending)}
         results = self._play(pending, deciders)
         if not ordered:
@@ -380,6 +384,11 @@ class EngineDriver:
                     f"{', '.join(hello.capabilities.engine_ai) or 'none'}",
                     hint="name one of its profiles, or a checkpoint, for that seat",
                 )
+        if spec.records and not hello.capabilities.ai_records:
+            raise ConfigError(
+                f"game {spec.game}: the engine does not send its AI's records (its hello's ai_records is false)",
+                hint="play its games without records, or use its own logs (distill ingest)",
+            )
         missing = {k for k in spec.policies.values() if k not in deciders}
         if missing or not 0 <= spec.seed <= MAX_SEED:
             raise ConfigError(f"game {spec.game}: no policy {sorted(missing)} or a seed out of range")
@@ -417,6 +426,8 @@ class EngineDriver:
                     requests.append((i, request.get("game"), request.get("request"), request.get("row")))
             elif kind == "result":
                 finished.append(self._result(engine, message))
+            elif kind == "records":
+                self._keep_records(engine, message)
             elif kind == "error":  # a bug on one side or the other: replaying the game would meet it again
                 raise ProtocolBreach(
                     f"the engine {process.name} reports {message.get('code')}: {message.get('message')} "
@@ -446,7 +457,16 @@ class EngineDriver:
             turns=int(message.get("turns") or 0),
             decisions=int(message.get("decisions") or 0),
             played=tuple(self._played.pop(game, ())),
+            records=tuple(self._records.pop(game, ())),
         )
+
+    def _keep_records(self, engine: _Engine, message: dict[str, Any]) -> None:
+        game, rows = message.get("game"), message.get("rows")
+        if game not in engine.games or not engine.games[game][0].records:
+            raise self._breach(engine, f"sent records of a game it was not asked records of: {game!r}")
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise engine.process.error(f"sent records of game {game} that are not a list of rows", "game")
+        self._records.setdefault(game, []).extend(rows)
 
     def _answer(
         self,
@@ -563,6 +583,7 @@ class EngineDriver:
         pending.extendleft(reversed([spec for spec, _ in engine.games.values()]))
         for game in engine.games:
             self._played.pop(game, None)
+            self._records.pop(game, None)
         engine.games.clear()
         self.restarts += 1
         if self.restarts > self.config.restarts:

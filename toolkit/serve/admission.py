@@ -10,6 +10,9 @@ more loops at once than the server allows.
 - Back end: game jobs run on this machine (``auto``, ``inprocess`` or
   ``pool``), with at most its cores as workers; never on Ray, whose address
   would let a request send the jobs (and the data root's models) anywhere.
+- Engine: none. A lab's engine is a program the loop starts; a request may
+  not name one (its command would run on this machine at a web request's
+  word), so loops on an engine start from ``distill loop run --config``.
 - Loops at once: at most ``limit`` loops hold a run of the data root,
   whoever started them (the dashboard or ``distill loop run``); a start or a
   resume past that is refused (HTTP 429, with ``Retry-After``), never queued,
@@ -37,6 +40,8 @@ from toolkit.loop.state import RunFolder
 LOCAL_BACKENDS: Final = ("auto", "inprocess", "pool")
 # Loops the dashboard runs at once by default: each trains with torch on the cores it finds.
 DEFAULT_MAX_LOOPS: Final = max(2, (os.cpu_count() or 2) // 2)
+# Sections of a loop's config a start request may not hold: what they name is run, not read.
+REFUSED_SECTIONS: Final = ("engine",)
 RETRY_AFTER_S: Final = 30  # what a refused start is told: tiny loops take seconds, real ones minutes
 
 
@@ -64,13 +69,18 @@ def admit_config(layout: Layout, config: LoopConfig) -> LoopConfig:
             problems.append(f"{where}: {path} is {kind} in the data root (name a file under {layout.home})")
         return resolved
 
+    problems += [
+        f"{name}: the dashboard starts no engine (its command would run on this machine); leave it out"
+        for name in REFUSED_SECTIONS
+        if getattr(config, name) is not None
+    ]
     admitted = map_paths(config, inside)
     problems += _backend_problems(config)
     if problems:
         raise ConfigError(
             "; ".join(problems),
             hint="a loop started from the dashboard reads only files under the data root and runs its games on "
-            "this machine; run other loops with `distill loop run --config`",
+            "this machine, in Distill's game; run other loops with `distill loop run --config`",
         )
     return admitted
 

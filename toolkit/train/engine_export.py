@@ -20,19 +20,15 @@ field at fault instead of reaching the lake's quarantine.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Any, Final
+from typing import Any
 
 from pydantic import ValidationError
 
 from toolkit.engine.driver import GameResult
+from toolkit.engine.records import complete
 from toolkit.errors import EngineError
 from toolkit.game.lineup import Entrant, lineup_entries
 from toolkit.schema.models import DecisionSnapshot
-from toolkit.schema.vocab import MACRO_ACTIONS, SCHEMA_VERSION
-
-# What a record keeps of the engine's row: the decision state (the rest it sets itself; unknown fields dropped).
-_STATE: Final = ("engine", "decision_index", "turn", "phase", "seat", "pod_size", "players", "legal_actions")
-_KEPT: Final = ("deck_name", "commander", "archetype", "raw_outcome", "flags")
 
 
 def engine_records(
@@ -51,37 +47,18 @@ def engine_records(
         EngineError: a row that does not make a contract record (the field and the reason).
     """
     played = [(row, action) for row, action in result.played if row.get("seat") in seats]
-    last = {row["seat"]: k for k, (row, _) in enumerate(played)}
-    winner = None if result.truncated else result.winner_seat
-    entries = lineup_entries(lineup) if lineup is not None else None
-    records = []
-    for k, (row, action) in enumerate(played):
-        seat = row["seat"]
-        won = winner == seat
-        outcome = 1 if won else -1
-        final = last[seat] == k
-        record = {
-            "schema_version": SCHEMA_VERSION,
-            "source": source,
-            "dialect": "canonical",
-            **{name: row.get(name) for name in _STATE},
-            "game_id": game_id,
-            "action": {"macro": MACRO_ACTIONS[action], "index": action, "label_source": "logged"},
-            "reward": float(outcome) if final else 0.0,
-            "episode_return": float(outcome),
-            "winner_seat": winner,
-            "is_draw": False,
-            "timed_out": result.truncated,
-            "seat_won": won,
-            "placement": result.placements[seat] if seat < len(result.placements) else None,
-            "is_terminal": final and not result.truncated,
-            "truncated": final and result.truncated,
-            "model_version": model_version,
-            "generation": generation,
-            **{name: row[name] for name in _KEPT if row.get(name) is not None},
-            "lineup": entries,
-            "outcome": outcome,
-        }
+    records = complete(
+        played,
+        winner_seat=result.winner_seat,
+        truncated=result.truncated,
+        placements=result.placements,
+        game_id=game_id,
+        source=source,
+        model_version=model_version,
+        generation=generation,
+        lineup=lineup_entries(lineup) if lineup is not None else None,
+    )
+    for (row, _), record in zip(played, records, strict=True):
         try:
             DecisionSnapshot.model_validate(record)
         except ValidationError as error:
@@ -93,5 +70,4 @@ def engine_records(
                 phase="export",
                 hint="run `distill engine check` on the engine: its rows must be contract rows without the label",
             ) from None
-        records.append(record)
     return records

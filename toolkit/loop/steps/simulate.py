@@ -1,4 +1,5 @@
-"""Generation 0's data: the Forge stand-in's games (or the Forge logs the config names)."""
+"""Generation 0's data: the Forge stand-in's games (or the Forge logs the config names); with the loop's engine,
+the records of that engine's own AI."""
 
 from __future__ import annotations
 
@@ -25,17 +26,21 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateResult:
 
     if step.logs:
         return SimulateResult(files=step.logs, simulated=False)
-    result = simulate(
-        SimulateConfig(
-            games=step.games,
-            players=tuple(step.players),
-            seed=ctx.seed,
-            out=ctx.folder,
-            max_rounds=ctx.config.max_rounds,
-            compression=ctx.config.log_compression,
-        ),
-        backend=ctx.config.backend,
+    config = SimulateConfig(
+        games=step.games,
+        players=tuple(step.players),
+        seed=ctx.seed,
+        out=ctx.folder,
+        max_rounds=ctx.config.max_rounds,
+        compression=ctx.config.log_compression,
     )
+    engine = ctx.engine
+    if engine is not None:  # the engine's own AI plays the bootstrap: its records are the teacher data
+        from toolkit.engine.simulate import simulate_on_engine
+
+        result = simulate_on_engine(config, engine)
+    else:
+        result = simulate(config, backend=ctx.config.backend)
     return SimulateResult(
         files=[ctx.layout.stored(f) for f in result.files],
         simulated=True,
