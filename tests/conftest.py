@@ -7,6 +7,10 @@ import os
 # Nothing may reach a model or dataset hub while the tests run (Hugging Face `datasets` reads these on import).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# The size of no terminal: pytest-xdist's workers inherit COLUMNS=80 and LINES=24, and the CLI's consoles take a
+# size set at import for good, so a test that gives its own COLUMNS would see 80 on a worker and its own alone.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 from collections.abc import Callable, Iterable
 from pathlib import Path

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from toolkit.cli.main import app
 from toolkit.engine.check import check_engine
-from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec
+from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec, ProtocolBreach
 from toolkit.errors import EngineError
 from toolkit.game.players import PolicyPlayer
 from toolkit.loop.state import RunFolder
@@ -141,6 +141,21 @@ def test_past_the_restart_budget_the_run_stops_naming_the_fault() -> None:
     with pytest.raises(EngineError, match=r"failed 3 times, past the restart budget of 2.*exit code 3"):
         with EngineDriver(config) as driver:
             list(driver.play(specs(2), {"p": first_legal}))
+
+
+def test_a_request_read_with_the_end_of_an_engines_output_is_voided_with_its_game() -> None:
+    """The engine's last request and its end come in one read: its games are replayed on a new process, which is
+    never asked for that request's answer (a breach: 'a game it was not playing')."""
+
+    def slow_first_legal(observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        time.sleep(1.0)  # the engine asks for its second game and closes its output meanwhile
+        return first_legal(observations, masks)
+
+    config = EngineConfig(command=toy("ask-and-close"), games_per_process=2, restarts=1, frame_seconds=10)
+    with pytest.raises(EngineError, match=r"failed 2 times, past the restart budget of 1.*exited") as error:
+        with EngineDriver(config) as driver:
+            list(driver.play(specs(2), {"p": slow_first_legal}))
+    assert not isinstance(error.value, ProtocolBreach), error.value
 
 
 def test_an_error_frame_stops_the_run_at_once_without_a_restart() -> None:

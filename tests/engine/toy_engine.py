@@ -6,7 +6,9 @@ fault the driver and the checker must name:
 
 silent, major2, vocabulary, log-on-stdout, flood, oversized, unknown-game, invalid-row, exit-mid-game,
 sleep-forever, ignore-eof, substitute (an illegal answer silently replaced), no-echo (a result whose
-settings are not the start), crash-once (exits mid-game on its first run only: a fault a restart mends).
+settings are not the start), crash-once (exits mid-game on its first run only: a fault a restart mends),
+ask-and-close (asks for its second game's decision a moment after that game starts, then closes its output:
+the request and the end of its output reach Distill in one read).
 """
 
 from __future__ import annotations
@@ -122,6 +124,12 @@ def main() -> None:
                 time.sleep(3600)
             if MODE == "oversized":
                 send({"type": "decisions", "requests": [{"pad": "y" * (2 << 20)}]})
+            if MODE == "ask-and-close" and len(games) == 2:
+                time.sleep(0.2)  # while Distill decides the first game's request
+                ask(message["game"], games, requests)
+                sys.stdout.flush()
+                os.close(1)
+                time.sleep(3600)
             ask(message["game"], games, requests)
         elif kind == "actions":
             for answer in message.get("answers", []):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
@@ -25,7 +25,16 @@ def _served_data_root(loop_home: Layout) -> None:
     APP.app.state.layout = loop_home
 
 
-@schema.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-def test_no_input_gives_a_server_error(case) -> None:  # noqa: ANN001
-    case.call_and_validate(headers=HOST, checks=[not_a_server_error, response_schema_conformance])
+# One pytest test per operation, each with its own id (schemathesis's own parametrize gives them all one node id,
+# which pytest-xdist runs once).
+OPERATIONS = {operation.label: operation for operation in (found.ok() for found in schema.get_all_operations())}
+
+
+@pytest.mark.parametrize("label", sorted(OPERATIONS))
+def test_no_input_gives_a_server_error(label: str) -> None:
+    @given(case=OPERATIONS[label].as_strategy())
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    def answered(case: schemathesis.Case) -> None:
+        case.call_and_validate(headers=HOST, checks=[not_a_server_error, response_schema_conformance])
+
+    answered()

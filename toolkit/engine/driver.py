@@ -406,8 +406,15 @@ class EngineDriver:
         return max(0.0, min(busy, default=1.0))
 
     def _read(self, i: int, requests: list[_Asked], finished: list[GameResult]) -> None:
+        """Read engine ``i``'s frames: its requests onto ``requests``, the games it ended onto ``finished``.
+
+        Raises:
+            EngineError: the engine broke off; none of the requests read from it this round is kept (its games
+                are voided and replayed on a new process, which must not be asked for their answers).
+        """
         engine = self.engines[i]
         process = engine.process
+        asked: list[_Asked] = []
         open_ = process.pump()
         if process.frames:
             engine.heard = time.monotonic()
@@ -415,7 +422,7 @@ class EngineDriver:
             frame = process.frames.popleft()
             typed = None if self._record else read_decisions(frame)  # a recorded row is kept whole
             if typed is not None:
-                requests.extend((i, r.game, r.request, r.row) for r in typed)
+                asked.extend((i, r.game, r.request, r.row) for r in typed)
                 continue
             message = process.message(frame, "game")
             kind = message["type"]
@@ -423,7 +430,7 @@ class EngineDriver:
                 for request in message.get("requests") or []:
                     if not isinstance(request, dict):
                         raise process.error(f"sent a decision request that is not an object: {request!r}", "game")
-                    requests.append((i, request.get("game"), request.get("request"), request.get("row")))
+                    asked.append((i, request.get("game"), request.get("request"), request.get("row")))
             elif kind == "result":
                 finished.append(self._result(engine, message))
             elif kind == "records":
@@ -440,6 +447,7 @@ class EngineDriver:
                 raise process.error(f"sent a {kind!r} message in the middle of the games", "game")
         if not open_ and engine.games:
             raise process.error(f"exited ({process.exit_status()}) with {len(engine.games)} games in flight", "game")
+        requests.extend(asked)
 
     def _result(self, engine: _Engine, message: dict[str, Any]) -> GameResult:
         game = message.get("game")
