@@ -27,8 +27,12 @@ demo: $(STAMP)
 	rm -rf $(DEMO_HOME)/runs/demo
 	$(BIN)/distill --home $(DEMO_HOME) loop run --name demo
 
+# The suite on every core (at most 4): pytest-xdist's workers, each given whole test files, so a file's module
+# fixtures are built once. `make test TEST_WORKERS=0` runs it in this one process.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
+
 test: $(STAMP) java chromium lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Habits: ruff's lint (pycodestyle, pyflakes, import order) and format check, and the import layers.
 lint: $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -193,32 +194,48 @@ GENERATION_STEPS = [
 ]
 
 
-@pytest.mark.parametrize("step", GENERATION_STEPS)
-def test_resume_after_a_crash_at_a_step_gives_the_same_history(tmp_path: Path, reference, step: str) -> None:
-    layout = Layout.at(tmp_path / "home")
-
+def _crash_at(step: str) -> Any:
     def crash(event: Progress) -> None:
         if event.item.startswith("gen-001") and event.item.endswith(f": {step}"):
             raise _Crash(event.item)
 
+    return crash
+
+
+@pytest.fixture(scope="module")
+def generation_1_begun(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data root whose tiny run crashed as generation 1 began (generation 0 done): what each crash below starts
+    from, a copy each (a copied root resumes as the original: tests/loop/test_roots.py)."""
+    layout = Layout.at(tmp_path_factory.mktemp("begun") / "home")
     with pytest.raises(_Crash):
-        run_loop(layout, tiny(), progress=crash)
+        run_loop(layout, tiny(), progress=_crash_at(GENERATION_STEPS[0]))
+    return layout.home
+
+
+def _copy_of(root: Path, tmp_path: Path) -> Layout:
+    shutil.copytree(root, tmp_path / "home", symlinks=True)
+    return Layout.at(tmp_path / "home")
+
+
+@pytest.mark.parametrize("step", GENERATION_STEPS)
+def test_resume_after_a_crash_at_a_step_gives_the_same_history(
+    tmp_path: Path, reference, generation_1_begun: Path, step: str
+) -> None:
+    layout = _copy_of(generation_1_begun, tmp_path)
+    if step != GENERATION_STEPS[0]:  # the root crashed at the first step already
+        with pytest.raises(_Crash):
+            resume_loop(layout, "tiny", progress=_crash_at(step))
     state = resume_loop(layout, "tiny")
     assert state.status == "finished"
     assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
 def test_resume_after_a_crash_between_the_ingest_commit_and_its_saved_result_gives_the_same_history(
-    tmp_path: Path, reference
+    tmp_path: Path, reference, generation_1_begun: Path
 ) -> None:
-    layout = Layout.at(tmp_path / "home")
-
-    def crash(event: Progress) -> None:
-        if event.item.startswith("gen-001") and event.item.endswith(": retain"):
-            raise _Crash(event.item)
-
+    layout = _copy_of(generation_1_begun, tmp_path)
     with pytest.raises(_Crash):
-        run_loop(layout, tiny(), progress=crash)
+        resume_loop(layout, "tiny", progress=_crash_at("retain"))
     run = RunFolder(layout, "tiny")
     state = run.load()
     del state.generations[1].steps["0:ingest"]  # the catalog holds the batch; the state never heard of it
