@@ -72,6 +72,10 @@ class DataRootError(UsageError):
     """The data root cannot be used: it is a file, or cannot be read or written."""
 
 
+class NameRefusedError(UsageError):
+    """A name that would become a file or folder under the data root is not a name (a path, a climb, a NUL...)."""
+
+
 class QueryError(UsageError):
     """A SQL statement was refused or failed."""
 

@@ -43,11 +43,12 @@ format carries a version; readers refuse versions they do not know.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from toolkit.errors import DataRootError
+from toolkit.errors import DataRootError, NameRefusedError
 
 HOME_ENV: Final = "DISTILL_HOME"
 DEFAULT_HOME: Final = "datasets"
@@ -75,6 +76,37 @@ QUARANTINE_FILE: Final = "rejects.parquet"  # one file per batch
 # Names that become folders under the data root (builds, loop runs): 1-64 characters, lowercase letters, digits,
 # '_', '.', '-', starting with a letter or a digit (so never '..', never a path).
 NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+# A build's fingerprint (a prefix of a SHA-256 in hex): a folder name under builds/<name>/.
+FINGERPRINT_PATTERN: Final = r"^[0-9a-f]{1,64}$"
+NAME_RULE: Final = "1-64 characters: lowercase letters, digits, '_', '.', '-', starting with a letter or a digit"
+
+
+def checked_name(name: str, what: str) -> str:
+    """``name`` when it is a name (:data:`NAME_PATTERN`): what the data root keeps under it, never a path.
+
+    Every name that becomes a file or folder of the data root (a build, a loop run, an ablation, a report) passes
+    here before it is joined to a path, whichever command it came from.
+
+    Raises:
+        NameRefusedError: naming ``what`` and the rule.
+    """
+    if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
+        raise NameRefusedError(f"{name!r} is not a {what}", hint=f"a {what} is {NAME_RULE}")
+    return name
+
+
+def checked_fingerprint(fingerprint: str) -> str:
+    """``fingerprint`` when it is one (lowercase hex, as builds are named).
+
+    Raises:
+        NameRefusedError: it is anything else (a path, a climb).
+    """
+    if not isinstance(fingerprint, str) or not re.fullmatch(FINGERPRINT_PATTERN, fingerprint):
+        raise NameRefusedError(
+            f"{fingerprint!r} is not a build fingerprint",
+            hint="a fingerprint is lowercase hex (`distill datasets list` shows each build's)",
+        )
+    return fingerprint
 
 
 def sql_literal(text: str) -> str:
@@ -166,7 +198,7 @@ class Layout:
 
     def ablation_dir(self, name: str) -> Path:
         """Folder of one ablation (``distill ablate --name``): its table and its variants."""
-        return self.ablations / name
+        return self.ablations / checked_name(name, "ablation name")
 
     def stored(self, path: str | os.PathLike[str]) -> str:
         """How a path is recorded in the data root's files: relative to the root (POSIX) when it lies inside it,
@@ -217,9 +249,21 @@ class Layout:
         """A batch being written: a data root of its own (``lake/``, ``quarantine/``), moved into this one."""
         return self.staging / batch_id
 
+    def build_root(self, name: str) -> Path:
+        """Folder of the builds of ``name``: one folder per fingerprint and the ``LATEST`` pointer.
+
+        Raises:
+            NameRefusedError: ``name`` is not a name (see :func:`checked_name`).
+        """
+        return self.builds / checked_name(name, "dataset name")
+
     def build_dir(self, name: str, fingerprint: str) -> Path:
-        """Folder of one published build."""
-        return self.builds / name / fingerprint
+        """Folder of one published build.
+
+        Raises:
+            NameRefusedError: ``name`` or ``fingerprint`` is not one.
+        """
+        return self.build_root(name) / checked_fingerprint(fingerprint)
 
     @property
     def build_staging(self) -> Path:
@@ -241,7 +285,7 @@ class Layout:
 
     def latest_pointer(self, name: str) -> Path:
         """File holding the fingerprint of the latest build of ``name``."""
-        return self.builds / name / "LATEST"
+        return self.build_root(name) / "LATEST"
 
 
 def generation_label(generation: int) -> str:

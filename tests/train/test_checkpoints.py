@@ -177,9 +177,13 @@ def test_a_card_for_another_number_of_actions_is_refused(tmp_path: Path) -> None
 def test_a_card_naming_a_network_far_larger_than_its_weights_is_refused_before_building_it(tmp_path: Path) -> None:
     path = save_actor(tmp_path, ActorNet(SMALL))
     card = json.loads(path.read_text())
-    card["arch"]["pi"] = [10**12, 32]  # a network of terabytes: building it would fail, or take the machine
+    card["arch"]["pi"] = [65_536, 65_536]  # the largest layers a spec takes: 16 GiB to build, or the machine
     path.write_text(json.dumps(card))
     with pytest.raises(TrainError, match="do not match the network spec"):
+        load_agent(path)
+    card["arch"]["pi"] = [10**12, 32]  # past any layer's bound: refused as a card field
+    path.write_text(json.dumps(card))
+    with pytest.raises(TrainError, match=r"arch\.pi\.0: Input should be less than or equal to 65536"):
         load_agent(path)
 
 
@@ -191,7 +195,7 @@ def test_a_recurrent_card_naming_other_sizes_than_its_weights_is_refused_before_
     tensors = make_recurrent_policy(spec, 4).state_dict()
     path = checkpoints.save_checkpoint(tmp_path, tensors, kind="ppo-recurrent", run_id="r", tag="final", arch=arch)
     assert load_agent(path).recurrent is not None
-    for field, value in (("lstm_hidden", 10**9), ("pi", [10**9]), ("vf", [8, 8])):
+    for field, value in (("lstm_hidden", 10**9), ("pi", [65_536]), ("vf", [8, 8])):
         card = json.loads(path.read_text())
         card["arch"][field] = value
         path.with_name("hostile.json").write_text(json.dumps(card))

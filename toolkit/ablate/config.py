@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import ConfigError
 from toolkit.jobs.config import BackendConfig
+from toolkit.limits import MAX_GAMES, MAX_SEED
 from toolkit.loop.config import LoopConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,56}$"  # the builds are named ablate-<name>, within the layout's 64
@@ -65,10 +66,11 @@ class AblateConfig(BaseModel):
     seed: int = Field(
         0,
         ge=0,
+        le=MAX_SEED,
         description="Seeds every student and the deals, and a loop base's build sampling (a build base keeps its "
         "data.seed) (--seed).",
     )
-    games: int = Field(1000, ge=4, description="Games per student and table, seats rotated (--games).")
+    games: int = Field(1000, ge=4, le=MAX_GAMES, description="Games per student and table, seats rotated (--games).")
     tables: dict[str, tuple[str, ...]] | None = Field(
         None,
         description="Named tables of opponents (--table NAME=P,P,P); default: a loop base's evaluation tables, "

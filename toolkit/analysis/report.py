@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from toolkit.layout import Layout
+from toolkit.layout import Layout, checked_name
 from toolkit.storage import write_text_atomic
 
 MAX_ROWS = 200
@@ -34,7 +34,9 @@ class Section:
 
 def report_path(layout: Layout, kind: str, name: str | None = None) -> Path:
     """Where the report of ``kind`` (lake, dataset, loop) for ``name`` goes: ``<home>/reports/notebooks/``."""
-    return layout.reports / "notebooks" / (f"{kind}-{name}.html" if name else f"{kind}.html")
+    if name is None:
+        return layout.reports / "notebooks" / f"{kind}.html"
+    return layout.reports / "notebooks" / f"{kind}-{checked_name(name, f'{kind} name')}.html"
 
 
 def write_report(path: Path, title: str, sections: list[Section]) -> Path:

@@ -37,6 +37,7 @@ from toolkit.checks.suite import LIST_MARK, ExpectationSpec, Suite, default_suit
 from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.errors import CheckError
 from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal
+from toolkit.limits import MAX_ROWS
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 
@@ -51,7 +52,9 @@ class CheckConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     suite: Path | None = Field(None, description="Suite file (--suite); default checks/<target>.json.")
-    chunk_rows: int = Field(1_000_000, ge=1_000, description="Rows per chunk fed to Great Expectations (--chunk-rows).")
+    chunk_rows: int = Field(
+        1_000_000, ge=1_000, le=MAX_ROWS, description="Rows per chunk fed to Great Expectations (--chunk-rows)."
+    )
     sample_rows: int = Field(5, ge=0, le=100, description="Offending rows kept per expectation (--sample-rows).")
     entropy_floor: float | None = Field(
         None, ge=0, le=1, description="Overrides min_ratio of every action-entropy check (--entropy-floor)."

@@ -21,6 +21,7 @@ from toolkit.cli.app import (
     progress_bar,
 )
 from toolkit.errors import ConfigError
+from toolkit.limits import MAX_GAMES, MAX_SEED
 
 if TYPE_CHECKING:
     from toolkit.ablate.result import AblationResult
@@ -56,9 +57,12 @@ def ablate(
         bool, typer.Option("--zip", help="Pair the i-th values of every --vary instead of taking every combination.")
     ] = False,
     name: Annotated[str, typer.Option("--name", help="Output ablations/NAME/ (and builds ablate-NAME).")] = "ablation",
-    games: Annotated[int, typer.Option("--games", help="Games per student and table, seats rotated.")] = 1000,
+    games: Annotated[
+        int, typer.Option("--games", max=MAX_GAMES, help="Games per student and table, seats rotated.")
+    ] = 1000,
     seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the students, the deals and a loop base's build sampling.")
+        int,
+        typer.Option("--seed", max=MAX_SEED, help="Seed of the students, the deals and a loop base's build sampling."),
     ] = 0,
     table: Annotated[
         list[str] | None,
@@ -69,7 +73,8 @@ def ablate(
         ),
     ] = None,
     max_rounds: Annotated[
-        int | None, typer.Option("--max-rounds", help="Rounds before a game is truncated (default: the loop's, 30).")
+        int | None,
+        typer.Option("--max-rounds", max=1000, help="Rounds before a game is truncated (default: the loop's, 30)."),
     ] = None,
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,

@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 from toolkit.errors import ConfigError, DistillError
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.layout import HOME_ENV, Layout
+from toolkit.limits import MAX_GAMES, MAX_WORKERS
 from toolkit.progress import Progress, ProgressFn
 
 if TYPE_CHECKING:
@@ -95,7 +96,9 @@ BackendOpt = Annotated[
         "inprocess, pool, or ray (needs Distill's ray extra). The results are the same on each.",
     ),
 ]
-WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Pool processes or Ray tasks at once.")]
+WorkersOpt = Annotated[
+    int | None, typer.Option("--workers", max=MAX_WORKERS, help="Pool processes or Ray tasks at once.")
+]
 AddressOpt = Annotated[
     str | None, typer.Option("--address", help="Ray: an existing cluster (host:port); none starts a local Ray.")
 ]
@@ -106,7 +109,9 @@ AsOfOpt = Annotated[
         help="Read the lake as it was at this version (distill lake history) or time (ISO, UTC), not the latest.",
     ),
 ]
-ShardOpt = Annotated[int, typer.Option("--shard-games", help="Games per shard (the unit a worker plays and retries).")]
+ShardOpt = Annotated[
+    int, typer.Option("--shard-games", max=MAX_GAMES, help="Games per shard (the unit a worker plays and retries).")
+]
 EngineOpt = Annotated[
     str | None,
     typer.Option(

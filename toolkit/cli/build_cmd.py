@@ -10,6 +10,7 @@ from rich.table import Table
 
 from toolkit.cli.app import AsOfOpt, JsonOpt, app, console, layout, print_json, progress_bar
 from toolkit.errors import ConfigError
+from toolkit.limits import MAX_GENERATION, MAX_REWARD, MAX_ROWS, MAX_SEED
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.datasets.dataset import Manifest
@@ -39,7 +40,7 @@ def build(
     name: Annotated[str | None, typer.Option("--name", help="Dataset name (default: default).")] = None,
     source: Annotated[list[str] | None, typer.Option("--source", help="Read only this source (repeat).")] = None,
     generation: Annotated[
-        list[int] | None, typer.Option("--generation", help="Read only this generation (repeat).")
+        list[int] | None, typer.Option("--generation", max=MAX_GENERATION, help="Read only this generation (repeat).")
     ] = None,
     batch: Annotated[list[str] | None, typer.Option("--batch", help="Read only this batch id (repeat).")] = None,
     weight: Annotated[
@@ -48,23 +49,31 @@ def build(
     mode: Annotated[str | None, typer.Option("--mode", help="How weights read: ratio (default) or share.")] = None,
     min_reward: Annotated[
         float | None,
-        typer.Option("--min-reward", help="Minimum episode return as logged, shaping included (policy sources)."),
+        typer.Option(
+            "--min-reward",
+            min=-MAX_REWARD,
+            max=MAX_REWARD,
+            help="Minimum episode return as logged, shaping included (policy sources).",
+        ),
     ] = None,
     wins_only: Annotated[
         list[str] | None, typer.Option("--wins-only", help="Keep only won episodes of SOURCE (repeat).")
     ] = None,
-    min_length: Annotated[int | None, typer.Option("--min-length", help="Minimum decisions per episode.")] = None,
+    min_length: Annotated[
+        int | None, typer.Option("--min-length", max=MAX_ROWS, help="Minimum decisions per episode.")
+    ] = None,
     exclude_labels: Annotated[
         list[str] | None, typer.Option("--exclude-labels", help="Drop rows labelled this way, e.g. card_role (repeat).")
     ] = None,
     pod_size: Annotated[
-        list[int] | None, typer.Option("--pod-size", help="Keep only pods of this size (repeat).")
+        list[int] | None, typer.Option("--pod-size", max=8, help="Keep only pods of this size (repeat).")
     ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the game sampling.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", max=MAX_SEED, help="Seed of the game sampling.")] = None,
     generation_decay: Annotated[
         float | None,
         typer.Option(
             "--generation-decay",
+            max=1,
             help="D in (0, 1]: within a source, generation g weighs D^(newest - g) (its share holds).",
         ),
     ] = None,
@@ -77,7 +86,9 @@ def build(
     ] = False,
     min_label_quality: Annotated[
         float | None,
-        typer.Option("--min-label-quality", help="Leave out train decisions whose label quality is below Q (0-1)."),
+        typer.Option(
+            "--min-label-quality", max=1, help="Leave out train decisions whose label quality is below Q (0-1)."
+        ),
     ] = None,
     label_scores: Annotated[
         str | None,

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
 from toolkit.config import validation_message
+from toolkit.limits import MAX_EPOCHS, MAX_GENERATION, MAX_ROWS, MAX_SEED
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.checks.gate import CheckConfig
@@ -27,16 +28,19 @@ app.add_typer(check_app, name="check")
 
 SuiteOpt = Annotated[Path | None, typer.Option("--suite", help="Suite file (default: checks/<target>.json).")]
 FloorOpt = Annotated[
-    float | None, typer.Option("--entropy-floor", help="Minimum action-entropy ratio (0-1) for collapse checks.")
+    float | None, typer.Option("--entropy-floor", max=1, help="Minimum action-entropy ratio (0-1) for collapse checks.")
 ]
 BaselineOpt = Annotated[
     Path | None, typer.Option("--baseline", help="A previous report (JSON) to measure action drift against.")
 ]
 NoWriteOpt = Annotated[bool, typer.Option("--no-write", help="Do not write the JSON and HTML report under reports/.")]
 ChunkOpt = Annotated[
-    int, typer.Option("--chunk-rows", help="Rows per chunk given to Great Expectations (memory against speed).")
+    int,
+    typer.Option(
+        "--chunk-rows", max=MAX_ROWS, help="Rows per chunk given to Great Expectations (memory against speed)."
+    ),
 ]
-SampleOpt = Annotated[int, typer.Option("--sample-rows", help="Offending rows kept per expectation.")]
+SampleOpt = Annotated[int, typer.Option("--sample-rows", max=100, help="Offending rows kept per expectation.")]
 
 
 def _config(
@@ -63,7 +67,9 @@ def _config(
 @check_app.command("lake")
 def check_lake(
     source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
-    generation: Annotated[int | None, typer.Option("--generation", help="Only this generation.")] = None,
+    generation: Annotated[
+        int | None, typer.Option("--generation", max=MAX_GENERATION, help="Only this generation.")
+    ] = None,
     batch: Annotated[str | None, typer.Option("--batch", help="Only this batch id.")] = None,
     suite: SuiteOpt = None,
     entropy_floor: FloorOpt = None,
@@ -164,10 +170,15 @@ def check_labels(
         Path | None,
         typer.Option("--teacher", help="A bc or flat ppo checkpoint: its probability of each logged action, and KL."),
     ] = None,
-    folds: Annotated[int, typer.Option("--folds", help="k of the k-fold models (folds hold out whole games).")] = 5,
-    seed: Annotated[int, typer.Option("--seed", help="Seeds the folds and the models.")] = 0,
+    folds: Annotated[
+        int, typer.Option("--folds", max=20, help="k of the k-fold models (folds hold out whole games).")
+    ] = 5,
+    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seeds the folds and the models.")] = 0,
     epochs: Annotated[
-        int, typer.Option("--epochs", help="Passes over a fold's rows (at least 2,000, at most 4,000 steps).")
+        int,
+        typer.Option(
+            "--epochs", max=MAX_EPOCHS, help="Passes over a fold's rows (at least 2,000, at most 4,000 steps)."
+        ),
     ] = 10,
     filter_by: Annotated[
         str, typer.Option("--filter-by", help="cleanlab's find_label_issues filter.")

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from toolkit.cli.app import AsOfOpt, JsonOpt, app, console, err_console, layout, print_json, progress_bar
 from toolkit.errors import ConfigError, UsageError
+from toolkit.limits import MAX_ERRORS, MAX_LINE_BYTES, MAX_ROWS, MAX_SECONDS
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.catalog.query import QueryResult
@@ -40,6 +41,7 @@ MaxLineOpt = Annotated[
     int | None,
     typer.Option(
         "--max-line-bytes",
+        max=MAX_LINE_BYTES,
         min=1024,
         help="Longer lines are rejected unread, only their first 4 KiB quarantined (default 4 MiB).",
         show_default=False,
@@ -85,7 +87,9 @@ def validate(
     max_line_bytes: MaxLineOpt = None,
     as_json: JsonOpt = False,
     errors_out: Annotated[Path | None, typer.Option("--errors-out", help="Write every problem to FILE.")] = None,
-    max_errors: Annotated[int, typer.Option("--max-errors", help="Problems shown in the terminal.")] = 30,
+    max_errors: Annotated[
+        int, typer.Option("--max-errors", max=MAX_ERRORS, help="Problems shown in the terminal.")
+    ] = 30,
 ) -> None:
     """Check decision logs against the contract; exit 0 if all valid, 1 if not, 2 on usage errors."""
     from toolkit.ingest.dry_run import validate_paths
@@ -171,11 +175,15 @@ def sql(
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout (every row, streamed).")] = False,
     as_json: JsonOpt = False,
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the result to a Parquet FILE.")] = None,
-    max_rows: Annotated[int, typer.Option("--max-rows", min=0, help="Rows shown as a table.")] = 100,
+    max_rows: Annotated[int, typer.Option("--max-rows", max=MAX_ROWS, min=0, help="Rows shown as a table.")] = 100,
     as_of: AsOfOpt = None,
     timeout: Annotated[
         float | None,
-        typer.Option("--timeout", help="Seconds the statement may run, its output included (default: 300; 0: none)."),
+        typer.Option(
+            "--timeout",
+            max=MAX_SECONDS,
+            help="Seconds the statement may run, its output included (default: 300; 0: none).",
+        ),
     ] = None,
     memory_limit: Annotated[
         str | None,

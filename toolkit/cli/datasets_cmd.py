@@ -16,6 +16,7 @@ from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json
 from toolkit.cli.build_cmd import show_manifest
+from toolkit.limits import MAX_VERSION
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.datasets.diff import BuildDiff
@@ -188,7 +189,7 @@ def remove(
 @datasets_app.command("prune")
 def prune(
     name: NameArg,
-    keep: Annotated[int, typer.Option("--keep", min=0, help="How many of the newest builds to keep.")],
+    keep: Annotated[int, typer.Option("--keep", max=MAX_VERSION, min=0, help="How many of the newest builds to keep.")],
     force: ForceOpt = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,

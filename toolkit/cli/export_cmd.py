@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json
 from toolkit.errors import UsageError
+from toolkit.limits import MAX_VERSION
 
 FORMATS = ("minari",)
 
@@ -24,7 +25,9 @@ def export(
     ] = None,
     split: Annotated[str, typer.Option("--split", help="train or holdout.")] = "train",
     fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
-    version: Annotated[int, typer.Option("--version", min=0, help="The -vN of the exported dataset id.")] = 0,
+    version: Annotated[
+        int, typer.Option("--version", max=MAX_VERSION, min=0, help="The -vN of the exported dataset id.")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a built dataset as a Minari dataset: one episode per (game, seat), loadable with minari.load_dataset."""

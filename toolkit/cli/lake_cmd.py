@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from toolkit.cli.app import JsonOpt, app, console, layout, print_json
+from toolkit.limits import MAX_GENERATION, MAX_MB, MAX_RETAIN_DAYS
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.catalog.records import VersionRecord
@@ -25,7 +26,9 @@ FileOpt = Annotated[
     list[Path] | None, typer.Option("--file", help="A log file that was ingested (by its content, or its path).")
 ]
 SourceOpt = Annotated[str | None, typer.Option("--source", help="Every batch holding rows of this source.")]
-GenerationOpt = Annotated[int | None, typer.Option("--generation", help="... of this generation (with --source).")]
+GenerationOpt = Annotated[
+    int | None, typer.Option("--generation", max=MAX_GENERATION, help="... of this generation (with --source).")
+]
 
 
 @lake_app.command("history")
@@ -91,7 +94,7 @@ def restore_cmd(
 
 @lake_app.command("compact")
 def compact_cmd(
-    target_mb: Annotated[float, typer.Option("--target-mb", help="Size of the merged files.")] = 128,
+    target_mb: Annotated[float, typer.Option("--target-mb", max=MAX_MB, help="Size of the merged files.")] = 128,
     as_json: JsonOpt = False,
 ) -> None:
     """Merge small neighbouring files (of one source and generation) into files of about --target-mb."""
@@ -111,7 +114,10 @@ def compact_cmd(
 @lake_app.command("vacuum")
 def vacuum_cmd(
     retain: Annotated[
-        float, typer.Option("--retain", help="Days of versions that stay readable (--as-of); older files go.")
+        float,
+        typer.Option(
+            "--retain", max=MAX_RETAIN_DAYS, help="Days of versions that stay readable (--as-of); older files go."
+        ),
     ] = 7,
     as_json: JsonOpt = False,
 ) -> None:

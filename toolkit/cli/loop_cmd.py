@@ -10,6 +10,7 @@ from rich.table import Table
 
 from toolkit.cli.app import MAX_ROUNDS_HELP, JsonOpt, app, console, layout, points, print_json
 from toolkit.errors import ConfigError
+from toolkit.limits import MAX_GENERATION, MAX_SEED
 from toolkit.progress import Progress
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
@@ -30,9 +31,9 @@ def run(
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Name of the run (default: demo).")] = None,
     max_generations: Annotated[
-        int | None, typer.Option("--max-generations", help="Generations after the bootstrap.")
+        int | None, typer.Option("--max-generations", max=MAX_GENERATION, help="Generations after the bootstrap.")
     ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Seed of the whole run.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", max=MAX_SEED, help="Seed of the whole run.")] = None,
     max_rounds: Annotated[
         int | None, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP + " (loop.yaml: max_rounds)")
     ] = None,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from toolkit.cli.app import app, console, layout
+from toolkit.limits import MAX_WORKERS
 
 
 @app.command("serve")
@@ -29,6 +30,7 @@ def serve(
         int | None,
         typer.Option(
             "--max-loops",
+            max=MAX_WORKERS,
             min=1,
             help="Loops running on the data root at once past which a start or resume is refused (HTTP 429); "
             "default: half the cores, at least 2.",

@@ -28,18 +28,19 @@ from toolkit.cli.app import (
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS
+from toolkit.limits import MAX_BATCH, MAX_GAMES, MAX_SEED
 
 
 @app.command("simulate")
 def simulate_command(
-    games: Annotated[int, typer.Option("--games", help="Games to play.")] = 1000,
+    games: Annotated[int, typer.Option("--games", max=MAX_GAMES, help="Games to play.")] = 1000,
     players: Annotated[
         str, typer.Option("--players", help="One player per seat, comma-separated: random, heuristic, tuned.")
     ] = "heuristic,heuristic,heuristic,heuristic",
-    seed: Annotated[int, typer.Option("--seed", help="Seed: same seed, same games, same bytes.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seed: same seed, same games, same bytes.")] = 0,
     out: Annotated[Path | None, typer.Option("--out", help="Folder for the JSONL logs (omit to only play).")] = None,
     compress: Annotated[str, typer.Option("--compress", help="none, gzip or zstd.")] = "none",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Games stepped at once.")] = 1024,
+    batch_size: Annotated[int, typer.Option("--batch-size", max=MAX_BATCH, help="Games stepped at once.")] = 1024,
     max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,

@@ -28,6 +28,7 @@ from toolkit.cli.app import (
 )
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS
+from toolkit.limits import MAX_DEALS, MAX_SEED
 
 LINEUPS_SHOWN = 12  # more lineups than this: their truncations are in the JSON only
 
@@ -46,8 +47,10 @@ def tournament_command(
         str | None,
         typer.Option("--focus", help="Comma-separated entrants every lineup includes (default: all of them)."),
     ] = None,
-    deals: Annotated[int, typer.Option("--deals", help="Deals per lineup, each played in every seat rotation.")] = 16,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the deals.")] = 0,
+    deals: Annotated[
+        int, typer.Option("--deals", max=MAX_DEALS, help="Deals per lineup, each played in every seat rotation.")
+    ] = 16,
+    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seed of the deals.")] = 0,
     max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
     pool: Annotated[
         Path | None,

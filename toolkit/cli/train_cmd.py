@@ -30,6 +30,18 @@ from toolkit.cli.app import (
     warn_truncations,
 )
 from toolkit.game import DEFAULT_MAX_ROUNDS
+from toolkit.limits import (
+    MAX_BATCH,
+    MAX_COEF,
+    MAX_ENVS,
+    MAX_EPOCHS,
+    MAX_GAMES,
+    MAX_GENERATION,
+    MAX_LAYER,
+    MAX_RATE,
+    MAX_SEED,
+    MAX_STEPS,
+)
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.train.evaluate import EvaluationResult
@@ -39,9 +51,11 @@ app.add_typer(train_app, name="train")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override its fields.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for checkpoints (default: <home>/runs/train).")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed (same seed, same weights).")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", max=MAX_SEED, help="Seed (same seed, same weights).")]
 RunOpt = Annotated[str | None, typer.Option("--run-id", help="Names this run's files (default: time + random).")]
-GenOpt = Annotated[int | None, typer.Option("--generation", help="Loop generation stamped on cards and exports.")]
+GenOpt = Annotated[
+    int | None, typer.Option("--generation", max=MAX_GENERATION, help="Loop generation stamped on cards and exports.")
+]
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -65,11 +79,13 @@ def train_bc_command(
     fingerprint: Annotated[
         str | None, typer.Option("--fingerprint", help="A specific build (default: latest).")
     ] = None,
-    epochs: Annotated[int | None, typer.Option("--epochs", help="Most epochs.")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Rows per step.")] = None,
-    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate.")] = None,
+    epochs: Annotated[int | None, typer.Option("--epochs", max=MAX_EPOCHS, help="Most epochs.")] = None,
+    batch_size: Annotated[int | None, typer.Option("--batch-size", max=MAX_BATCH, help="Rows per step.")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", max=MAX_RATE, help="Learning rate.")] = None,
     class_weighting: Annotated[str | None, typer.Option("--class-weighting", help="none or balanced.")] = None,
-    patience: Annotated[int | None, typer.Option("--patience", help="Early-stopping patience, epochs.")] = None,
+    patience: Annotated[
+        int | None, typer.Option("--patience", max=MAX_EPOCHS, help="Early-stopping patience, epochs.")
+    ] = None,
     select: Annotated[str | None, typer.Option("--select", help="holdout_loss (early stopping) or last_epoch.")] = None,
     seed: SeedOpt = None,
     run_id: RunOpt = None,
@@ -120,8 +136,8 @@ def train_ppo_command(
     policy: Annotated[
         str | None, typer.Option("--policy", help="flat (MaskablePPO) or recurrent (RecurrentPPO).")
     ] = None,
-    steps: Annotated[int | None, typer.Option("--steps", help="Learner decisions to train on.")] = None,
-    envs: Annotated[int | None, typer.Option("--envs", help="Envs stepped together.")] = None,
+    steps: Annotated[int | None, typer.Option("--steps", max=MAX_STEPS, help="Learner decisions to train on.")] = None,
+    envs: Annotated[int | None, typer.Option("--envs", max=MAX_ENVS, help="Envs stepped together.")] = None,
     warm_start: Annotated[Path | None, typer.Option("--warm-start", help="BC checkpoint to start from.")] = None,
     opponents: Annotated[
         str | None, typer.Option("--opponents", help="League: heuristic,tuned,random,self,CKPT.json")
@@ -131,16 +147,20 @@ def train_ppo_command(
         float | None,
         typer.Option("--mirror", min=0, max=1, help="Share of games with one drawn opponent in every other seat."),
     ] = None,
-    eval_every: Annotated[int | None, typer.Option("--eval-every", help="Steps between evaluations.")] = None,
-    eval_games: Annotated[int | None, typer.Option("--eval-games", help="Games per evaluation.")] = None,
+    eval_every: Annotated[
+        int | None, typer.Option("--eval-every", max=MAX_STEPS, help="Steps between evaluations.")
+    ] = None,
+    eval_games: Annotated[int | None, typer.Option("--eval-games", max=MAX_GAMES, help="Games per evaluation.")] = None,
     eval_vs: Annotated[str | None, typer.Option("--eval-vs", help="Evaluation opponents, comma-separated.")] = None,
     max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP)] = None,
-    lr: Annotated[float | None, typer.Option("--lr", help="Initial learning rate.")] = None,
-    ent_coef: Annotated[float | None, typer.Option("--ent-coef", help="Entropy bonus.")] = None,
-    lstm_hidden: Annotated[int | None, typer.Option("--lstm-hidden", help="LSTM size (recurrent).")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", max=MAX_RATE, help="Initial learning rate.")] = None,
+    ent_coef: Annotated[float | None, typer.Option("--ent-coef", max=MAX_COEF, help="Entropy bonus.")] = None,
+    lstm_hidden: Annotated[
+        int | None, typer.Option("--lstm-hidden", max=MAX_LAYER, help="LSTM size (recurrent).")
+    ] = None,
     no_export: Annotated[bool, typer.Option("--no-export", help="Do not write the learner's decisions.")] = False,
     export_games: Annotated[
-        int | None, typer.Option("--export-games", help="Games the final policy plays and exports.")
+        int | None, typer.Option("--export-games", max=MAX_GAMES, help="Games the final policy plays and exports.")
     ] = None,
     wins_only: Annotated[bool, typer.Option("--wins-only", help="Export only the games it won.")] = False,
     seed: SeedOpt = None,
@@ -227,8 +247,10 @@ def evaluate_command(
             "Head to head: --policy gen2.json --vs gen1.json,gen1.json,gen1.json.",
         ),
     ] = "heuristic,heuristic,heuristic",
-    games: Annotated[int, typer.Option("--games", help="Games (rounded up to a multiple of the pod size).")] = 200,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the deals.")] = 0,
+    games: Annotated[
+        int, typer.Option("--games", max=MAX_GAMES, help="Games (rounded up to a multiple of the pod size).")
+    ] = 200,
+    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seed of the deals.")] = 0,
     max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
     compare: Annotated[
         Path | None,

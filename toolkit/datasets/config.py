@@ -28,7 +28,7 @@ compares across builds.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -42,6 +42,7 @@ from pydantic import (
 
 from toolkit.holdout import HoldoutRule
 from toolkit.layout import NAME_PATTERN
+from toolkit.limits import MAX_GENERATION, MAX_REWARD, MAX_ROWS, MAX_SEED, SourceWeight
 from toolkit.schema.vocab import LABEL_SOURCES, MAX_POD_SIZE, MIN_POD_SIZE, SOURCE_PATTERN
 
 DEFAULT_NAME = "default"
@@ -95,12 +96,16 @@ class BuildConfig(BaseModel):
 
     name: str = Field(DEFAULT_NAME, pattern=NAME_PATTERN, description="Dataset name (folder under builds/).")
     sources: list[str] | None = Field(None, description="Sources to read; null: every source in the lake.")
-    generations: list[int] | None = Field(None, description="Generations to read; null: all (incl. none).")
+    generations: list[Annotated[int, Field(ge=0, le=MAX_GENERATION)]] | None = Field(
+        None, description="Generations to read; null: all (incl. none)."
+    )
     batches: list[str] | None = Field(None, description="Batch ids to read; null: every non-rejected batch.")
     weight_mode: Literal["ratio", "share"] = Field("ratio", description="How `weights` are read (see module doc).")
-    weights: dict[str, float] = Field(default_factory=dict, description="Per-source weight or target share.")
+    weights: dict[str, SourceWeight] = Field(default_factory=dict, description="Per-source weight or target share.")
     min_reward: float | None = Field(
         None,
+        ge=-MAX_REWARD,
+        le=MAX_REWARD,
         description="Minimum episode return as the writer logged it (shaping included), for `reward_sources` "
         "only; the result is `wins_only`'s (the outcome).",
     )
@@ -108,14 +113,16 @@ class BuildConfig(BaseModel):
         default_factory=lambda: ["ppo"], description="Policy-written sources `min_reward` applies to."
     )
     wins_only: list[str] = Field(default_factory=list, description="Sources of which only won episodes are kept.")
-    min_episode_length: int = Field(1, ge=1, description="Minimum decisions in a kept episode.")
+    min_episode_length: int = Field(1, ge=1, le=MAX_ROWS, description="Minimum decisions in a kept episode.")
     exclude_label_sources: list[str] = Field(
         default_factory=list, description="Drop rows whose label was obtained this way (e.g. card_role, default)."
     )
-    pod_sizes: list[int] | None = Field(None, description="Pod sizes to keep; null: all.")
+    pod_sizes: list[Annotated[int, Field(ge=MIN_POD_SIZE, le=MAX_POD_SIZE)]] | None = Field(
+        None, description="Pod sizes to keep; null: all."
+    )
     holdout: HoldoutConfig = Field(default_factory=HoldoutConfig)
-    seed: int = Field(0, ge=0, description="Seed of the game sampling.")
-    rows_per_file: int = Field(262_144, ge=100, description="Rows per Parquet part.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the game sampling.")
+    rows_per_file: int = Field(262_144, ge=100, le=MAX_ROWS, description="Rows per Parquet part.")
     label_issues: LabelIssueFilter | None = Field(
         None, description="Leave label issues out of the train split, by a scored build's label scores."
     )
@@ -166,8 +173,6 @@ class BuildConfig(BaseModel):
     @field_validator("pod_sizes")
     @classmethod
     def _pods(cls, value: list[int] | None) -> list[int] | None:
-        if value is not None and any(not MIN_POD_SIZE <= n <= MAX_POD_SIZE for n in value):
-            raise ValueError(f"pod sizes must be within {MIN_POD_SIZE}..{MAX_POD_SIZE}")
         return sorted(set(value)) if value is not None else None
 
     @model_validator(mode="after")

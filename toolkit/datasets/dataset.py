@@ -328,7 +328,7 @@ def read_latest(layout: Layout, name: str) -> str | None:
 
 def build_fingerprints(layout: Layout, name: str) -> list[str]:
     """The fingerprints of ``name``'s build folders that hold a manifest (readable or not), sorted."""
-    folder = layout.builds / name
+    folder = layout.build_root(name)
     return sorted(p.parent.name for p in folder.glob(f"*/{MANIFEST_FILE}")) if folder.is_dir() else []
 
 

@@ -17,23 +17,19 @@ What makes it safe:
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.datasets.build import FINGERPRINT_CHARS, build_lock
+from toolkit.datasets.build import build_lock
 from toolkit.datasets.dataset import build_fingerprints, other_builds_hint, read_latest
 from toolkit.datasets.inventory import BuildEntry, Inventory, ModelRef, list_inventory, models_by_build
 from toolkit.errors import BuildError, UsageError
-from toolkit.layout import NAME_PATTERN, Layout
+from toolkit.layout import Layout, checked_fingerprint, checked_name
 from toolkit.storage import write_text_atomic
-
-FINGERPRINT_PATTERN: Final = rf"^[0-9a-f]{{{FINGERPRINT_CHARS}}}$"
 
 
 class ProtectedBuildError(BuildError):
@@ -190,7 +186,7 @@ def _tidy(layout: Layout, name: str) -> None:
     """Clear the name's staging (ours: we hold its lock), and its folder once nothing is left in it."""
     shutil.rmtree(_staging(layout, name), ignore_errors=True)
     try:
-        (layout.builds / name).rmdir()
+        layout.build_root(name).rmdir()
     except OSError:
         pass  # not empty: builds (or a pointer) are left
 
@@ -200,10 +196,6 @@ def _staging(layout: Layout, name: str) -> Path:
 
 
 def _check_names(name: str, fingerprint: str | None = None) -> None:
-    if not re.fullmatch(NAME_PATTERN, name):
-        raise UsageError(f"{name!r} is not a dataset name", hint="see the names with `distill datasets list --all`")
-    if fingerprint is not None and not re.fullmatch(FINGERPRINT_PATTERN, fingerprint):
-        raise UsageError(
-            f"{fingerprint!r} is not a build fingerprint ({FINGERPRINT_CHARS} hex digits)",
-            hint=f"see the builds of {name!r} with `distill datasets list --all`",
-        )
+    checked_name(name, "dataset name")
+    if fingerprint is not None:
+        checked_fingerprint(fingerprint)

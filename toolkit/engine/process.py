@@ -156,13 +156,17 @@ class EngineProcess:
         """Write one frame.
 
         Raises:
-            EngineError: the engine closed its input (it exited, or stopped reading).
+            EngineError: the engine exited (the same words as when its output ends first: which pipe tells
+                Distill first is a race), or closed its input and runs on.
         """
         try:
             self.stdin.write(encode(message))
             self.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
-            raise self.error(f"closed its input during {phase} ({self.exit_status(ended=True)})", phase) from None
+            status = self.exit_status(ended=True)
+            if status == "still running":
+                raise self.error(f"closed its input during {phase} (still running)", phase) from None
+            raise self.error(f"exited ({status}) during {phase}", phase) from None
 
     # -- life ---------------------------------------------------------------------
 

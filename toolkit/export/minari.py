@@ -49,6 +49,7 @@ from toolkit.catalog.lake import Lake
 from toolkit.datasets.dataset import Dataset, open_dataset
 from toolkit.errors import ExportError
 from toolkit.layout import Layout
+from toolkit.limits import MAX_VERSION
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS, SCHEMA_VERSION
 
 NAMESPACE = "distill"
@@ -92,7 +93,7 @@ class MinariExportConfig(BaseModel):
     out: Path | None = Field(
         None, description="Minari's datasets root; default $MINARI_DATASETS_PATH or ~/.minari/datasets."
     )
-    version: int = Field(0, ge=0, description="The `-vN` of the dataset id.")
+    version: int = Field(0, ge=0, le=MAX_VERSION, description="The `-vN` of the dataset id.")
 
 
 class MinariExportResult(BaseModel):

@@ -26,6 +26,7 @@ from toolkit.game.players import PLAYER_TYPES, make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
+from toolkit.limits import MAX_ROWS, MAX_SEED
 from toolkit.progress import ProgressFn
 
 
@@ -41,14 +42,16 @@ class SimulateConfig(BaseModel):
         max_length=6,
         description=f"One player per seat, among {', '.join(PLAYER_TYPES)} (--players).",
     )
-    seed: int = Field(0, ge=0, description="Seed of the run; same seed, same games, same bytes (--seed).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the run; same seed, same games, same bytes (--seed).")
     out: Path | None = Field(None, description="Folder for the decision logs; None plays without writing (--out).")
     compression: records.Compression = Field("none", description="none, gzip or zstd (--compress).")
     batch_size: int = Field(1024, ge=1, le=65_536, description="Games stepped at once (--batch-size).")
     max_rounds: int = Field(
         DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game is a truncation (--max-rounds)."
     )
-    rows_per_file: int = Field(1_000_000, ge=1, description="Decisions per part file before starting the next.")
+    rows_per_file: int = Field(
+        1_000_000, ge=1, le=MAX_ROWS, description="Decisions per part file before starting the next."
+    )
 
     @field_validator("players")
     @classmethod

@@ -7,6 +7,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolkit import limits
 from toolkit.errors import ConfigError
 from toolkit.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES
 from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
@@ -22,12 +23,18 @@ class ReadOptions(BaseModel):
     max_line_bytes: int = Field(
         default=MAX_LINE_BYTES,
         ge=1024,
+        le=limits.MAX_LINE_BYTES,
         description="Longer lines are rejected unread: skipped to their newline, their first 4 KiB kept.",
     )
     max_stdin_bytes: int = Field(
-        default=64 << 30, ge=1, description="Standard input (path '-') longer than this is refused, not spooled."
+        default=64 << 30,
+        ge=1,
+        le=limits.MAX_BYTES,
+        description="Standard input (path '-') longer than this is refused, not spooled.",
     )
-    chunk_bytes: int = Field(default=CHUNK_BYTES, ge=1 << 10, description="Bytes of lines parsed per chunk.")
+    chunk_bytes: int = Field(
+        default=CHUNK_BYTES, ge=1 << 10, le=limits.MAX_LINE_BYTES, description="Bytes of lines parsed per chunk."
+    )
     workers: int = Field(default=2, ge=1, le=64, description="Threads parsing chunks on the fast path.")
 
     @field_validator("dialect")

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.limits import MAX_MB
+
 BackendKind = Literal["auto", "inprocess", "pool", "ray"]
 
 
@@ -32,4 +34,6 @@ class BackendConfig(BaseModel):
         1024, ge=1, le=1_000_000, description="Games per shard: the unit a worker plays, retries and writes."
     )
     retries: int = Field(3, ge=0, le=100, description="Times a shard is re-run after its worker died.")
-    object_store_mb: int = Field(256, ge=64, description="Ray's object store for a local Ray (a small machine's size).")
+    object_store_mb: int = Field(
+        256, ge=64, le=MAX_MB, description="Ray's object store for a local Ray (a small machine's size)."
+    )

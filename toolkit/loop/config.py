@@ -26,6 +26,23 @@ from toolkit.engine.driver import EngineConfig
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import NAME_PATTERN, Layout
+from toolkit.limits import (
+    MAX_BATCH,
+    MAX_COEF,
+    MAX_DEALS,
+    MAX_ENVS,
+    MAX_EPOCHS,
+    MAX_GAMES,
+    MAX_MODELS,
+    MAX_RATE,
+    MAX_REWARD,
+    MAX_ROLLOUT,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_UPDATES,
+    LayerSize,
+    SourceWeight,
+)
 
 TEACHER_SOURCE = "ppo"  # the role PPO's exported decisions carry in the lake
 
@@ -37,7 +54,9 @@ class _Config(BaseModel):
 class BootstrapConfig(_Config):
     """Generation 0: the Forge stand-in's games (or existing logs) that the first student learns from."""
 
-    games: int = Field(300, ge=1, description="Heuristic games to simulate (unused when `logs` are given).")
+    games: int = Field(
+        300, ge=1, le=MAX_GAMES, description="Heuristic games to simulate (unused when `logs` are given)."
+    )
     players: tuple[str, ...] = Field(
         ("heuristic", "tuned", "heuristic", "tuned"), description="The simulated table (their role is forge)."
     )
@@ -68,13 +87,14 @@ class DataConfig(_Config):
         "dropped); ratio: a weight below 1 keeps that fraction of a source's games, above 1 draws more, 0 drops "
         "it (see `distill build --mode`).",
     )
-    weights: dict[str, float] = Field(
+    weights: dict[str, SourceWeight] = Field(
         default_factory=lambda: {"forge": 0.0, TEACHER_SOURCE: 1.0, "random": 0.0, "ppo-eval": 0.0},
         description="Per-source shares (or ratios) of the students' datasets from generation 1 on.",
     )
     teacher_generations: int = Field(
         1,
         ge=1,
+        le=MAX_MODELS,
         description="The student learns from the teacher exports of this many latest generations (measured: "
         "wider windows, equal or decaying, gained nothing head to head and cost up to 2.8 points against the "
         "scripted tables; the README's 'More than the latest teacher?').",
@@ -86,7 +106,9 @@ class DataConfig(_Config):
         description="Within the teacher window, generation g's exports weigh decay^(newest - g) (KataGo's "
         "shuffle window; `distill build --generation-decay`). null: the window's generations weigh the same.",
     )
-    min_reward: float | None = Field(None, description="Minimum episode return of policy-written episodes.")
+    min_reward: float | None = Field(
+        None, ge=-MAX_REWARD, le=MAX_REWARD, description="Minimum episode return of policy-written episodes."
+    )
     wins_only: list[str] = Field(default_factory=list, description="Sources of which only won episodes are kept.")
     holdout: HoldoutConfig = Field(
         default_factory=HoldoutConfig, description="The FIXED holdout; never change it mid-loop."
@@ -102,18 +124,20 @@ class DataConfig(_Config):
 class StudentConfig(_Config):
     """Behaviour cloning of the student in each generation."""
 
-    epochs: int = Field(8, ge=1, description="Passes over the train split.")
-    batch_size: int = Field(1024, ge=1, description="Rows per optimiser step.")
-    learning_rate: float = Field(1e-3, gt=0, description="Adam's learning rate.")
+    epochs: int = Field(8, ge=1, le=MAX_EPOCHS, description="Passes over the train split.")
+    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per optimiser step.")
+    learning_rate: float = Field(1e-3, gt=0, le=MAX_RATE, description="Adam's learning rate.")
     select: Literal["holdout_loss", "last_epoch"] = Field(
         "last_epoch",
         description="Keep the last epoch's weights (the holdout is Forge-role play, which a student of "
         "a stronger teacher departs from), or early-stop on the holdout loss.",
     )
     patience: int = Field(
-        2, ge=1, description="Early stopping: epochs without holdout improvement (holdout_loss only)."
+        2, ge=1, le=MAX_EPOCHS, description="Early stopping: epochs without holdout improvement (holdout_loss only)."
     )
-    hidden: tuple[int, ...] = Field((128, 128), description="Hidden layers (shared with PPO's actor).")
+    hidden: tuple[LayerSize, ...] = Field(
+        (128, 128), max_length=64, description="Hidden layers (shared with PPO's actor)."
+    )
 
 
 class LeagueConfig(_Config):
@@ -130,24 +154,30 @@ class LeagueConfig(_Config):
     even, x = 0.5). See ``toolkit.game.league.pfsp_weights``.
     """
 
-    heuristic: float = Field(1.0, ge=0, description="The reference heuristic (the Forge stand-in).")
-    tuned: float = Field(1.0, ge=0, description="The tuned heuristic.")
-    random: float = Field(0.0, ge=0, description="The random player.")
-    self: float = Field(1.0, ge=0, description="The learner's own current policy.")
+    heuristic: float = Field(1.0, ge=0, le=MAX_COEF, description="The reference heuristic (the Forge stand-in).")
+    tuned: float = Field(1.0, ge=0, le=MAX_COEF, description="The tuned heuristic.")
+    random: float = Field(0.0, ge=0, le=MAX_COEF, description="The random player.")
+    self: float = Field(1.0, ge=0, le=MAX_COEF, description="The learner's own current policy.")
     past: float = Field(
         1.0,
         ge=0,
+        le=MAX_COEF,
         description="Earlier generations' promoted students and PPO models, this weight split among them "
         "(evenly, or by PFSP: past_weighting).",
     )
-    past_models: int = Field(4, ge=0, description="How many of the latest earlier models the league keeps.")
+    past_models: int = Field(
+        4, ge=0, le=MAX_MODELS, description="How many of the latest earlier models the league keeps."
+    )
     older_models: int = Field(
-        2, ge=0, description="How many of the models before those it keeps too, a seeded sample (0: none)."
+        2,
+        ge=0,
+        le=MAX_MODELS,
+        description="How many of the models before those it keeps too, a seeded sample (0: none).",
     )
     past_weighting: Literal["even", "pfsp"] = Field(
         "pfsp", description="Split `past` evenly, or by prioritised fictitious self-play (the hardest most)."
     )
-    pfsp_power: float = Field(2.0, gt=0, description="PFSP's f_hard exponent p in (1 - x) ** p.")
+    pfsp_power: float = Field(2.0, gt=0, le=MAX_COEF, description="PFSP's f_hard exponent p in (1 - x) ** p.")
     mirror: float = Field(
         0.5,
         ge=0,
@@ -172,19 +202,20 @@ class PPOStepConfig(_Config):
         description="ppo: continue the last promoted PPO model, critic included (generation 1 starts from the "
         "student); student: start every generation from the promoted student's actor.",
     )
-    total_steps: int = Field(500_000, ge=64, description="Learner decisions per attempt.")
-    n_envs: int = Field(512, ge=1, description="Games stepped together.")
-    n_steps: int = Field(16, ge=8, description="Steps per env per rollout.")
-    batch_size: int = Field(1024, ge=8, description="Minibatch size of the PPO update.")
-    n_epochs: int = Field(4, ge=1, description="Passes over each rollout in the PPO update.")
-    learning_rate: float = Field(3e-4, gt=0, description="Learning rate (retries scale it).")
+    total_steps: int = Field(500_000, ge=64, le=MAX_STEPS, description="Learner decisions per attempt.")
+    n_envs: int = Field(512, ge=1, le=MAX_ENVS, description="Games stepped together.")
+    n_steps: int = Field(16, ge=8, le=MAX_ROLLOUT, description="Steps per env per rollout.")
+    batch_size: int = Field(1024, ge=8, le=MAX_BATCH, description="Minibatch size of the PPO update.")
+    n_epochs: int = Field(4, ge=1, le=MAX_EPOCHS, description="Passes over each rollout in the PPO update.")
+    learning_rate: float = Field(3e-4, gt=0, le=MAX_RATE, description="Learning rate (retries scale it).")
     lr_schedule: Literal["constant", "linear"] = Field(
         "constant", description="constant (measured best when each generation continues the last), or linear decay."
     )
-    ent_coef: float = Field(0.01, ge=0, description="Entropy bonus (retries raise it).")
+    ent_coef: float = Field(0.01, ge=0, le=MAX_COEF, description="Entropy bonus (retries raise it).")
     critic_warmup_updates: int = Field(
         3,
         ge=0,
+        le=MAX_UPDATES,
         description="Updates that train only the critic when PPO starts "
         "from a student (whose critic does not exist yet).",
     )
@@ -200,6 +231,7 @@ class PPOStepConfig(_Config):
     export_games: int = Field(
         2000,
         ge=1,
+        le=MAX_GAMES,
         description="Games the trained policy plays against the league; all its "
         "decisions (wins and losses) are exported as the teacher's labels.",
     )
@@ -212,9 +244,9 @@ class SequentialConfig(_Config):
     delta1: float = Field(0.03, gt=-1, le=1, description="H1: the gain worth detecting (win-rate points / 100).")
     alpha: float = Field(0.05, gt=0, lt=0.5, description="Chance of accepting H1 when H0 holds (a false promotion).")
     beta: float = Field(0.1, gt=0, lt=0.5, description="Chance of refusing a model better by delta1.")
-    min_deals: int = Field(50, ge=1, description="Deals (each in every seat) before the test may decide.")
-    max_deals: int = Field(1500, ge=1, description="Deals after which an undecided test fails.")
-    deals_per_round: int = Field(250, ge=1, description="Deals played at a time.")
+    min_deals: int = Field(50, ge=1, le=MAX_DEALS, description="Deals (each in every seat) before the test may decide.")
+    max_deals: int = Field(1500, ge=1, le=MAX_DEALS, description="Deals after which an undecided test fails.")
+    deals_per_round: int = Field(250, ge=1, le=MAX_DEALS, description="Deals played at a time.")
 
     @model_validator(mode="after")
     def _ordered(self) -> SequentialConfig:
@@ -239,9 +271,11 @@ class HeadToHeadConfig(SequentialConfig):
     win for anyone.
     """
 
-    past_tables: int = Field(2, ge=0, description="Mixed tables, one per latest other past model of the league.")
-    max_deals: int = Field(1000, ge=1, description="Deals after which an undecided test fails.")
-    deals_per_round: int = Field(200, ge=1, description="Deals played at a time (at every table).")
+    past_tables: int = Field(
+        2, ge=0, le=MAX_MODELS, description="Mixed tables, one per latest other past model of the league."
+    )
+    max_deals: int = Field(1000, ge=1, le=MAX_DEALS, description="Deals after which an undecided test fails.")
+    deals_per_round: int = Field(200, ge=1, le=MAX_DEALS, description="Deals played at a time (at every table).")
 
 
 class StrengthGateConfig(SequentialConfig):
@@ -268,7 +302,7 @@ class FloorConfig(_Config):
     win_rate: float | None = Field(
         0.30, ge=0, lt=1, description="The PPO model's win rate must exceed this (None: no floor)..."
     )
-    games: int = Field(400, ge=4, description="...over this many games (seats rotated)...")
+    games: int = Field(400, ge=4, le=MAX_GAMES, description="...over this many games (seats rotated)...")
     opponents: tuple[str, ...] = Field(("heuristic",) * 3, description="...against this table.")
 
 
@@ -289,7 +323,7 @@ class AccuracyGuardConfig(_Config):
 class EvaluationConfig(_Config):
     """The fixed-size evaluation of the promoted models every generation reports (same deals every generation)."""
 
-    games: int = Field(1000, ge=4, description="Games per model and table, seats rotated.")
+    games: int = Field(1000, ge=4, le=MAX_GAMES, description="Games per model and table, seats rotated.")
     tables: dict[str, tuple[str, ...]] = Field(
         default_factory=lambda: {"heuristic": ("heuristic",) * 3, "tuned": ("tuned",) * 3},
         description="Named tables of opponents.",
@@ -307,19 +341,21 @@ class ExploiterConfig(_Config):
     student nobody can exploit holds it there or below.
     """
 
-    total_steps: int = Field(50_000, ge=0, description="The exploiter's PPO budget (0: no probe).")
+    total_steps: int = Field(50_000, ge=0, le=MAX_STEPS, description="The exploiter's PPO budget (0: no probe).")
     start: Literal["bootstrap_student", "scratch"] = Field(
         "bootstrap_student", description="Start from the generation-0 student, or from a fresh network."
     )
-    games: int = Field(400, ge=4, description="Games of the exploiter against three copies of the student.")
+    games: int = Field(
+        400, ge=4, le=MAX_GAMES, description="Games of the exploiter against three copies of the student."
+    )
 
 
 class RetryConfig(_Config):
     """What a failed generation changes before it tries again."""
 
-    max_retries: int = Field(1, ge=0, description="Attempts after the first.")
-    lr_factor: float = Field(0.5, gt=0, description="PPO learning rate x this per retry.")
-    ent_coef_step: float = Field(0.005, ge=0, description="PPO entropy coefficient + this per retry.")
+    max_retries: int = Field(1, ge=0, le=MAX_MODELS, description="Attempts after the first.")
+    lr_factor: float = Field(0.5, gt=0, le=MAX_COEF, description="PPO learning rate x this per retry.")
+    ent_coef_step: float = Field(0.005, ge=0, le=MAX_COEF, description="PPO entropy coefficient + this per retry.")
     on_failure: Literal["continue", "stop"] = Field(
         "continue", description="After the last failed attempt: record it and go on with the old models, or stop."
     )
@@ -328,10 +364,11 @@ class RetryConfig(_Config):
 class ConvergenceConfig(_Config):
     """When to stop before max_generations."""
 
-    window: int = Field(3, ge=2, description="Generations the plateau rule looks back over.")
+    window: int = Field(3, ge=2, le=MAX_MODELS, description="Generations the plateau rule looks back over.")
     min_win_rate_gain: float = Field(
         0.01,
         ge=0,
+        le=MAX_RATE,
         description="Plateau: the promoted student's evaluated win rate rose less than this over the window.",
     )
 
@@ -339,7 +376,9 @@ class ConvergenceConfig(_Config):
 class TournamentStepConfig(_Config):
     """The rating tournament."""
 
-    deals_per_lineup: int = Field(16, ge=1, description="Deals per lineup, each played in every seat rotation.")
+    deals_per_lineup: int = Field(
+        16, ge=1, le=MAX_DEALS, description="Deals per lineup, each played in every seat rotation."
+    )
     baselines: tuple[str, ...] = Field(("heuristic", "tuned", "random"), description="Fixed anchors of the pool.")
 
 
@@ -347,7 +386,7 @@ class LoopConfig(_Config):
     """A closed loop: bootstrap, then generations of self-play -> gates -> merge -> student."""
 
     name: str = Field("demo", pattern=NAME_PATTERN, description="Run folder runs/<name> and dataset loop-<name>.")
-    seed: int = Field(0, ge=0, description="Seeds everything; each step derives its own seed from it.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds everything; each step derives its own seed from it.")
     max_generations: int = Field(2, ge=1, le=999, description="Generations after the bootstrap (generation 0).")
     max_rounds: int = Field(
         DEFAULT_MAX_ROUNDS,

@@ -36,8 +36,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.layout import STATE_FORMAT_VERSION, Layout, generation_label
-from toolkit.loop.config import NAME_PATTERN
+from toolkit.layout import STATE_FORMAT_VERSION, Layout, checked_name, generation_label
 from toolkit.storage import LockHeldError, exclusive_lock, lock_holder, read_versioned, write_text_atomic
 
 STOP: Final = "STOP"
@@ -122,13 +121,7 @@ class RunFolder:
     """The files of one loop run."""
 
     def __init__(self, layout: Layout, name: str) -> None:
-        if not re.fullmatch(NAME_PATTERN, name):
-            raise ConfigError(
-                f"{name!r} is not a loop run name",
-                hint="--name takes 1-64 characters: lowercase letters, digits, '_', '.', '-', "
-                "starting with a letter or digit",
-            )
-        self.root = layout.runs / name
+        self.root = layout.runs / checked_name(name, "loop run name")
         self.state_path = self.root / "state.json"
         self.config_path = self.root / "config.json"
         self.generations_path = self.root / "generations.jsonl"

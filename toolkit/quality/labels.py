@@ -40,6 +40,7 @@ from toolkit.datasets.scores import GroupRate, LabelScoresInfo, read_scores_info
 from toolkit.errors import LabelCheckError
 from toolkit.features import FEATURE_SIZE
 from toolkit.layout import Layout
+from toolkit.limits import MAX_BATCH, MAX_SEED, MAX_UPDATES
 from toolkit.progress import Progress, ProgressFn
 from toolkit.quality.duplicates import conflicts
 from toolkit.quality.folds import assign_folds, fold_steps, out_of_sample_probabilities
@@ -61,11 +62,15 @@ class LabelCheckConfig(BaseModel):
 
     fingerprint: str | None = Field(None, description="A specific build; default: the latest (--fingerprint).")
     folds: int = Field(5, ge=2, le=20, description="k of the k-fold models (--folds).")
-    seed: int = Field(0, ge=0, description="Seeds the folds and the models (--seed).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds the folds and the models (--seed).")
     epochs: int = Field(10, ge=1, le=1000, description="Passes over a fold's training rows (--epochs) ...")
-    min_steps: int = Field(2000, ge=1, description="... but at least this many gradient steps per fold model ...")
-    max_steps: int = Field(4000, ge=1, description="... and at most this many (bounds the time on large builds).")
-    batch_size: int = Field(1024, ge=1, description="Rows per gradient step.")
+    min_steps: int = Field(
+        2000, ge=1, le=MAX_UPDATES, description="... but at least this many gradient steps per fold model ..."
+    )
+    max_steps: int = Field(
+        4000, ge=1, le=MAX_UPDATES, description="... and at most this many (bounds the time on large builds)."
+    )
+    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per gradient step.")
     learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate of the fold models.")
     policy: PolicySpec = Field(default_factory=PolicySpec, description="The network: the student's (policy.pi).")
     filter_by: Literal[

@@ -41,6 +41,7 @@ from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, SAMPL
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import Layout
+from toolkit.limits import MAX_BATCH, MAX_COEF, MAX_EPOCHS, MAX_MB, MAX_ROWS, MAX_SEED
 from toolkit.progress import Progress, ProgressFn
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.train import checkpoints
@@ -62,18 +63,21 @@ class BCConfig(BaseModel):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
         description="Names this run's files; default: UTC time + random suffix (--run-id).",
     )
-    seed: int = Field(0, ge=0, description="Seeds the initial weights and the shuffles (--seed).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds the initial weights and the shuffles (--seed).")
     epochs: int = Field(20, ge=1, le=10_000, description="Most passes over the train split (--epochs).")
-    batch_size: int = Field(1024, ge=1, description="Rows per gradient step (--batch-size).")
-    read_batch_rows: int = Field(65_536, ge=1, description="Rows read from Parquet at a time (and shuffled together).")
+    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per gradient step (--batch-size).")
+    read_batch_rows: int = Field(
+        65_536, ge=1, le=MAX_ROWS, description="Rows read from Parquet at a time (and shuffled together)."
+    )
     cache_mb: int = Field(
         2048,
         ge=0,
+        le=MAX_MB,
         description="Keep the decoded train split in memory across epochs when it takes at most this many MiB "
         "(0: read it from Parquet every epoch). The minibatches are the same either way.",
     )
     learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate (--lr).")
-    weight_decay: float = Field(0.0, ge=0, description="Adam weight decay.")
+    weight_decay: float = Field(0.0, ge=0, le=MAX_COEF, description="Adam weight decay.")
     use_sample_weights: bool = Field(True, description="Weight each row's loss by its sample_weight.")
     class_weighting: Literal["none", "balanced"] = Field(
         "none", description="balanced: also weight rows by the inverse frequency of their label (--class-weighting)."
@@ -83,8 +87,12 @@ class BCConfig(BaseModel):
         description="Which weights to keep: those of the lowest holdout loss (early stopping), or the "
         "last epoch's (for a student distilled from a teacher that plays unlike the holdout's source) (--select).",
     )
-    patience: int = Field(3, ge=1, description="Epochs without holdout-loss improvement before stopping (--patience).")
-    min_delta: float = Field(1e-4, ge=0, description="Smallest holdout-loss decrease that counts as improvement.")
+    patience: int = Field(
+        3, ge=1, le=MAX_EPOCHS, description="Epochs without holdout-loss improvement before stopping (--patience)."
+    )
+    min_delta: float = Field(
+        1e-4, ge=0, le=MAX_COEF, description="Smallest holdout-loss decrease that counts as improvement."
+    )
     policy: PolicySpec = Field(
         default_factory=PolicySpec, description="Network shape (must match PPO's to warm-start)."
     )

@@ -47,6 +47,7 @@ from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import generation_label
+from toolkit.limits import MAX_GAMES, MAX_ROWS
 from toolkit.train.agents import PlayerRef, entrant, player_from_ref
 from toolkit.train.engine_export import engine_records
 
@@ -62,6 +63,7 @@ class ExportConfig(BaseModel):
     games: int = Field(
         1000,
         ge=0,
+        le=MAX_GAMES,
         description="Games the trained policy plays against the league after training, "
         "its decisions written as the teacher's labels (--export-games).",
     )
@@ -70,8 +72,12 @@ class ExportConfig(BaseModel):
         description="Keep only episodes the agent won (--wins-only); by default every "
         "episode: a teacher's play is worth learning in the games it loses too.",
     )
-    min_decisions: int = Field(3, ge=1, description="Skip episodes with fewer learner decisions than this.")
-    episodes_per_flush: int = Field(256, ge=1, description="Episodes buffered before rows are built and written.")
+    min_decisions: int = Field(
+        3, ge=1, le=MAX_ROWS, description="Skip episodes with fewer learner decisions than this."
+    )
+    episodes_per_flush: int = Field(
+        256, ge=1, le=MAX_GAMES, description="Episodes buffered before rows are built and written."
+    )
     compression: records.Compression = Field("none", description="none, gzip or zstd.")
     export_eval: bool = Field(True, description="Also write evaluation games, as source `<source>-eval`.")
 

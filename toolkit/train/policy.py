@@ -19,11 +19,12 @@ from typing import Final, Literal
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE
+from toolkit.limits import LayerSize
 from toolkit.schema.vocab import N_ACTIONS
 
 MASKED_LOGIT: Final = -1e8  # what sb3-contrib's MaskableCategorical writes for illegal actions
@@ -36,9 +37,11 @@ class PolicySpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pi: tuple[PositiveInt, ...] = Field((128, 128), min_length=1, description="Hidden sizes of the actor (policy) MLP.")
-    vf: tuple[PositiveInt, ...] = Field(
-        (128, 128), min_length=1, description="Hidden sizes of the critic (value) MLP (PPO only)."
+    pi: tuple[LayerSize, ...] = Field(
+        (128, 128), min_length=1, max_length=64, description="Hidden sizes of the actor (policy) MLP."
+    )
+    vf: tuple[LayerSize, ...] = Field(
+        (128, 128), min_length=1, max_length=64, description="Hidden sizes of the critic (value) MLP (PPO only)."
     )
     activation: Literal["tanh", "relu"] = Field("tanh", description="Activation between layers, actor and critic.")
 

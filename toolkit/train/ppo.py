@@ -52,7 +52,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import numpy as np
 import torch
@@ -69,6 +69,7 @@ from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
+from toolkit.limits import MAX_BATCH, MAX_COEF, MAX_EPOCHS, MAX_GAMES, MAX_ROLLOUT, MAX_SEED, MAX_STEPS, MAX_UPDATES
 from toolkit.progress import Progress, ProgressFn
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent, player_ref, policy_blob
@@ -91,7 +92,9 @@ class CurriculumStage(BaseModel):
     promote_win_rate: float = Field(
         0.5, gt=0, le=1, description="Move on when an evaluation against this stage's pool reaches this win rate..."
     )
-    min_steps: int = Field(0, ge=0, description="...and at least this many steps were spent in the stage.")
+    min_steps: int = Field(
+        0, ge=0, le=MAX_STEPS, description="...and at least this many steps were spent in the stage."
+    )
 
 
 class PPOConfig(BaseModel):
@@ -107,12 +110,14 @@ class PPOConfig(BaseModel):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
         description="Names this run's files; default: UTC time + random suffix (--run-id).",
     )
-    seed: int = Field(0, ge=0, description="Seeds the model, the envs and the opponent draws (--seed).")
-    total_steps: int = Field(100_000, ge=1, description="Learner decisions to train on (--steps).")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds the model, the envs and the opponent draws (--seed).")
+    total_steps: int = Field(100_000, ge=1, le=MAX_STEPS, description="Learner decisions to train on (--steps).")
     n_envs: int = Field(512, ge=1, le=4096, description="Games stepped together in the vectorised env (--envs).")
-    n_steps: int | None = Field(None, ge=2, description="Steps per env per rollout; default 16.")
-    batch_size: int | None = Field(None, ge=2, description="Minibatch size; default 1024 (flat), 2048 (recurrent).")
-    n_epochs: int | None = Field(None, ge=1, description="Passes over each rollout; default 4.")
+    n_steps: int | None = Field(None, ge=2, le=MAX_ROLLOUT, description="Steps per env per rollout; default 16.")
+    batch_size: int | None = Field(
+        None, ge=2, le=MAX_BATCH, description="Minibatch size; default 1024 (flat), 2048 (recurrent)."
+    )
+    n_epochs: int | None = Field(None, ge=1, le=MAX_EPOCHS, description="Passes over each rollout; default 4.")
     learning_rate: float = Field(3e-4, gt=0, le=1, description="Initial learning rate (--lr).")
     lr_schedule: Literal["constant", "linear"] = Field(
         "linear", description="constant, or linear down to lr_final_fraction x the initial rate at the end."
@@ -124,10 +129,16 @@ class PPOConfig(BaseModel):
     ent_coef: float = Field(
         0.01, ge=0, le=1, description="Entropy bonus (keeps a sharp BC start exploring) (--ent-coef)."
     )
-    vf_coef: float = Field(0.5, ge=0, description="Value loss weight.")
-    max_grad_norm: float = Field(0.5, gt=0, description="Gradient clipping norm (the norm is logged before clipping).")
-    target_kl: float | None = Field(None, gt=0, description="Stop an update's epochs early beyond this KL.")
-    critic_warmup_updates: int = Field(0, ge=0, description="Updates with the actor frozen, training only the critic.")
+    vf_coef: float = Field(0.5, ge=0, le=MAX_COEF, description="Value loss weight.")
+    max_grad_norm: float = Field(
+        0.5, gt=0, le=MAX_COEF, description="Gradient clipping norm (the norm is logged before clipping)."
+    )
+    target_kl: float | None = Field(
+        None, gt=0, le=MAX_COEF, description="Stop an update's epochs early beyond this KL."
+    )
+    critic_warmup_updates: int = Field(
+        0, ge=0, le=MAX_UPDATES, description="Updates with the actor frozen, training only the critic."
+    )
     policy: PolicySpec = Field(
         default_factory=PolicySpec, description="Network shape; taken from the BC checkpoint when warm-starting."
     )
@@ -143,7 +154,7 @@ class PPOConfig(BaseModel):
         description="The league each opponent seat is drawn from per episode: "
         "heuristic, tuned, random, self, or a checkpoint path (--opponents).",
     )
-    opponent_weights: tuple[float, ...] | None = Field(
+    opponent_weights: tuple[Annotated[float, Field(ge=0, le=MAX_COEF)], ...] | None = Field(
         None, description="Relative weight of each opponent in the draw (default: equal)."
     )
     opponent_mirror: float = Field(
@@ -168,9 +179,9 @@ class PPOConfig(BaseModel):
         "cost more than a loss).",
     )
     eval_every: int = Field(
-        20_000, ge=0, description="Steps between evaluations; 0: only before and after (--eval-every)."
+        20_000, ge=0, le=MAX_STEPS, description="Steps between evaluations; 0: only before and after (--eval-every)."
     )
-    eval_games: int = Field(100, ge=1, description="Games per evaluation, seats rotated (--eval-games).")
+    eval_games: int = Field(100, ge=1, le=MAX_GAMES, description="Games per evaluation, seats rotated (--eval-games).")
     eval_opponents: tuple[str, ...] = Field(
         ("heuristic",) * 3, min_length=1, description="Opponents of the evaluation pods (--eval-vs)."
     )
