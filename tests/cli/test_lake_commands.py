@@ -94,3 +94,22 @@ def test_compact_then_vacuum(layout: Layout, batches: dict[str, str]) -> None:
 def test_migrate_on_a_current_lake_does_nothing(layout: Layout, batches: dict[str, str]) -> None:
     result = _json(layout, "lake", "migrate")
     assert result["version"] is None and "nothing to do" in result["message"]
+
+
+MARKUP = "[bold]a[/bold] :x: root:x:0:0 [red]"
+
+
+def test_free_text_is_printed_verbatim_in_tables_errors_and_progress(
+    layout: Layout, batches: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reason, a name or a file name that looks like terminal markup or an emoji code prints as written."""
+    monkeypatch.setenv("COLUMNS", "400")  # one line per table row
+    retired = _distill(layout, "lake", "retire", batches["a"], "--reason", MARKUP)
+    assert retired.exit_code == 0, retired.output
+    shown = _distill(layout, "lake", "history")
+    assert shown.exit_code == 0 and MARKUP in shown.stdout, shown.stdout
+    assert "❌" not in shown.stdout
+    refused = _distill(layout, "datasets", "show", MARKUP)
+    assert refused.exit_code == 2 and repr(MARKUP) in refused.stderr, refused.stderr
+    missing = _distill(layout, "lake", "retire", "nope-[bold]x[/bold]", "--reason", ":x:")
+    assert missing.exit_code == 2 and "nope-[bold]x[/bold]" in missing.stderr, missing.stderr

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
     JsonOpt,
+    Table,
     WorkersOpt,
     app,
     backend_config,
@@ -148,7 +148,7 @@ def _render(result: AblationResult) -> None:
             )
         console.print(shown)
     if not result.same_holdout:
-        console.print("[yellow]the variants' holdouts differ: their accuracies do not compare[/yellow]")
+        console.print("[yellow]the variants' holdouts differ: their accuracies do not compare[/yellow]", markup=True)
     reused = sum(v.resumed for v in result.variants)
     console.print(
         f"{len(result.variants)} variants ({reused} finished earlier) in {result.seconds:.0f} s; "

@@ -19,6 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
+from rich.table import Table as RichTable
+from rich.text import Text
 from typer.core import TyperGroup
 
 from toolkit.errors import ConfigError, DistillError
@@ -30,7 +32,27 @@ from toolkit.progress import Progress, ProgressFn
 if TYPE_CHECKING:
     from toolkit.jobs.config import BackendConfig
 
-err_console = Console(stderr=True, highlight=False)
+# Text from users, logs and files is printed as it is: no markup, no emoji codes (":x:"), no highlighting. The few
+# styled messages of Distill's own pass markup=True, with what they quote escaped.
+err_console = Console(stderr=True, highlight=False, markup=False, emoji=False)
+
+
+class Table(RichTable):
+    """A rich table whose title, headers and cells are printed verbatim when given as strings (a retire reason, a
+    file name, a batch id): what a user or a log wrote is never read as markup."""
+
+    def __init__(self, *headers: Any, title: Any = None, **kwargs: Any) -> None:
+        super().__init__(*map(_verbatim, headers), title=_verbatim(title), **kwargs)
+
+    def add_column(self, header: Any = "", *args: Any, **kwargs: Any) -> None:
+        super().add_column(_verbatim(header), *args, **kwargs)
+
+    def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+        super().add_row(*map(_verbatim, renderables), **kwargs)
+
+
+def _verbatim(value: Any) -> Any:
+    return Text(value) if isinstance(value, str) else value
 
 
 class _DistillGroup(TyperGroup):
@@ -66,7 +88,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(highlight=False)
+console = Console(highlight=False, markup=False, emoji=False)
 
 
 class _State:
@@ -199,7 +221,7 @@ def progress_bar(title: str, *, enabled: bool = True) -> Iterator[ProgressFn | N
         return
     columns = (
         TextColumn(f"{title}"),
-        TextColumn("[dim]{task.description}"),
+        TextColumn("{task.description}", markup=False, style="dim"),
         BarColumn(bar_width=30),
         TextColumn("{task.fields[count]}"),
         TimeElapsedColumn(),

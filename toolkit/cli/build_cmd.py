@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from toolkit.cli.app import AsOfOpt, JsonOpt, app, console, layout, print_json, progress_bar
+from toolkit.cli.app import AsOfOpt, JsonOpt, Table, app, console, layout, print_json, progress_bar
 from toolkit.errors import ConfigError
 from toolkit.limits import MAX_GENERATION, MAX_REWARD, MAX_ROWS, MAX_SEED
 
@@ -131,7 +131,10 @@ def build(
         print_json({"reused": info.reused, "path": str(info.dataset.root), **_summary(info.manifest)})
         return
     verb = "reused identical build" if info.reused else f"built in {info.seconds:.1f}s"
-    console.print(f"[bold]{config.name}[/bold] {info.manifest.fingerprint}: {verb} -> {info.dataset.root}")
+    console.print(
+        f"[bold]{escape(config.name)}[/bold] {info.manifest.fingerprint}: {verb} -> {escape(str(info.dataset.root))}",
+        markup=True,
+    )
     show_manifest(info.manifest)
 
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json, progress_bar
+from toolkit.cli.app import JsonOpt, Table, app, console, layout, print_json, progress_bar
 from toolkit.config import validation_message
 from toolkit.limits import MAX_EPOCHS, MAX_GENERATION, MAX_ROWS, MAX_SEED
 
@@ -130,7 +130,8 @@ def _render(report: GateReport) -> None:
         f"{report.target} gate {verdict}  ({scope}; {report.rows:,} rows; "
         f"{len(report.results) - len(failed)}/{len(report.results)} expectations met; "
         f"{report.timings['total']:.1f} s: GX {report.timings['gx']:.1f}, DuckDB {report.timings['duckdb']:.1f}, "
-        f"Arrow {report.timings['arrow']:.1f})"
+        f"Arrow {report.timings['arrow']:.1f})",
+        markup=True,
     )
     if failed:
         table = Table(title="not met", title_justify="left")
@@ -140,11 +141,11 @@ def _render(report: GateReport) -> None:
             colour = "red" if r.severity == "blocking" else "yellow"
             sample = short(r.sample[0], 160) if r.sample else ""
             table.add_row(
-                f"[{colour}]{r.severity}[/{colour}]", f"{r.id}\n({r.type})", short(r.error or r.observed, 100), sample
+                Text(r.severity, style=colour), f"{r.id}\n({r.type})", short(r.error or r.observed, 100), sample
             )
         console.print(table)
     for r in report.caveats:
-        console.print(f"[yellow]warning:[/yellow] {r.id}: {escape(r.caveat)}", soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {escape(r.id)}: {escape(r.caveat)}", soft_wrap=True, markup=True)
     metrics = Table(title="data quality", title_justify="left")
     for name in ("group", "rows", "bits", "ratio", "win rate", "95% CI", "ep. len", "JS drift"):
         metrics.add_column(name, justify="left" if name == "group" else "right")
@@ -218,10 +219,12 @@ def check_labels(
         return
     low, high = result.rate_interval
     console.print(
-        f"{result.dataset} {result.fingerprint}: [bold]{result.flagged:,}[/bold] label issues in {result.scored:,} "
-        f"decisions with a choice ({result.rate:.2%}, 95% interval {low:.2%}-{high:.2%}); out-of-sample accuracy "
-        f"{result.out_of_sample_accuracy:.3f}; conflicting duplicates: {result.conflicts_within_source:,} within a "
-        f"source, {result.conflicts_across_sources:,} across ({result.seconds:.1f} s)"
+        f"{escape(result.dataset)} {result.fingerprint}: [bold]{result.flagged:,}[/bold] label issues in "
+        f"{result.scored:,} decisions with a choice ({result.rate:.2%}, 95% interval {low:.2%}-{high:.2%}); "
+        f"out-of-sample accuracy {result.out_of_sample_accuracy:.3f}; conflicting duplicates: "
+        f"{result.conflicts_within_source:,} within a source, {result.conflicts_across_sources:,} across "
+        f"({result.seconds:.1f} s)",
+        markup=True,
     )
     table = Table(title="by source and generation", title_justify="left")
     for column in ("source", "gen", "decisions", "with a choice", "flagged", "rate", "95% CI", "in conflicts"):

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 from rich.text import Text
 
-from toolkit.cli.app import AsOfOpt, JsonOpt, app, console, err_console, layout, print_json, progress_bar
+from toolkit.cli.app import AsOfOpt, JsonOpt, Table, app, console, err_console, layout, print_json, progress_bar
 from toolkit.errors import ConfigError, UsageError
 from toolkit.limits import MAX_ERRORS, MAX_LINE_BYTES, MAX_ROWS, MAX_SECONDS
 
@@ -115,7 +114,9 @@ def validate(
         hidden = len(result.problems) - max_errors
         if hidden > 0:
             console.print(f"... {hidden:,} more problems: see --json or --errors-out FILE")
-        console.print("[green]all valid[/green]" if result.ok else f"[red]{len(result.problems):,} problems[/red]")
+        console.print(
+            "[green]all valid[/green]" if result.ok else f"[red]{len(result.problems):,} problems[/red]", markup=True
+        )
     raise typer.Exit(0 if result.ok else 1)
 
 
@@ -154,7 +155,9 @@ def ingest(
         )
     for file in result.failed:
         err_console.print(
-            f"[red]error:[/red] {escape(file.path)}: {escape(file.note)} (nothing of it was ingested)", soft_wrap=True
+            f"[red]error:[/red] {escape(file.path)}: {escape(file.note)} (nothing of it was ingested)",
+            soft_wrap=True,
+            markup=True,
         )
     raise typer.Exit(1 if result.failed or (fail_on_reject and result.rows_rejected) else 0)
 

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, err_console, layout, print_json
+from toolkit.cli.app import JsonOpt, Table, app, console, err_console, layout, print_json
 from toolkit.cli.build_cmd import show_manifest
 from toolkit.limits import MAX_VERSION
 
@@ -91,7 +90,7 @@ def _read_card(path: Path) -> Card:
 
 def _warn(warnings: list[str]) -> None:
     for warning in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True, markup=True)
 
 
 @datasets_app.command("list")
@@ -164,7 +163,9 @@ def show_dataset(
         return
     created = dataset.manifest.created_at
     when = f", built {created:%Y-%m-%d %H:%M:%S} UTC" if created else ""
-    console.print(f"[bold]{name}[/bold] {dataset.fingerprint} at {dataset.root}{when}")
+    console.print(
+        f"[bold]{escape(name)}[/bold] {dataset.fingerprint} at {escape(str(dataset.root))}{when}", markup=True
+    )
     show_manifest(dataset.manifest)
 
 
@@ -210,7 +211,9 @@ def _show_removal(removal: Removal, as_json: bool) -> None:
         return
     verb = "would remove" if removal.dry_run else "removed"
     listed = ", ".join(removal.removed) or "nothing"
-    console.print(f"[bold]{removal.name}[/bold]: {verb} {len(removal.removed)} build(s): {listed}")
+    console.print(
+        f"[bold]{escape(removal.name)}[/bold]: {verb} {len(removal.removed)} build(s): {escape(listed)}", markup=True
+    )
     for fingerprint, models in removal.forced.items():
         console.print(f"  {fingerprint} was named by promoted models (--force): {', '.join(models)}")
     for fingerprint, models in removal.protected.items():
@@ -239,8 +242,9 @@ def diff(
 
 def _show_diff(result: BuildDiff) -> None:
     console.print(
-        f"[bold]{result.name}[/bold] {result.before} -> {result.after}: {result.rows_before:,} -> "
-        f"{result.rows_after:,} rows, +{result.added:,} -{result.removed:,}"
+        f"[bold]{escape(result.name)}[/bold] {result.before} -> {result.after}: {result.rows_before:,} -> "
+        f"{result.rows_after:,} rows, +{result.added:,} -{result.removed:,}",
+        markup=True,
     )
     if result.rows:
         table = Table(title="rows added and removed (decision and batch)")

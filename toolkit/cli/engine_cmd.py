@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, print_json
+from toolkit.cli.app import JsonOpt, Table, app, console, print_json
 
 engine_app = typer.Typer(
     help="Engines: Distill's game over the engine protocol (builtin), and the check an engine author runs.",

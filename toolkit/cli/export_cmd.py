@@ -45,7 +45,8 @@ def export(
     verb = "already exported" if result.reused else f"exported in {result.seconds:.1f}s"
     console.print(
         f"[bold]{escape(result.dataset_id)}[/bold] (build {result.fingerprint}): {result.episodes:,} episodes, "
-        f"{result.steps:,} steps, {verb} -> {escape(str(result.path))}"
+        f"{result.steps:,} steps, {verb} -> {escape(str(result.path))}",
+        markup=True,
     )
     console.print(
         f"load it: MINARI_DATASETS_PATH={escape(str(result.root))} python -c "

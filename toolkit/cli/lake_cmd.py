@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json
+from toolkit.cli.app import JsonOpt, Table, app, console, layout, print_json
 from toolkit.limits import MAX_GENERATION, MAX_MB, MAX_RETAIN_DAYS
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs

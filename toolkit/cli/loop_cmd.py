@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
-from toolkit.cli.app import MAX_ROUNDS_HELP, JsonOpt, app, console, layout, points, print_json
+from toolkit.cli.app import MAX_ROUNDS_HELP, JsonOpt, Table, app, console, layout, points, print_json
 from toolkit.errors import ConfigError
 from toolkit.limits import MAX_GENERATION, MAX_SEED
 from toolkit.progress import Progress
@@ -140,7 +140,7 @@ def pause(name: NameOpt = "demo") -> None:
 
 
 def _say(event: Progress) -> None:
-    console.print(f"[dim]loop[/dim] {event.item}")
+    console.print(f"[dim]loop[/dim] {escape(event.item)}", markup=True)
 
 
 def _finish(name: str, as_json: bool) -> None:

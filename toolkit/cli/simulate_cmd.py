@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
 
 from toolkit.cli.app import (
     AddressOpt,
@@ -17,6 +16,7 @@ from toolkit.cli.app import (
     JsonOpt,
     MaxRoundsOpt,
     ShardOpt,
+    Table,
     WorkersOpt,
     app,
     backend_config,

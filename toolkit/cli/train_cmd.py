@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from toolkit.cli.app import (
     MAX_ROUNDS_HELP,
@@ -17,6 +16,7 @@ from toolkit.cli.app import (
     JsonOpt,
     MaxRoundsOpt,
     ShardOpt,
+    Table,
     WorkersOpt,
     app,
     backend_config,
