@@ -20,7 +20,7 @@ import orjson
 from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec, game_seed
 from toolkit.errors import ConfigError, EngineError
 from toolkit.game import records
-from toolkit.game.simulate import SimulateConfig, SimulateResult
+from toolkit.game.simulate import SimulateConfig, SimulateResult, simulate_result
 
 
 def simulate_on_engine(config: SimulateConfig, engine: EngineConfig) -> SimulateResult:
@@ -71,20 +71,12 @@ def simulate_on_engine(config: SimulateConfig, engine: EngineConfig) -> Simulate
         raise
     if writer is not None:
         writer.close()
-    seconds = time.perf_counter() - start
-    games = config.games
-    per_type = {}
-    for name in dict.fromkeys(config.players):
-        mine = [i for i, p in enumerate(config.players) if p == name]
-        per_type[name] = round(float(wins[mine].sum()) / (games * len(mine)), 4)
-    return SimulateResult(
-        games=games,
+    return simulate_result(
+        config,
+        wins,
+        games=config.games,
         decisions=decisions,
-        seconds=round(seconds, 3),
-        decisions_per_second=round(decisions / max(seconds, 1e-9), 1),
-        wins_per_seat=wins.tolist(),
-        win_rate_per_seat=[round(float(w) / games, 4) for w in wins],
-        win_rate_per_player_type=per_type,
+        seconds=time.perf_counter() - start,
         draws=draws,
         truncations=truncations,
         files=list(writer.files) if writer is not None else [],

@@ -107,8 +107,31 @@ def simulate(
         records.DecisionWriter.discard_unfinished(config.out, f"sim-{config.seed}-")
     n = len(config.players)
     wins = np.sum([p.wins for p in parts], axis=0).astype(np.int64) if parts else np.zeros(n, np.int64)
-    games = sum(p.games for p in parts)
-    decisions = sum(p.decisions for p in parts)
+    return simulate_result(
+        config,
+        wins,
+        games=sum(p.games for p in parts),
+        decisions=sum(p.decisions for p in parts),
+        seconds=seconds,
+        draws=sum(p.draws for p in parts),
+        truncations=sum(p.truncations for p in parts),
+        files=[f for p in parts for f in p.files],
+    )
+
+
+def simulate_result(
+    config: SimulateConfig,
+    wins: np.ndarray,
+    *,
+    games: int,
+    decisions: int,
+    seconds: float,
+    draws: int,
+    truncations: int,
+    files: list[Path],
+) -> SimulateResult:
+    """A simulation's result from its counts (in process or in an engine): the win rates per seat and per player
+    type, the speed."""
     per_type = {}
     for name in dict.fromkeys(config.players):
         seats = [i for i, p in enumerate(config.players) if p == name]
@@ -121,9 +144,9 @@ def simulate(
         wins_per_seat=wins.tolist(),
         win_rate_per_seat=[round(float(w) / games, 4) for w in wins],
         win_rate_per_player_type=per_type,
-        draws=sum(p.draws for p in parts),
-        truncations=sum(p.truncations for p in parts),
-        files=[f for p in parts for f in p.files],
+        draws=draws,
+        truncations=truncations,
+        files=files,
     )
 
 
