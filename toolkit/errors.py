@@ -72,6 +72,11 @@ class DataRootError(UsageError):
     """The data root cannot be used: it is a file, or cannot be read or written."""
 
 
+class OutsideRootError(DistillError):
+    """A path under the data root leads outside it: a symlink, or a path recorded in one of its files that climbs
+    out (``..``) or is absolute. Distill neither reads, writes nor deletes through it."""
+
+
 class NameRefusedError(UsageError):
     """A name that would become a file or folder under the data root is not a name (a path, a climb, a NUL...)."""
 

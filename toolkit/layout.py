@@ -36,7 +36,10 @@ the Delta log's to say (a retired batch's files stay on disk until a vacuum):
 read the lake through Distill or a Delta reader, never by listing files.
 Paths that Distill records inside the data root are relative to it
 (:meth:`Layout.stored`) and become paths only where they are opened
-(:meth:`Layout.resolve`), so a root can be moved or copied. Every artefact
+(:meth:`Layout.resolve`), so a root can be moved or copied. A path under the
+root is read, written or deleted only once its real location (symlinks
+followed) is checked to lie inside it (:meth:`Layout.inside`): what a data
+root contains never leads Distill outside it. Every artefact
 format carries a version; readers refuse versions they do not know.
 """
 
@@ -44,11 +47,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from toolkit.errors import DataRootError, NameRefusedError
+from toolkit.errors import DataRootError, NameRefusedError, OutsideRootError
 
 HOME_ENV: Final = "DISTILL_HOME"
 DEFAULT_HOME: Final = "datasets"
@@ -78,6 +82,8 @@ QUARANTINE_FILE: Final = "rejects.parquet"  # one file per batch
 NAME_PATTERN: Final = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 # A build's fingerprint (a prefix of a SHA-256 in hex): a folder name under builds/<name>/.
 FINGERPRINT_PATTERN: Final = r"^[0-9a-f]{1,64}$"
+# A file's name inside a folder Distill recorded it in (a variant's checkpoint, an evaluation file): never a path.
+FILE_NAME_PATTERN: Final = r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}$"
 NAME_RULE: Final = "1-64 characters: lowercase letters, digits, '_', '.', '-', starting with a letter or a digit"
 
 
@@ -178,7 +184,7 @@ class Layout:
     def spool(self) -> Path:
         """Where standard input is kept while it is ingested (outside ``staging/``, whose every entry is a
         change to recover)."""
-        return self.home / "spool"
+        return self.inside(self.home / "spool")
 
     @property
     def builds(self) -> Path:
@@ -186,7 +192,7 @@ class Layout:
 
     @property
     def reports(self) -> Path:
-        return self.home / "reports"
+        return self.inside(self.home / "reports")
 
     @property
     def runs(self) -> Path:
@@ -198,7 +204,7 @@ class Layout:
 
     def ablation_dir(self, name: str) -> Path:
         """Folder of one ablation (``distill ablate --name``): its table and its variants."""
-        return self.ablations / checked_name(name, "ablation name")
+        return self.inside(self.ablations / checked_name(name, "ablation name"))
 
     def stored(self, path: str | os.PathLike[str]) -> str:
         """How a path is recorded in the data root's files: relative to the root (POSIX) when it lies inside it,
@@ -209,26 +215,63 @@ class Layout:
         except ValueError:
             return str(absolute)
 
-    def resolve(self, stored: str | os.PathLike[str]) -> Path:
-        """The file a recorded path names (see :meth:`stored`), the one place a recorded path becomes a path.
+    def inside(self, path: str | os.PathLike[str]) -> Path:
+        """``path``, a file or folder of this data root, once its real location (every symlink on the way followed,
+        whether it exists yet or not) is checked to lie inside the root: the one check before Distill reads, writes
+        or deletes anything a template of this class, a name or a data root's file led to.
 
-        A relative path lies under this data root. An absolute path is itself
-        when it lies under this root or exists; one that does not exist (written
-        in another data root that has since moved here) names the same place
-        under this root, from its first top-level folder (``runs/``,
-        ``builds/``...) on, when that place's folder exists here (the file
-        itself may be gone: a loop deletes its own logs once ingested).
+        Raises:
+            OutsideRootError: it leads outside (a symlink in the root leading out, a climb, another absolute path),
+                naming the path and where it leads.
+        """
+        path = Path(path)
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(Path(os.path.realpath(self.home))):
+            shown = self.stored(path) if Path(os.path.abspath(path)).is_relative_to(self.home) else str(path)
+            raise OutsideRootError(
+                f"{shown} leads outside the data root {self.home} (to {real}): Distill does not read, write or "
+                "delete through it",
+                hint="a data root holds no symlink leading out of it and no file naming a path outside it: remove "
+                "the link, or restore the data root from a backup",
+            )
+        return path
+
+    def within(self, paths: Iterable[Path]) -> list[Path]:
+        """Those of ``paths`` (found by listing folders of this data root) whose real location lies inside it: a
+        listing never leads a reader out through a symlink."""
+        real = Path(os.path.realpath(self.home))
+        return [path for path in paths if Path(os.path.realpath(path)).is_relative_to(real)]
+
+    def resolve(self, stored: str | os.PathLike[str], *, outside: Iterable[Path] = ()) -> Path:
+        """The file a recorded path names (see :meth:`stored`), the one place a recorded path becomes a path, checked
+        to lie inside the data root (:meth:`inside`).
+
+        A relative path lies under this data root. An absolute path under this
+        root is itself; one that is not (written in another data root that has
+        since moved here) names the same place under this root, from its first
+        top-level folder (``runs/``, ``builds/``...) on, when that place's
+        folder exists here (the file itself may be gone: a loop deletes its own
+        logs once ingested). An absolute path outside the root is refused unless
+        it lies under one of ``outside``: files and folders its user named (a
+        loop's bootstrap logs, its data gate's suite), read, never written or
+        deleted.
+
+        Raises:
+            OutsideRootError: the path leads anywhere else.
         """
         path = Path(stored)
         if not path.is_absolute():
-            return self.home / path
-        if path.is_relative_to(self.home) or path.exists():
-            return path
+            return self.inside(self.home / path)
+        if path.is_relative_to(self.home):
+            return self.inside(path)
+        for allowed in outside:
+            if path.is_relative_to(Path(os.path.abspath(allowed))):
+                return path
         for i, part in enumerate(path.parts):
             moved = self.home.joinpath(*path.parts[i:])
             if part in ROOT_FOLDERS and moved.parent.is_dir():
-                return moved
-        return path
+                return self.inside(moved)
+        return self.inside(path)
 
     @staticmethod
     def partition(source: str, generation: int | None) -> Path:
@@ -247,45 +290,55 @@ class Layout:
 
     def staging_for(self, batch_id: str) -> Path:
         """A batch being written: a data root of its own (``lake/``, ``quarantine/``), moved into this one."""
-        return self.staging / batch_id
+        return self.inside(self.staging / batch_id)
 
     def build_root(self, name: str) -> Path:
         """Folder of the builds of ``name``: one folder per fingerprint and the ``LATEST`` pointer.
 
         Raises:
             NameRefusedError: ``name`` is not a name (see :func:`checked_name`).
+            OutsideRootError: its folder leads outside the data root (a symlink).
         """
-        return self.builds / checked_name(name, "dataset name")
+        return self.inside(self.builds / checked_name(name, "dataset name"))
 
     def build_dir(self, name: str, fingerprint: str) -> Path:
         """Folder of one published build.
 
         Raises:
             NameRefusedError: ``name`` or ``fingerprint`` is not one.
+            OutsideRootError: its folder leads outside the data root (a symlink).
         """
-        return self.build_root(name) / checked_fingerprint(fingerprint)
+        return self.inside(self.build_root(name) / checked_fingerprint(fingerprint))
 
     @property
     def build_staging(self) -> Path:
         """Work folder of builds in progress, one folder per name (beside builds, so publishing is one rename)."""
-        return self.builds / ".staging"
+        return self.inside(self.builds / ".staging")
+
+    def build_staging_for(self, name: str) -> Path:
+        """The work folder of the builds (and removals) of ``name`` in progress: ours while its lock is held."""
+        return self.inside(self.build_staging / checked_name(name, "dataset name"))
 
     @property
     def build_locks(self) -> Path:
         """One lock file per build name, held while that name is being built."""
-        return self.builds / ".locks"
+        return self.inside(self.builds / ".locks")
+
+    def build_lock(self, name: str) -> Path:
+        """The lock file of the builds of ``name``."""
+        return self.inside(self.build_locks / f"{checked_name(name, 'dataset name')}.lock")
 
     def label_scores(self, name: str, fingerprint: str) -> Path:
         """The label-scores table of one build (``distill check labels``), beside its splits."""
-        return self.build_dir(name, fingerprint) / LABEL_SCORES_FILE
+        return self.inside(self.build_dir(name, fingerprint) / LABEL_SCORES_FILE)
 
     def label_scores_info(self, name: str, fingerprint: str) -> Path:
         """What made that table (a versioned JSON record)."""
-        return self.build_dir(name, fingerprint) / LABEL_SCORES_INFO_FILE
+        return self.inside(self.build_dir(name, fingerprint) / LABEL_SCORES_INFO_FILE)
 
     def latest_pointer(self, name: str) -> Path:
         """File holding the fingerprint of the latest build of ``name``."""
-        return self.build_root(name) / "LATEST"
+        return self.inside(self.build_root(name) / "LATEST")
 
 
 def generation_label(generation: int) -> str:

@@ -11,16 +11,17 @@ part, checkpoint weights) is :func:`file_sha256`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from toolkit.errors import DistillError
+from toolkit.errors import DistillError, OutsideRootError
 from toolkit.jsontext import JSONShapeError, loads_strict
 
 M = TypeVar("M", bound=BaseModel)
@@ -118,9 +119,10 @@ def exclusive_lock(path: Path) -> Iterator[None]:
 
     Raises:
         LockHeldError: another process holds it.
+        OutsideRootError: ``path`` is a symlink (whose target the process id would overwrite).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
+    with open(path, "a+", opener=no_follow) as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -133,6 +135,32 @@ def exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def no_follow(path: str, flags: int) -> int:
+    """``open``'s opener for a file Distill writes in place: never through a symlink.
+
+    Raises:
+        OutsideRootError: ``path`` is a symlink.
+    """
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW, 0o666)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise OutsideRootError(
+            f"{path} is a symlink: Distill does not write through it",
+            hint="a data root holds no symlink where Distill writes: remove the link",
+        ) from None
+
+
+def open_append(path: Path) -> TextIO:
+    """``path`` opened to append text lines (created if missing), never through a symlink.
+
+    Raises:
+        OutsideRootError: it is a symlink.
+    """
+    return open(path, "a", encoding="utf-8", opener=no_follow)
 
 
 def lock_holder(path: Path) -> int | None:

@@ -173,7 +173,7 @@ def test_a_deletion_cut_short_is_finished_on_resume(tmp_path: Path) -> None:
 
 
 def test_retention_refuses_a_file_outside_the_runs_own_folder(tmp_path: Path) -> None:
-    from toolkit.errors import ConfigError
+    from toolkit.errors import ConfigError, OutsideRootError
     from toolkit.loop.steps import retain
     from toolkit.loop.steps.base import StepContext
 
@@ -181,8 +181,10 @@ def test_retention_refuses_a_file_outside_the_runs_own_folder(tmp_path: Path) ->
     users = tmp_path / "forge.jsonl"
     users.write_text("{}\n")
     context = StepContext(layout, tiny(), layout.runs / "tiny" / "retain", seed=0, generation=0, attempt=0)
+    with pytest.raises(OutsideRootError, match="leads outside the data root"):
+        retain.run(context, retain.RetainInput(files=[str(users)]))
     with pytest.raises(ConfigError, match="only the loop's own logs"):
-        retain.run(context, retain.RetainInput(files=[str(users), "runs/other/sim.jsonl.zst"]))
+        retain.run(context, retain.RetainInput(files=["runs/other/sim.jsonl.zst"]))
     assert users.exists()
 
 

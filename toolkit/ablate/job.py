@@ -56,7 +56,7 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
     started = time.perf_counter()
     layout = Layout(Path(job.home))
     folder = layout.resolve(job.folder)
-    staging = folder.parent / STAGING / f"{job.key}-{uuid.uuid4().hex[:8]}"
+    staging = layout.inside(folder.parent / STAGING / f"{job.key}-{uuid.uuid4().hex[:8]}")
     try:
         config = BCConfig.model_validate(job.bc)
         trained = train_bc(layout, config, staging)

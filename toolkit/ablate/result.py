@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.layout import ABLATION_FORMAT_VERSION
+from toolkit.layout import ABLATION_FORMAT_VERSION, FILE_NAME_PATTERN, NAME_PATTERN
 
 
 class VariantRun(BaseModel):
@@ -15,12 +15,14 @@ class VariantRun(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     format_version: int = ABLATION_FORMAT_VERSION
-    key: str
-    checkpoint: str = Field(description="The student's card, relative to the variant's folder.")
+    key: str = Field(pattern=NAME_PATTERN)
+    checkpoint: str = Field(pattern=FILE_NAME_PATTERN, description="The student's card, in the variant's folder.")
     holdout_accuracy: float = Field(description="Greedy legal action vs the label on the build's FIXED holdout.")
     train_rows: int
     epochs: int
-    evaluations: dict[str, str] = Field(description="Table -> its EvaluationResult file in the variant's folder.")
+    evaluations: dict[str, Annotated[str, Field(pattern=FILE_NAME_PATTERN)]] = Field(
+        description="Table -> its EvaluationResult file in the variant's folder."
+    )
     seconds: float
 
 

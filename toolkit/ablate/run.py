@@ -152,7 +152,7 @@ def _results(
     def evaluations(job: VariantJob) -> dict[str, EvaluationResult]:
         folder = layout.resolve(job.folder)
         return {
-            table: EvaluationResult.model_validate_json((folder / name).read_text(encoding="utf-8"))
+            table: EvaluationResult.model_validate_json(layout.inside(folder / name).read_text(encoding="utf-8"))
             for table, name in runs[job.key].evaluations.items()
         }
 

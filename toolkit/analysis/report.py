@@ -35,8 +35,8 @@ class Section:
 def report_path(layout: Layout, kind: str, name: str | None = None) -> Path:
     """Where the report of ``kind`` (lake, dataset, loop) for ``name`` goes: ``<home>/reports/notebooks/``."""
     if name is None:
-        return layout.reports / "notebooks" / f"{kind}.html"
-    return layout.reports / "notebooks" / f"{kind}-{checked_name(name, f'{kind} name')}.html"
+        return layout.inside(layout.reports / "notebooks" / f"{kind}.html")
+    return layout.inside(layout.reports / "notebooks" / f"{kind}-{checked_name(name, f'{kind} name')}.html")
 
 
 def write_report(path: Path, title: str, sections: list[Section]) -> Path:

@@ -185,6 +185,7 @@ def restore(writer: LakeWriter, batch_ids: Sequence[str], reason: str | None = N
     shared = [f for f in needed.values() if not set(f.batch_ids) <= returning]
     if not shared:  # metadata only: the same files again
         return _record(view, writer.commit(info, described=whole))
+    _require_on_disk(writer, shared, view.version)  # read below: inside the table, whatever the index says
     staged = writer.stage(f"restore-{uuid.uuid4().hex[:12]}")
     for file in shared:
         _write_rows(_rows_of(file, set(file.batch_ids) & returning), _staged_path(writer.layout.lake, staged, file))

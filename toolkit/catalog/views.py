@@ -350,10 +350,11 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
     """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation, the
     documented columns first (in :data:`GENERATION_COLUMNS` order), in order of loop and generation (read now on a
     sandboxed connection: sealed, it cannot read the files later)."""
-    pattern = str(layout.runs / "*" / "generations.jsonl")
-    source = f"read_json_auto('{sql_literal(pattern)}', format = 'newline_delimited', union_by_name = true)"
+    files = layout.within(sorted(Path(p) for p in glob.glob(str(layout.runs / "*" / "generations.jsonl"))))
+    listed = ", ".join(f"'{sql_literal(str(f))}'" for f in files)
+    source = f"read_json_auto([{listed}], format = 'newline_delimited', union_by_name = true)"
     found: dict[str, str] = {}
-    if glob.glob(pattern):
+    if files:
         found = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
     if {"loop", "generation"} <= found.keys():
         ordered = [n for n in GENERATION_COLUMNS if n in found] + [n for n in found if n not in GENERATION_COLUMNS]
@@ -392,7 +393,7 @@ def _quoted(name: str) -> str:
 def _register_label_scores(con: duckdb.DuckDBPyConnection, layout: Layout, *, sandbox: bool) -> None:
     """``label_scores``: the label-scores tables beside every build (builds/<name>/<fingerprint>/), one row per
     scored decision, with the build's name and fingerprint."""
-    found = sorted(glob.glob(str(layout.builds / "*" / "*" / LABEL_SCORES_FILE)))
+    found = layout.within(sorted(Path(p) for p in glob.glob(str(layout.builds / "*" / "*" / LABEL_SCORES_FILE))))
     _show(con, "label_scores", [Path(p) for p in found], scores.SCHEMA, sandbox=sandbox, missing=[()] * len(found))
 
 

@@ -184,7 +184,7 @@ class LakeWriter:
 
     def stage(self, name: str) -> Path:
         """A fresh staging folder for a change of the lake (its files are written there first)."""
-        folder = self.layout.staging / name
+        folder = self.layout.inside(self.layout.staging / name)
         _remove_entry(folder)
         folder.mkdir(parents=True)
         return folder

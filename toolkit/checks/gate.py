@@ -413,7 +413,7 @@ def _dataset_reference(ctx: CheckContext, layout: Layout) -> References:
 
 def _all_label_scores(layout: Layout) -> list[Path]:
     """Every build's label-scores table, oldest first (by modification time, then path)."""
-    found = layout.builds.glob(f"*/*/{LABEL_SCORES_FILE}") if layout.builds.is_dir() else []
+    found = layout.within(layout.builds.glob(f"*/*/{LABEL_SCORES_FILE}")) if layout.builds.is_dir() else []
     return sorted(found, key=lambda p: (p.stat().st_mtime_ns, str(p)))
 
 

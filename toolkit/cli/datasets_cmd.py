@@ -60,9 +60,8 @@ def promoted_models(home: Layout) -> tuple[list[ModelRef], list[str]]:
             warnings.append(f"loop run {run!r} skipped: {error.message}")
             continue
         for model in promoted:
-            path = Path(model.checkpoint)
             try:
-                card = _read_card(path if path.is_absolute() else home.home / path)
+                card = _read_card(home.resolve(model.checkpoint))
             except DistillError as error:
                 warnings.append(
                     f"{run}/{model.name}: its card cannot be read, so the build it names is not protected: "

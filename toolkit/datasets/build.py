@@ -102,7 +102,7 @@ def build_dataset(
         if reused is not None:
             _point_latest(layout, reused)
             return BuildInfo(dataset=reused, reused=True, seconds=time.perf_counter() - started)
-        staging_root = layout.build_staging / config.name
+        staging_root = layout.build_staging_for(config.name)
         shutil.rmtree(staging_root, ignore_errors=True)  # half-written by a crash: this name's lock is ours
         staging = staging_root / uuid.uuid4().hex[:12]
         staging.mkdir(parents=True)
@@ -145,7 +145,7 @@ def build_lock(layout: Layout, name: str) -> Iterator[None]:
     """
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(exclusive_lock(layout.build_locks / f"{name}.lock"))
+            stack.enter_context(exclusive_lock(layout.build_lock(name)))
         except LockHeldError:
             raise BuildError(
                 f"a build named {name!r} is being written by another process in {layout.home} "

@@ -21,6 +21,7 @@ before these fields were recorded read as ``None``.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
 from toolkit.features import FEATURE_SIZE, FeatureSpec
-from toolkit.layout import MANIFEST_FORMAT_VERSION, NAME_PATTERN, Layout
+from toolkit.layout import FILE_NAME_PATTERN, FINGERPRINT_PATTERN, MANIFEST_FORMAT_VERSION, NAME_PATTERN, Layout
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import read_versioned
@@ -75,13 +76,16 @@ SCHEMA: Final = pa.schema(
 )
 COLUMNS: Final[tuple[str, ...]] = tuple(SCHEMA.names)
 
+# A part's path in its build folder: ``<split>/<file name>``, never a climb or an absolute path.
+PART_PATH_PATTERN: Final = "^[a-z]+/" + FILE_NAME_PATTERN.removeprefix("^")
+
 
 class PartFile(BaseModel):
     """One Parquet part of a split."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str = Field(description="Relative to the build folder.")
+    path: str = Field(pattern=PART_PATH_PATTERN, description="Relative to the build folder (``<split>/<file>``).")
     rows: int
     sha256: str
 
@@ -172,8 +176,10 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     format_version: int
-    name: str
-    fingerprint: str = Field(description="sha256 of the manifest body and every part's content.")
+    name: str = Field(pattern=NAME_PATTERN)
+    fingerprint: str = Field(  # empty while the build computes it; a published one's equals its folder's name
+        pattern=r"^[0-9a-f]{0,64}$", description="sha256 of the manifest body and every part's content."
+    )
     input_key: str = Field(description="sha256 of the config and the input batches: same key, same build.")
     code_version: str = Field(description="The Distill version that wrote the build (toolkit.__version__).")
     created_at: dt.datetime | None = Field(
@@ -247,7 +253,20 @@ class Dataset:
         """The Parquet parts of ``split`` (train or holdout), in order."""
         if split not in SPLITS:
             raise BuildError(f"unknown split {split!r}", hint=f"use one of {', '.join(SPLITS)}")
-        return [self.root / part.path for part in self.manifest.splits[split].files]
+        return [self.inside(self.root / part.path) for part in self.manifest.splits[split].files]
+
+    def inside(self, path: Path) -> Path:
+        """``path``, a file of this build, once its real location (symlinks followed) is checked to lie inside it.
+
+        Raises:
+            BuildError: it leads outside (a symlink), never read.
+        """
+        if not Path(os.path.realpath(path)).is_relative_to(Path(os.path.realpath(self.root))):
+            raise BuildError(
+                f"{path} leads outside its build {self.root} (a symlink): Distill does not read through it",
+                hint=f"remove the link, or rebuild the dataset with `distill build --name {self.name}`",
+            )
+        return path
 
     def read(self, split: str, columns: list[str] | None = None) -> pa.Table:
         """A whole split as one Arrow table (fine for holdouts and small sets; stream big ones)."""
@@ -268,9 +287,10 @@ def read_manifest(root: Path) -> Manifest:
     """The manifest of the build in ``root``.
 
     Raises:
-        BuildError: when it is missing, unreadable, or of an unknown format version.
+        BuildError: when it is missing, unreadable, of an unknown format version, or of another build than the
+            folder it is in (``builds/<name>/<fingerprint>/``) names.
     """
-    return read_versioned(
+    manifest = read_versioned(
         root / MANIFEST_FILE,
         Manifest,
         MANIFEST_FORMAT_VERSION,
@@ -278,6 +298,13 @@ def read_manifest(root: Path) -> Manifest:
         error=BuildError,
         hint="rebuild the dataset with `distill build`",
     )
+    if (manifest.name, manifest.fingerprint) != (root.parent.name, root.name):
+        raise BuildError(
+            f"{root / MANIFEST_FILE} is the manifest of build {manifest.fingerprint} of {manifest.name!r}, not of "
+            "the folder it is in",
+            hint=f"remove {root}, or rebuild the dataset with `distill build`",
+        )
+    return manifest
 
 
 def open_dataset(layout: Layout, name: str, fingerprint: str | None = None) -> Dataset:
@@ -323,6 +350,11 @@ def read_latest(layout: Layout, name: str) -> str | None:
         text = layout.latest_pointer(name).read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
+    if text and not re.fullmatch(FINGERPRINT_PATTERN, text):
+        raise BuildError(
+            f"{layout.latest_pointer(name)} holds {text[:80]!r}, not a build fingerprint",
+            hint=f"rebuild the dataset with `distill build --name {name}` (it rewrites the pointer)",
+        )
     return text or None
 
 

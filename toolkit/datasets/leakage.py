@@ -13,6 +13,7 @@ import duckdb
 from toolkit.datasets.dataset import HOLDOUT, SPLITS, TRAIN, Dataset
 from toolkit.errors import LeakageError
 from toolkit.holdout import HoldoutRule, holdout_sql
+from toolkit.layout import sql_literal
 from toolkit.schema import columns as col
 
 _SAMPLE = 5
@@ -25,7 +26,8 @@ def check_leakage(dataset: Dataset) -> None:
     splits = {split: sorted((dataset.root / split).glob("*.parquet")) for split in SPLITS}
     with duckdb.connect() as con:
         for split, files in splits.items():
-            relation = f"read_parquet([{', '.join(repr(str(f)) for f in files)}])" if files else _EMPTY
+            quoted = ", ".join(f"'{sql_literal(str(dataset.inside(f)))}'" for f in files)
+            relation = f"read_parquet([{quoted}])" if files else _EMPTY
             con.execute(f"CREATE TEMP VIEW {split} AS SELECT {col.GAME_ID}, {col.SOURCE} FROM {relation}")
         problems = _problems(con, rule, holdout.sources)
         for split in SPLITS:

@@ -192,7 +192,7 @@ def _tidy(layout: Layout, name: str) -> None:
 
 
 def _staging(layout: Layout, name: str) -> Path:
-    return layout.build_staging / name
+    return layout.build_staging_for(name)
 
 
 def _check_names(name: str, fingerprint: str | None = None) -> None:

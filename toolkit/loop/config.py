@@ -466,3 +466,10 @@ class LoopConfig(_Config):
         relative to the data root when inside it, else absolute (``Layout.stored``; steps open them through
         ``Layout.resolve``)."""
         return map_paths(self, lambda _where, path: Path(layout.stored(path)))
+
+    def named_paths(self) -> list[Path]:
+        """Every file and folder this config names (bootstrap logs, the data gate's suite), as it holds them: the
+        only places outside the data root a run reads (never writes or deletes); see ``Layout.resolve``."""
+        named: list[Path] = []
+        map_paths(self, lambda _where, path: named.append(path) or path)
+        return named

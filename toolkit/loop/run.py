@@ -44,9 +44,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from toolkit.catalog.connect import WriterWait
+from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 from toolkit.game.league import keep_past, pairwise_win_rate, pfsp_weights
 from toolkit.layout import Layout, generation_label
@@ -131,13 +132,36 @@ def resume_loop(layout: Layout, name: str, *, progress: ProgressFn | None = None
     run.load()  # refuses an unknown run before taking its lock
     with run.hold():
         state = run.load()
-        config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
+        config = saved_config(run)
         run.clear_requests()
         if state.status in ("finished", "converged"):
             return state
         state.status, state.message = "running", None
         run.save(state)
         return _Loop(layout, config, run, state, progress).run()
+
+
+def saved_config(run: RunFolder) -> LoopConfig:
+    """The config a run recorded when it started (``config.json``), the one its resume runs.
+
+    Raises:
+        ConfigError: it is missing, invalid, or names another run than its folder's.
+    """
+    hint = "restore the run's folder from a backup, or start a new run with another --name"
+    try:
+        config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ConfigError(f"{run.config_path} cannot be read: {error.strerror}", hint=hint) from None
+    except ValidationError as error:
+        raise ConfigError(
+            f"{run.config_path} is not a valid loop config: {validation_message(error)}",
+            hint=hint,
+        ) from None
+    if config.name != run.root.name:
+        raise ConfigError(
+            f"{run.config_path} is the config of run {config.name!r}, not of {run.root.name!r}", hint=hint
+        )
+    return config
 
 
 def stop_idle(layout: Layout, name: str) -> LoopState:
@@ -215,7 +239,7 @@ class _Loop:
                 f"{generation_label(gen.generation)} attempt {gen.attempt}: {name}",
             )
         )
-        folder = self.run_folder.gen_dir(gen.generation, gen.attempt) / name
+        folder = self.layout.inside(self.run_folder.gen_dir(gen.generation, gen.attempt) / name)
         shutil.rmtree(folder, ignore_errors=True)  # a re-run after a crash starts clean
         slot = SEED_SLOTS.get(name, 0)
         context = StepContext(

@@ -37,7 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
 from toolkit.layout import STATE_FORMAT_VERSION, Layout, checked_name, generation_label
-from toolkit.storage import LockHeldError, exclusive_lock, lock_holder, read_versioned, write_text_atomic
+from toolkit.storage import (
+    LockHeldError,
+    exclusive_lock,
+    lock_holder,
+    open_append,
+    read_versioned,
+    write_text_atomic,
+)
 
 STOP: Final = "STOP"
 PAUSE: Final = "PAUSE"
@@ -121,7 +128,8 @@ class RunFolder:
     """The files of one loop run."""
 
     def __init__(self, layout: Layout, name: str) -> None:
-        self.root = layout.runs / checked_name(name, "loop run name")
+        self.layout = layout
+        self.root = layout.inside(layout.runs / checked_name(name, "loop run name"))
         self.state_path = self.root / "state.json"
         self.config_path = self.root / "config.json"
         self.generations_path = self.root / "generations.jsonl"
@@ -130,12 +138,12 @@ class RunFolder:
 
     @property
     def lock_path(self) -> Path:
-        return self.root / "run.lock"
+        return self.layout.inside(self.root / "run.lock")
 
     @property
     def log_path(self) -> Path:
         """Where a loop started in the background (``distill serve``) writes its output."""
-        return self.root / "loop.log"
+        return self.layout.inside(self.root / "loop.log")
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
@@ -162,7 +170,7 @@ class RunFolder:
 
     def gen_dir(self, generation: int, attempt: int | None = None) -> Path:
         folder = self.root / generation_label(generation)
-        return folder if attempt is None else folder / f"attempt-{attempt}"
+        return self.layout.inside(folder if attempt is None else folder / f"attempt-{attempt}")
 
     def exists(self) -> bool:
         return self.state_path.exists()
@@ -185,15 +193,14 @@ class RunFolder:
         write_text_atomic(self.state_path, state.model_dump_json(indent=1))
 
     def append(self, path: Path, record: dict[str, Any]) -> None:
-        with path.open("a", encoding="utf-8") as handle:
+        with open_append(self.layout.inside(path)) as handle:
             handle.write(json.dumps(record, default=str, sort_keys=True) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
     def request(self, kind: str) -> None:
         """Ask a running loop to stop or pause at its next step boundary."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / kind).write_text(now() + "\n", encoding="utf-8")
+        write_text_atomic(self.layout.inside(self.root / kind), now() + "\n")
 
     def requested(self) -> str | None:
         for kind in (STOP, PAUSE):

@@ -31,11 +31,11 @@ from toolkit.config import load_config
 from toolkit.errors import ConfigError, DistillError
 from toolkit.layout import Layout
 from toolkit.loop.config import NAME_PATTERN, LoopConfig
-from toolkit.loop.run import request, stop_idle
+from toolkit.loop.run import request, saved_config, stop_idle
 from toolkit.loop.state import RunFolder
 from toolkit.loop.status import RunStatus, run_status
 from toolkit.serve.admission import LoopSlots, admit_config
-from toolkit.storage import write_text_atomic
+from toolkit.storage import no_follow, write_text_atomic
 
 Action = Literal["start", "resume", "pause", "stop"]
 # How long a start waits for the new process to take the run's lock (imports take 1-3 s on a laptop).
@@ -101,10 +101,13 @@ def resume(layout: Layout, name: str, slots: LoopSlots) -> ControlResult:
     """Spawn ``loop resume`` for a run no process runs (paused, stopped, interrupted, failed).
 
     Raises:
+        ConfigError: the config it recorded names what a start from the dashboard may not (see
+            :func:`~toolkit.serve.admission.admit_config`).
         ControlError: it is running, or it finished or converged.
         LoopLimitError: the server runs as many loops as ``slots`` allow.
     """
     _allowed(layout, name, "resume")
+    admit_config(layout, saved_config(RunFolder(layout, name)))  # what it recorded, admitted as a start is
     with slots.claim(layout, name), _spawn_lock:
         _allowed(layout, name, "resume")
         _spawn(layout, RunFolder(layout, name), ["loop", "resume", "--name", name])
@@ -185,7 +188,7 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
     """Run ``distill <args>`` detached and wait until it holds the run and its state is saved (a status read at
     once then finds it), or tell why it did not start."""
     run.root.mkdir(parents=True, exist_ok=True)
-    with open(run.log_path, "ab") as log:
+    with open(run.log_path, "ab", opener=no_follow) as log:
         process = subprocess.Popen(  # noqa: S603 - an argument list of checked values, no shell
             [sys.executable, "-m", "toolkit", "--home", str(layout.home), *args],
             stdin=subprocess.DEVNULL,

@@ -145,7 +145,7 @@ def _back(path: str, message: str) -> RedirectResponse:
 def _log_tail(layout: Any, name: str, lines: int = 15) -> list[str]:
     try:
         text = RunFolder(layout, name).log_path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    except (OSError, DistillError):  # missing, or a link leading out of the data root (never read)
         return []
     return text.splitlines()[-lines:]
 

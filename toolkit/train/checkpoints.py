@@ -31,7 +31,7 @@ from safetensors.torch import load, save_file
 from toolkit import __version__
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
-from toolkit.layout import CARD_FORMAT_VERSION, Layout
+from toolkit.layout import CARD_FORMAT_VERSION, FINGERPRINT_PATTERN, NAME_PATTERN, Layout
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import file_sha256, read_versioned, write_text_atomic
 from toolkit.train.policy import PolicySpec
@@ -47,8 +47,8 @@ class DatasetRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
-    fingerprint: str
+    name: str = Field(pattern=NAME_PATTERN)
+    fingerprint: str = Field(pattern=FINGERPRINT_PATTERN)
 
 
 class Arch(PolicySpec):

@@ -67,6 +67,15 @@ class StepContext:
     attempt: int
     catalog_wait: WriterWait = field(default_factory=WriterWait)
 
+    def resolve(self, stored: str | Path) -> Path:
+        """A path the run recorded, checked to lie inside the data root or under a file or folder the loop's config
+        names (``Layout.resolve``).
+
+        Raises:
+            OutsideRootError: it leads anywhere else.
+        """
+        return self.layout.resolve(stored, outside=self.config.named_paths())
+
     @property
     def folder(self) -> Path:
         """The step's output folder, created on first use (the driver empties it before the step runs)."""

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from toolkit.catalog.lake import Lake
 from toolkit.catalog.store import Catalog
 from toolkit.datasets.dataset import Share
+from toolkit.errors import OutsideRootError
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.steps.base import StepContext
@@ -120,7 +121,10 @@ def other_runs_batches(layout: Layout, catalog: Catalog, name: str) -> set[str]:
     runs = layout.runs.resolve()
     found = set()
     for file in catalog.files():
-        path = layout.resolve(file.path)  # stored relative to the data root when inside it
+        try:
+            path = layout.resolve(file.path)  # stored relative to the data root when inside it
+        except OutsideRootError:
+            continue  # a user's log outside the data root: no run wrote it
         if path.is_relative_to(runs) and path.relative_to(runs).parts[0] != name:
             found.add(file.batch_id)
     return found

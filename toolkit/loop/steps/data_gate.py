@@ -32,7 +32,7 @@ def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
         records = catalog.require_batches(step.batches)
     retired = {b.batch_id for b in records if b.retired}
     empty = [b for b in records if not b.retired and b.rows_valid == 0]
-    suite = ctx.layout.resolve(config.data_gate_suite) if config.data_gate_suite else None
+    suite = ctx.resolve(config.data_gate_suite) if config.data_gate_suite else None
     check = CheckConfig(suite=suite, entropy_floor=config.data_gate_entropy_floor)
     checked = [b.batch_id for b in records if b.batch_id not in retired and b.rows_valid > 0]
     reports = [check_lake(ctx.layout, LakeScope(batch=b), check) for b in checked]

@@ -58,7 +58,7 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
     scores: dict[str, dict[str, Score]] = {}
     gains: dict[str, Gain] = {}
     for model, card in step.models.items():
-        policy = policy_blob(ctx.layout.resolve(card))
+        policy = policy_blob(ctx.resolve(card))
         scores[model] = {}
         for table, opponents in evaluation.tables.items():
             result = evaluate(
@@ -79,7 +79,7 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
                 placement_score=result.placement_score,
                 truncations=result.truncations,
             )
-            reference = ctx.layout.resolve(step.reference) / f"{model}-{table}.json" if step.reference else None
+            reference = ctx.resolve(step.reference) / f"{model}-{table}.json" if step.reference else None
             if model == STUDENT and reference is not None and reference.exists():
                 diff = compare(result, EvaluationResult.model_validate_json(reference.read_text(encoding="utf-8")))
                 gains[table] = Gain(

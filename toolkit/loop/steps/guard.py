@@ -19,5 +19,5 @@ def run(ctx: StepContext, step: GuardInput) -> GuardVerdict:
     from toolkit.datasets.dataset import open_dataset
 
     dataset = open_dataset(ctx.layout, step.dataset, step.fingerprint)
-    previous = ctx.layout.resolve(step.previous) if step.previous else None
-    return accuracy_guard(ctx.layout.resolve(step.candidate), previous, dataset, ctx.config.accuracy_guard)
+    previous = ctx.resolve(step.previous) if step.previous else None
+    return accuracy_guard(ctx.resolve(step.candidate), previous, dataset, ctx.config.accuracy_guard)

@@ -28,7 +28,7 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
 
     if not step.files:
         return IngestStepResult(batches=[], rows=0, rejected=0)
-    paths = [ctx.layout.resolve(f) for f in step.files]
+    paths = [ctx.resolve(f) for f in step.files]
     result = ingest_paths(paths, ctx.layout, IngestConfig(), catalog_wait=ctx.catalog_wait)
     batches = sorted({f.batch_id for f in result.files if f.batch_id})
     with Lake.open(ctx.layout).at() as catalog:

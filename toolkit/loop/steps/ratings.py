@@ -28,8 +28,8 @@ def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
 
     entrants: dict[str, PlayerRef] = {name: name for name in ctx.config.tournament.baselines}
     for name, card in {**step.others, **step.focus}.items():
-        entrants[name] = policy_blob(ctx.layout.resolve(card))
-    pool = RatingPool(ctx.layout.resolve(step.pool))
+        entrants[name] = policy_blob(ctx.resolve(card))
+    pool = RatingPool(ctx.resolve(step.pool))
     if not pool.has(step.tournament):
         games = play_tournament(
             entrants,

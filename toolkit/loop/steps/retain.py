@@ -14,6 +14,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from toolkit.errors import ConfigError
+from toolkit.loop.state import RunFolder
 from toolkit.loop.steps.base import StepContext
 
 
@@ -29,11 +30,12 @@ def run(ctx: StepContext, step: RetainInput) -> RetainResult:
     """Delete the run's own ingested logs.
 
     Raises:
-        ConfigError: a file lies outside the run's folder (never deleted).
+        ConfigError: a file lies outside the run's folder, or is a symlink (never deleted).
+        OutsideRootError: a file leads outside the data root.
     """
-    own = (ctx.layout.runs / ctx.config.name).resolve()
-    paths = [ctx.layout.resolve(f) for f in step.files]
-    outside = [str(p) for p in paths if not p.resolve().is_relative_to(own)]
+    own = RunFolder(ctx.layout, ctx.config.name).root  # checked: inside the data root, symlinks followed
+    paths = [ctx.layout.resolve(f) for f in step.files]  # each checked the same way: inside the data root
+    outside = [str(p) for p in paths if not p.resolve().is_relative_to(own.resolve()) or p.is_symlink()]
     if outside:
         raise ConfigError(
             f"retention deletes only the loop's own logs under {own}, not {', '.join(outside)}",

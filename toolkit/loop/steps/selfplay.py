@@ -56,7 +56,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
 
     p = ctx.config.ppo
     hidden = ctx.config.student.hidden
-    players = [str(ctx.layout.resolve(e.player)) if e.player.endswith(CARD_SUFFIX) else e.player for e in step.league]
+    players = [str(ctx.resolve(e.player)) if e.player.endswith(CARD_SUFFIX) else e.player for e in step.league]
     config = PPOConfig(
         run_id=step.run_id,
         seed=ctx.seed,
@@ -68,7 +68,7 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         learning_rate=step.learning_rate,
         lr_schedule=p.lr_schedule,
         ent_coef=step.ent_coef,
-        warm_start=ctx.layout.resolve(step.warm_start),
+        warm_start=ctx.resolve(step.warm_start),
         critic_warmup_updates=step.critic_warmup_updates,
         opponents=tuple(players),
         opponent_weights=tuple(e.weight for e in step.league),

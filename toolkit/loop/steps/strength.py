@@ -62,7 +62,7 @@ class StudentGateResult(BaseModel):
 def _player(ctx: StepContext, card: str) -> PolicyBlob:
     from toolkit.train.agents import policy_blob
 
-    return policy_blob(ctx.layout.resolve(card))
+    return policy_blob(ctx.resolve(card))
 
 
 def _head_to_head(ctx: StepContext, step: StrengthInput) -> HeadToHeadVerdict:
