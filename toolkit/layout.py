@@ -55,6 +55,7 @@ from typing import Final
 from toolkit.errors import DataRootError, NameRefusedError, OutsideRootError
 
 HOME_ENV: Final = "DISTILL_HOME"
+LAKE_ENV: Final = "DISTILL_LAKE"  # a shared lake's location (toolkit.catalog.remote)
 DEFAULT_HOME: Final = "datasets"
 # Format versions of everything Distill writes; a reader refuses a version it does not know
 # (toolkit.storage.read_versioned for the JSON files).
@@ -128,13 +129,18 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Layout:
-    """Path templates under one data root."""
+    """Path templates under one data root, and where its lake lives: ``lake_uri`` (``--lake``, ``$DISTILL_LAKE``)
+    names a shared lake's location, whose local copy is ``lake/`` (see :mod:`toolkit.catalog.remote`); None: the
+    lake is ``lake/`` itself."""
 
     home: Path
+    lake_uri: str | None = None
 
     @classmethod
-    def at(cls, home: str | os.PathLike[str] | None = None) -> Layout:
-        return cls(resolve_home(home))
+    def at(cls, home: str | os.PathLike[str] | None = None, lake: str | None = None) -> Layout:
+        """The data root ``home`` (see :func:`resolve_home`) and its lake: ``lake`` if given, else
+        ``$DISTILL_LAKE`` (unset or empty: the data root's own)."""
+        return cls(resolve_home(home), lake or os.environ.get(LAKE_ENV) or None)
 
     def check(self, *, write: bool) -> None:
         """Refuse a data root that is a file, or one this process cannot read (or, to write, create or write).

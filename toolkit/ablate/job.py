@@ -41,6 +41,7 @@ class VariantJob:
     games: int
     seed: int
     max_rounds: int
+    lake: str | None = None  # the shared lake's location (Layout.lake_uri)
 
 
 def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
@@ -54,7 +55,7 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
 
     job = jobs[shard.start]
     started = time.perf_counter()
-    layout = Layout(Path(job.home))
+    layout = Layout(Path(job.home), job.lake)
     folder = layout.resolve(job.folder)
     staging = layout.inside(folder.parent / STAGING / f"{job.key}-{uuid.uuid4().hex[:8]}")
     try:

@@ -128,6 +128,7 @@ def _job(layout: Layout, root: Path, config: AblateConfig, variant: Variant, inf
     key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
     return VariantJob(
         home=str(layout.home),
+        lake=layout.lake_uri,
         folder=layout.stored(root / "variants" / key),
         key=key,
         bc=bc.model_dump(mode="json"),

@@ -42,8 +42,9 @@ from typing import Any, Final
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from toolkit.catalog import log
+from toolkit.catalog import log, remote
 from toolkit.catalog.commit import COMMIT_KEY, CommitInfo, FileFacts
+from toolkit.catalog.remote import LakeLocation
 from toolkit.errors import CatalogError
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
@@ -75,37 +76,64 @@ def exists(lake: Path) -> bool:
 
 
 class DeltaLake:
-    """The lake's Delta table, for the catalog's writer (reads go through the log and the catalog's index)."""
+    """The lake's Delta table, for the catalog's writer (reads go through the log and the catalog's index): the
+    folder ``lake`` itself, or, with a ``location``, the table there, of which ``lake`` is the local copy
+    (:mod:`toolkit.catalog.remote`: commits are made at the location, then pulled)."""
 
-    def __init__(self, lake: Path) -> None:
+    def __init__(self, lake: Path, location: LakeLocation | None = None) -> None:
         from deltalake import DeltaTable
 
-        self.root = lake
+        self.root, self.location = lake, location
+        where = location.uri if location else str(lake / log.LOG_FOLDER)
         try:
-            self.table = DeltaTable(str(lake))
+            self.table = DeltaTable(_uri(lake, location), storage_options=_options(location))
         except Exception as error:  # delta-rs raises its own TableNotFoundError / DeltaError kinds
             raise CatalogError(
-                f"cannot read the lake's transaction log {lake / log.LOG_FOLDER}: {_first_line(error)}",
-                hint=log.RESTORE_HINT,
+                f"cannot read the lake's transaction log {where}: {_first_line(error)}",
+                hint=log.RESTORE_HINT if location is None else remote.HINT,
             ) from error
 
     @classmethod
-    def create(cls, lake: Path, schema: pa.Schema, info: CommitInfo, files: Sequence[DataFile] = ()) -> DeltaLake:
-        """Create the table (version 0), partitioned, holding ``files`` already in its folder, in one commit."""
+    def create(
+        cls,
+        lake: Path,
+        schema: pa.Schema,
+        info: CommitInfo,
+        files: Sequence[DataFile] = (),
+        location: LakeLocation | None = None,
+    ) -> DeltaLake:
+        """Create the table (version 0), partitioned, holding ``files`` already in its folder, in one commit; at a
+        ``location`` (empty: another data root may create it at the same moment, which is as good), then pulled.
+
+        Raises:
+            CatalogError: the location cannot be written, or holds something that is not a Delta table.
+        """
         from deltalake import CommitProperties
         from deltalake.transaction import create_table_with_add_actions
 
         lake.mkdir(parents=True, exist_ok=True)
-        create_table_with_add_actions(
-            str(lake),
-            _delta_schema(schema),
-            [_add(lake, f) for f in files],
-            mode="error",
-            partition_by=list(PARTITION_COLUMNS),
-            configuration=table_configuration(schema),
-            commit_properties=CommitProperties(custom_metadata=_custom(info, files)),
-        )
-        return cls(lake)
+        if location is not None:
+            remote.require_lake_or_empty(location)
+        try:
+            create_table_with_add_actions(
+                _uri(lake, location),
+                _delta_schema(schema),
+                [_add(lake, f) for f in files],
+                mode="error" if location is None else "ignore",
+                partition_by=list(PARTITION_COLUMNS),
+                configuration=table_configuration(schema),
+                storage_options=_options(location),
+                commit_properties=CommitProperties(custom_metadata=_custom(info, files)),
+            )
+        except Exception as error:
+            if location is None:
+                raise
+            raise CatalogError(
+                f"cannot create the lake at {location.uri}: {_first_line(error)}", hint=remote.HINT
+            ) from error
+        if location is not None:
+            remote.pull(lake, location)
+        return cls(lake, location)
 
     @property
     def version(self) -> int:
@@ -118,43 +146,90 @@ class DeltaLake:
         removes: Sequence[DataFile] = (),
         *,
         data_change: bool = True,
+        read_version: int | None = None,
     ) -> log.Commit:
         """Commit ``adds`` (files already in the table folder) and ``removes`` as one new version
         (``data_change`` False: the same rows in other files, as a compaction does); returns it as the log holds it.
 
+        At a location, the commit is made on the table as of ``read_version``
+        (the version the writer's index holds, from which it decided the
+        change), so that delta-rs finds every commit made since that conflicts
+        with it; an ingest's commit carries its batch's transaction id
+        (another data root committing the same batch at once makes it fail as
+        a conflict), and the version it became is found by its token once
+        pulled (other roots may have committed before and after it).
+
         Raises:
-            CatalogError: the log cannot be written (a full disk, a read-only data root).
+            CatalogError: the log cannot be written (a full disk, a read-only data root, a location that cannot be
+                reached), or another data root's commit conflicts with it.
         """
         from deltalake import CommitProperties
-        from deltalake.transaction import RemoveAction
+        from deltalake.transaction import RemoveAction, Transaction
 
         now = _now_ms()
         actions = [_add(self.root, f, data_change) for f in adds] + [
             RemoveAction(f.path, data_change, now, f.size_bytes, _partition_values(f.facts)) for f in removes
         ]
+        token = remote.new_token()
+        batches = info.batches if info.operation == "ingest" and self.location is not None else []
+        properties = CommitProperties(
+            custom_metadata={**_custom(info, adds), remote.TOKEN_KEY: token},
+            app_transactions=[Transaction(remote.BATCH_APP_PREFIX + b, 1) for b in batches] or None,
+        )
         try:
-            self.table.create_write_transaction(
-                actions,
-                "append",
-                self.table.schema(),
-                commit_properties=CommitProperties(custom_metadata=_custom(info, adds)),
-            )
+            if self.location is not None and read_version is not None:
+                self.table.load_as_version(read_version)
+            before = self.version
+            self.table.create_write_transaction(actions, "append", self.table.schema(), commit_properties=properties)
         except Exception as error:
-            raise CatalogError(
-                f"cannot commit to the lake {self.root}: {_first_line(error)}",
-                hint="the data root must be writable: check its permissions and free space",
-            ) from error
+            raise self._commit_error(error, info) from error
+        return self._landed(token, before)
+
+    def _landed(self, token: str, before: int) -> log.Commit:
+        """The commit this writer just made (carrying ``token``), as the log (or, at a location, its copy) holds
+        it."""
         self.table.update_incremental()
-        return log.read_commit(self.root, self.version)
+        if self.location is None:
+            return log.read_commit(self.root, self.version)
+        remote.pull(self.root, self.location)
+        version = remote.committed_version(self.root, token, before)
+        if version is None:  # cannot happen: delta-rs said it committed
+            raise CatalogError(f"the commit made to {self.location.uri} is not in its log", hint=remote.HINT)
+        return log.read_commit(self.root, version)
+
+    def _commit_error(self, error: Exception, info: CommitInfo) -> CatalogError:
+        said = _first_line(error)
+        if self.location is None:
+            return CatalogError(
+                f"cannot commit to the lake {self.root}: {said}",
+                hint="the data root must be writable: check its permissions and free space",
+            )
+        if "concurrent transaction" in said.lower() and info.operation == "ingest":
+            return BatchCommittedElsewhere(
+                f"batch {', '.join(info.batches)} was committed to the lake at {self.location.uri} by another data "
+                "root meanwhile",
+                hint="run the command again: the batch is in the lake once, and is skipped",
+            )
+        if "concurrent" in said.lower() or "conflict" in said.lower():
+            return CatalogError(
+                f"another data root changed the lake at {self.location.uri} in a way that conflicts with this "
+                f"{info.operation}: {said}",
+                hint="run the command again: it reads the lake as it is now",
+            )
+        return CatalogError(f"cannot commit to the lake at {self.location.uri}: {said}", hint=remote.HINT)
 
     def add_columns(self, fields: list[pa.Field], info: CommitInfo) -> log.Commit:
         """Evolve the table's schema: add nullable top-level columns (files without them read them as null)."""
         from deltalake import CommitProperties, Schema
 
         delta_fields = Schema.from_arrow(pa.schema([f.with_nullable(True) for f in fields])).fields
-        self.table.alter.add_columns(delta_fields, commit_properties=CommitProperties(custom_metadata=_custom(info)))
-        self.table.update_incremental()
-        return log.read_commit(self.root, self.version)
+        token, before = remote.new_token(), self.version
+        properties = CommitProperties(custom_metadata={**_custom(info), remote.TOKEN_KEY: token})
+        try:
+            self.table.alter.add_columns(delta_fields, commit_properties=properties)
+        except Exception as error:
+            raise self._commit_error(error, info) from error
+        return self._landed(token, before)
 
     def schema(self) -> pa.Schema:
         """The table's schema, as Arrow."""
@@ -162,6 +237,18 @@ class DeltaLake:
 
     def partition_columns(self) -> list[str]:
         return list(self.table.metadata().partition_columns)
+
+
+class BatchCommittedElsewhere(CatalogError):
+    """An ingest's batch was committed to a shared lake by another data root at the same moment."""
+
+
+def _uri(lake: Path, location: LakeLocation | None) -> str:
+    return location.table_uri if location is not None else str(lake)
+
+
+def _options(location: LakeLocation | None) -> dict[str, str] | None:
+    return location.storage_options() if location is not None else None
 
 
 def table_configuration(schema: pa.Schema) -> dict[str, str]:

@@ -265,6 +265,15 @@ def read_commit(lake: Path, version: int) -> Commit:
     )
 
 
+def added_paths(raw: bytes, version: int, name: str) -> list[str]:
+    """The paths of the files a commit's bytes add, each checked as :func:`read_commit` checks them.
+
+    Raises:
+        LakeLogError: the commit is not JSON, or names a file outside the table.
+    """
+    return [_added(a["add"], version, name).path for a in _actions(raw, version, name) if "add" in a]
+
+
 def _actions(raw: bytes, version: int, name: str) -> list[dict[str, Any]]:
     actions = []
     for number, line in enumerate(raw.splitlines(), start=1):

@@ -34,7 +34,7 @@ from pathlib import Path
 import duckdb
 
 from toolkit import __version__
-from toolkit.catalog import delta, index, intent, log, snapshot
+from toolkit.catalog import delta, index, intent, log, remote, snapshot
 from toolkit.catalog.commit import CommitInfo
 from toolkit.catalog.connect import WriterWait, connect_writer, sync
 from toolkit.catalog.delta import DeltaLake
@@ -55,6 +55,7 @@ class LakeWriter:
         self.layout = layout
         self.con = con
         self.view = Catalog(layout, con, read_only=False)
+        self.location = remote.location_of(layout)
         self._delta: DeltaLake | None = None
 
     @classmethod
@@ -71,11 +72,11 @@ class LakeWriter:
         layout.check(write=True)
         writer = cls(layout, connect_writer(layout, wait))
         try:
+            sync(writer.con, layout)  # refuses a format-1 catalog, or one indexing a table that is gone
             if not delta.exists(layout.lake):
-                sync(writer.con, layout)  # refuses a format-1 catalog, or one indexing a table that is gone
                 info = CommitInfo(operation="create", distill_version=__version__)
-                writer._delta = DeltaLake.create(layout.lake, lake_schema(), info)
-            sync(writer.con, layout)
+                writer._delta = DeltaLake.create(layout.lake, lake_schema(), info, location=writer.location)
+                sync(writer.con, layout)
             writer.recover()
             writer._evolve()
             writer.publish_snapshot()
@@ -89,7 +90,7 @@ class LakeWriter:
     def table(self) -> DeltaLake:
         """The lake's Delta table."""
         if self._delta is None:
-            self._delta = DeltaLake(self.layout.lake)
+            self._delta = DeltaLake(self.layout.lake, self.location)
         return self._delta
 
     def close(self) -> None:
@@ -130,7 +131,9 @@ class LakeWriter:
         added = [delta.data_file(lake, path) for path in adds] + [f.data_file(lake) for f in described]
         removed = [f.data_file(lake) for f in removes]
         failpoint(f"{info.operation}.before_commit")
-        version = self.table.commit(info, added, removed, data_change=data_change)
+        version = self.table.commit(
+            info, added, removed, data_change=data_change, read_version=self.view.latest_version
+        )
         failpoint(f"{info.operation}.after_commit")
         self.index()
         return version
@@ -206,6 +209,9 @@ class LakeWriter:
         (the moved files are deleted unless the commit happened), here at once when possible.
         """
         token = uuid.uuid4().hex
+        if self.location is not None:  # at a shared location, names no other writer stages
+            for path in sorted((staged / "lake").rglob("*.parquet")):
+                path.rename(staged / remote.unique_name(path.relative_to(staged).as_posix(), token))
         moves = [(p, p.relative_to(staged).as_posix()) for p in sorted(staged.rglob("*.parquet"))]
         record = intent.Intent(
             token=token,
@@ -222,6 +228,11 @@ class LakeWriter:
             info = info.model_copy(update={"detail": {**info.detail, "token": token}})
             lake_name = self.layout.lake.relative_to(self.layout.home).as_posix() + "/"
             adds = [self.layout.home / name for _, name in moves if name.startswith(lake_name)]
+            if self.location is not None:
+                remote.upload(
+                    self.layout.lake, self.location, [p.relative_to(self.layout.lake).as_posix() for p in adds]
+                )
+                failpoint(f"{info.operation}.uploaded")
             version = self.commit(info, adds, removes, data_change=data_change, described=placed)
         except BaseException:
             with contextlib.suppress(Exception):  # when even that fails, the next writer settles it
@@ -276,6 +287,8 @@ class LakeWriter:
             [self.view.vacuum_horizon],
         ).fetchall()
         live = {row[0] for row in kept}
+        if self.location is not None:  # the location's files first: a kill between leaves local copies only
+            remote.delete(self.location, [name for name in names if name not in live])
         deleted = 0
         for i, name in enumerate(names):
             path = None if name in live else log.inside(lake, name, follow=False)

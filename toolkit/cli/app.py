@@ -25,7 +25,7 @@ from typer.core import TyperGroup
 
 from toolkit.errors import ConfigError, DistillError
 from toolkit.game import DEFAULT_MAX_ROUNDS
-from toolkit.layout import HOME_ENV, Layout
+from toolkit.layout import HOME_ENV, LAKE_ENV, Layout
 from toolkit.limits import MAX_GAMES, MAX_WORKERS
 from toolkit.progress import Progress, ProgressFn
 
@@ -93,6 +93,7 @@ console = Console(highlight=False, markup=False, emoji=False)
 
 class _State:
     home: Path | None = None
+    lake: str | None = None
 
 
 state = _State()
@@ -104,8 +105,17 @@ def _root(
         Path | None,
         typer.Option("--home", help=f"Data root (default: ${HOME_ENV} or ./datasets).", show_default=False),
     ] = None,
+    lake: Annotated[
+        str | None,
+        typer.Option(
+            "--lake",
+            help=f"A lake shared by several data roots: s3://bucket/prefix or a folder (default: ${LAKE_ENV}, "
+            "else the data root's own lake/). Credentials and endpoint: the AWS_* variables.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    state.home = home
+    state.home, state.lake = home, lake
 
 
 # Options every command shares, defined once.
@@ -198,7 +208,7 @@ def backend_config(kind: str, workers: int | None, address: str | None, shard_ga
 
 def layout() -> Layout:
     """The data-root layout chosen by ``--home`` / ``DISTILL_HOME`` / the default (refused if it is a file)."""
-    chosen = Layout.at(state.home)
+    chosen = Layout.at(state.home, state.lake)
     chosen.check(write=False)
     return chosen
 

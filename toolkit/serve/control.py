@@ -190,7 +190,7 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
     run.root.mkdir(parents=True, exist_ok=True)
     with open(run.log_path, "ab", opener=no_follow) as log:
         process = subprocess.Popen(  # noqa: S603 - an argument list of checked values, no shell
-            [sys.executable, "-m", "toolkit", "--home", str(layout.home), *args],
+            [sys.executable, "-m", "toolkit", "--home", str(layout.home), *_lake_args(layout), *args],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -211,6 +211,10 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
     raise ControlError(
         f"the loop process {process.pid} did not take its run within {SPAWN_WAIT_S:.0f} s", hint=f"see {run.log_path}"
     )
+
+
+def _lake_args(layout: Layout) -> list[str]:
+    return ["--lake", layout.lake_uri] if layout.lake_uri else []
 
 
 def _tail(path: Path, lines: int = 3) -> str:

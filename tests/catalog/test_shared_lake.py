@@ -1,0 +1,193 @@
+"""A lake at a location shared by several data roots (``--lake s3://...``), on a real S3 API: moto's server, started
+here on the loopback. Each data root keeps its own index, builds and runs; they read and write one Delta table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.datasets.conftest import game_records
+from tests.s3server import S3Server, environment, free_port, s3_server
+from toolkit.catalog.remote import LakeLocation
+from toolkit.cli.main import app
+from toolkit.errors import UsageError
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    with s3_server() as server, environment(server.env):
+        yield server
+
+
+@pytest.fixture
+def lake_uri(s3: S3Server) -> str:
+    """A shared lake's location: a prefix of a new bucket."""
+    return f"s3://{s3.bucket()}/lake"
+
+
+def distill(home: Path, lake: str | None, *args: str):
+    result = runner.invoke(app, ["--home", str(home), *(["--lake", lake] if lake else []), *args])
+    return result, result.stdout + result.stderr
+
+
+def ok(home: Path, lake: str | None, *args: str) -> str:
+    result, output = distill(home, lake, *args)
+    assert result.exit_code == 0, (args, output, result.exception)
+    return result.stdout
+
+
+def rows(home: Path, lake: str | None, sql: str) -> list[dict]:
+    return json.loads(ok(home, lake, "sql", sql, "--json"))
+
+
+def log_file(write_log, name: str, games: int, *, first: int = 0) -> Path:
+    return write_log(f"{name}.jsonl", [r for i in range(first, first + games) for r in game_records(f"{name}-{i}")])
+
+
+def test_two_data_roots_share_one_lake_read_each_others_commits_and_build_the_same_dataset(
+    tmp_path: Path, lake_uri: str, write_log, s3: S3Server
+) -> None:
+    a, b, local = tmp_path / "a", tmp_path / "b", tmp_path / "local"
+    first, second = log_file(write_log, "first", 4), log_file(write_log, "second", 3)
+    ok(a, lake_uri, "ingest", str(first))
+    assert rows(b, lake_uri, "SELECT count(DISTINCT game_id) AS n FROM decisions") == [{"n": 4}]
+    ok(b, lake_uri, "ingest", str(second))
+    assert rows(a, lake_uri, "SELECT count(DISTINCT game_id) AS n FROM decisions") == [{"n": 7}]
+    # the data files and the log live at the location, under names no other writer uses
+    keys = s3.keys(lake_uri.split("/")[2])
+    assert sum(k.endswith(".parquet") for k in keys) == 2 and all("~" in k for k in keys if k.endswith(".parquet"))
+    assert sum("/_delta_log/" in k and k.endswith(".json") for k in keys) == 3  # create, two ingests
+    # a build from either root, and from a local lake of the same logs, is the same dataset
+    for home in (local,):
+        ok(home, None, "ingest", str(first))
+        ok(home, None, "ingest", str(second))
+    fingerprints = set()
+    for home, lake in ((a, lake_uri), (b, lake_uri), (local, None)):
+        ok(home, lake, "build", "--name", "mix")
+        fingerprints.add((home / "builds" / "mix" / "LATEST").read_text().strip())
+    assert len(fingerprints) == 1
+    # a retirement from one root is seen by the other
+    batch = rows(a, lake_uri, "SELECT batch_id FROM batches ORDER BY batch_id LIMIT 1")[0]["batch_id"]
+    ok(a, lake_uri, "lake", "retire", batch, "--reason", "seen elsewhere")
+    assert rows(b, lake_uri, "SELECT count(*) AS n FROM batches WHERE retired") == [{"n": 1}]
+
+
+def test_a_log_ingested_from_two_data_roots_is_one_batch(tmp_path: Path, lake_uri: str, write_log) -> None:
+    log = log_file(write_log, "same", 3)
+    ok(tmp_path / "a", lake_uri, "ingest", str(log))
+    result, output = distill(tmp_path / "b", lake_uri, "ingest", str(log))
+    assert result.exit_code == 0 and "0 new batch" in output, output
+    assert rows(tmp_path / "a", lake_uri, "SELECT count(*) AS n FROM batches") == [{"n": 1}]
+
+
+def test_writers_in_several_processes_at_once_lose_no_commit_and_ingest_a_shared_log_once(
+    tmp_path: Path, lake_uri: str, write_log, s3: S3Server
+) -> None:
+    """Three data roots, each a process of its own (spawned: delta-rs does not survive a fork), ingest their own
+    logs and one log they all have, at once."""
+    shared = log_file(write_log, "shared", 2)
+    own = {i: [log_file(write_log, f"own{i}-{k}", 1) for k in range(3)] for i in range(3)}
+    env = {**os.environ, **s3.env}
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from toolkit.cli.main import app\n"
+                "for path in sys.argv[3:]:\n"
+                "    try: app(['--home', sys.argv[1], '--lake', sys.argv[2], 'ingest', path])\n"
+                "    except SystemExit as end:\n"
+                "        if end.code: raise\n",
+                str(tmp_path / f"root{i}"),
+                lake_uri,
+                *(str(p) for p in [*own[i][:1], shared, *own[i][1:]]),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for i in range(3)
+    ]
+    outputs = [p.communicate(timeout=300)[0].decode() for p in processes]
+    codes = [p.returncode for p in processes]
+    # a root that lost the race for the shared batch says so and is told to run again; a rerun finishes the job
+    for i, code in enumerate(codes):
+        if code != 0:
+            assert "committed to the lake at" in outputs[i] and "by another data root" in outputs[i], outputs[i]
+            for path in [shared, *own[i][1:]]:
+                ok(tmp_path / f"root{i}", lake_uri, "ingest", str(path))
+    found = rows(tmp_path / "root0", lake_uri, "SELECT count(*) AS batches, sum(rows_valid) AS n FROM batches")
+    assert found == [{"batches": 10, "n": 10 * 3 * 4 + 3 * 4}]  # nine own logs of 1 game, the shared one of 2
+    versions = rows(tmp_path / "root1", lake_uri, "SELECT count(*) AS n FROM versions WHERE operation = 'ingest'")
+    assert versions == [{"n": 10}]
+
+
+def test_a_vacuum_deletes_at_the_location_and_other_roots_read_on(
+    tmp_path: Path, lake_uri: str, write_log, s3: S3Server
+) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    ok(a, lake_uri, "ingest", str(log_file(write_log, "x", 2)))
+    ok(a, lake_uri, "ingest", str(log_file(write_log, "y", 2)))
+    assert rows(b, lake_uri, "SELECT count(*) AS n FROM batches") == [{"n": 2}]
+    batch = rows(a, lake_uri, "SELECT batch_id FROM batches ORDER BY batch_id LIMIT 1")[0]["batch_id"]
+    ok(a, lake_uri, "lake", "retire", batch, "--reason", "gone")
+    ok(a, lake_uri, "lake", "vacuum", "--retain", "0")
+    bucket = lake_uri.split("/")[2]
+    assert sum(k.endswith(".parquet") for k in s3.keys(bucket)) == 1
+    assert rows(b, lake_uri, "SELECT count(DISTINCT game_id) AS n FROM decisions") == [{"n": 2}]
+    ok(b, lake_uri, "lake", "compact")  # a writer of the other root settles the vacuum in its copy
+    assert len(list((b / "lake").rglob("*.parquet"))) == 1
+
+
+def test_a_data_root_keeps_to_its_lake(tmp_path: Path, lake_uri: str, write_log, s3: S3Server) -> None:
+    home = tmp_path / "a"
+    ok(home, lake_uri, "ingest", str(log_file(write_log, "x", 1)))
+    result, output = distill(home, None, "sql", "SELECT 1")
+    assert result.exit_code == 2 and f"keeps a copy of the lake at {lake_uri}" in output, output
+    other = f"s3://{s3.bucket()}/lake"
+    result, output = distill(home, other, "sql", "SELECT 1")
+    assert result.exit_code == 2 and f"indexes the lake at {lake_uri}, not {other}" in output, output
+    local = tmp_path / "local"
+    ok(local, None, "ingest", str(log_file(write_log, "y", 1)))
+    result, output = distill(local, lake_uri, "sql", "SELECT 1")
+    assert result.exit_code == 2 and "holds a lake of its own" in output, output
+
+
+@pytest.mark.parametrize(
+    "uri,words",
+    [
+        ("ftp://host/lake", "has the scheme 'ftp'"),
+        ("s3:///lake", "is not an S3 location"),
+        ("s3://lake?x=1", "is not an S3 location"),
+    ],
+)
+def test_a_location_that_is_not_one_is_refused(tmp_path: Path, uri: str, words: str) -> None:
+    result, output = distill(tmp_path / "a", uri, "sql", "SELECT 1")
+    assert result.exit_code == 2 and words in output and "Traceback" not in output, output
+    with pytest.raises(UsageError):
+        LakeLocation.parse(uri)
+
+
+def test_store_faults_are_clear_errors_and_a_rerun_finishes(tmp_path: Path, write_log, s3: S3Server) -> None:
+    log = str(log_file(write_log, "x", 1))
+    missing = f"s3://no-such-bucket-{free_port()}/lake"
+    result, output = distill(tmp_path / "a", missing, "ingest", log)
+    assert result.exit_code == 1 and "the lake at" in output and "Traceback" not in output, output
+    bucket = s3.bucket()
+    s3.client().put_object(Bucket=bucket, Key="data/notes.txt", Body=b"not a lake")
+    result, output = distill(tmp_path / "b", f"s3://{bucket}/data", "ingest", log)
+    assert result.exit_code == 1 and "no Delta log" in output and "notes.txt" in output, output
+    with environment({"AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}):  # nothing listens there
+        result, output = distill(tmp_path / "c", f"s3://{bucket}/lake", "ingest", log)
+    assert result.exit_code == 1 and "cannot" in output and "Traceback" not in output, output
+    ok(tmp_path / "c", f"s3://{bucket}/lake", "ingest", log)  # the server back: a rerun does the job
+    assert rows(tmp_path / "c", f"s3://{bucket}/lake", "SELECT count(*) AS n FROM batches") == [{"n": 1}]

@@ -1,0 +1,371 @@
+"""The lake at a location: a Delta table in object storage (``s3://bucket/prefix``) or in a folder elsewhere, that
+several data roots share, each keeping its own index, builds and runs.
+
+Where ``--lake`` (or ``DISTILL_LAKE``) names a location, the Delta table
+lives there, and the data root's ``lake/`` folder is its local copy: the
+table's commits and the data files they add, pulled from the location
+whenever a reader or a writer opens the lake (:func:`pull`). Everything
+that reads the lake (the log's checks, the index, the SQL views, builds,
+gates) reads that copy, so a build from a shared lake is byte for byte the
+build of a local lake holding the same commits (same fingerprints).
+
+A writer writes a change's files as on a local lake (staged, then moved
+into ``lake/``), uploads them to the location under names no other writer
+uses (``batch-<id>~<token>.parquet``), and commits them there through
+delta-rs, whose commit protocol lets many writers commit at once (on S3,
+with ``conditional_put=etag``: a version is written once or not at all;
+commits that do not conflict are retried at the next version). An ingest's
+commit carries a Delta transaction id of its batch (``distill-batch-<id>``):
+two data roots ingesting the same log at once commit it once, the other
+commit failing as a conflict. Then the writer pulls what the location holds
+(its own commit and any other root's) and indexes it.
+
+Credentials and the endpoint come from the standard ``AWS_*`` variables
+(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``,
+``AWS_ENDPOINT_URL`` for a server other than AWS, ``AWS_ALLOW_HTTP=true``
+for one without TLS), never from a file of the data root. The data root
+records its lake's location (``lake.json``) so that it is never opened
+with another lake, nor as a local lake, by mistake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import posixpath
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlparse
+
+from toolkit.catalog import log
+from toolkit.errors import CatalogError, LakeLogError, UsageError
+from toolkit.layout import LAKE_ENV, Layout
+
+LOCATION_FILE: Final = "lake.json"  # in the data root: the location of its lake (absent: a local lake)
+LOCATION_FORMAT_VERSION: Final = 1
+SCHEMES: Final = ("s3", "file")
+TOKEN_KEY: Final = "distillToken"  # commitInfo key: which writer's commit a version is (found after a pull)
+BATCH_APP_PREFIX: Final = "distill-batch-"  # the Delta transaction id of an ingested batch
+_CONNECT_TIMEOUT_S: Final = 5.0
+_REQUEST_TIMEOUT_S: Final = 60.0
+HINT: Final = (
+    "check the location and the AWS_* variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+    "AWS_REGION), that the bucket exists and that the server is reachable"
+)
+
+
+@dataclass(frozen=True)
+class LakeLocation:
+    """Where a shared lake's Delta table lives: ``s3://bucket/prefix`` or ``file:///folder``."""
+
+    uri: str
+
+    @classmethod
+    def parse(cls, text: str) -> LakeLocation:
+        """A location as a user gives it: an ``s3://`` or ``file://`` URI, or a local path (made absolute).
+
+        Raises:
+            UsageError: another scheme, an S3 URI without a bucket, a path with a NUL.
+        """
+        text = text.strip()
+        if "\x00" in text or not text:
+            raise UsageError(
+                f"{text!r} is not a lake location", hint="e.g. --lake s3://bucket/lake or --lake /shared/lake"
+            )
+        parsed = urlparse(text)
+        if len(parsed.scheme) <= 1:  # no scheme (or a Windows drive letter): a local path
+            return cls("file://" + os.path.abspath(os.path.expanduser(text)))
+        if parsed.scheme not in SCHEMES:
+            raise UsageError(
+                f"the lake location {text!r} has the scheme {parsed.scheme!r}, which Distill does not read",
+                hint="a lake location is s3://bucket/prefix, file:///path, or a local path",
+            )
+        if parsed.scheme == "s3":
+            prefix = parsed.path.strip("/")
+            if not parsed.netloc or parsed.query or parsed.fragment:
+                raise UsageError(f"{text!r} is not an S3 location", hint="write it s3://bucket/prefix")
+            return cls(f"s3://{parsed.netloc}/{prefix}".rstrip("/"))
+        return cls("file://" + os.path.abspath(parsed.path))
+
+    @property
+    def scheme(self) -> str:
+        return self.uri.split("://", 1)[0]
+
+    @property
+    def table_uri(self) -> str:
+        """The location as delta-rs opens it."""
+        return self.uri if self.scheme == "s3" else self.uri.removeprefix("file://")
+
+    def storage_options(self) -> dict[str, str]:
+        """delta-rs's options: on S3, commits made safe for many writers by conditional puts (the rest comes from
+        the ``AWS_*`` variables, which delta-rs reads itself)."""
+        if self.scheme != "s3":
+            return {}
+        return {"conditional_put": "etag", "timeout": f"{int(_REQUEST_TIMEOUT_S)}s"}
+
+    def filesystem(self) -> tuple[Any, str]:
+        """The location as a pyarrow filesystem and the table's folder in it."""
+        import pyarrow.fs as pafs
+
+        if self.scheme == "file":
+            return pafs.LocalFileSystem(), self.table_uri
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        options: dict[str, Any] = {
+            "connect_timeout": _CONNECT_TIMEOUT_S,
+            "request_timeout": _REQUEST_TIMEOUT_S,
+            "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=3),
+        }
+        if endpoint:
+            parsed = urlparse(endpoint)
+            options["endpoint_override"] = parsed.netloc or endpoint
+            options["scheme"] = parsed.scheme or "https"
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            options["region"] = region
+        return pafs.S3FileSystem(**options), self.uri.removeprefix("s3://")
+
+
+def location_of(layout: Layout) -> LakeLocation | None:
+    """The location of ``layout``'s lake (None: the lake is the data root's own ``lake/`` folder), recorded in the
+    data root the first time it is given.
+
+    Raises:
+        UsageError: the location given is not one, or the data root's lake is elsewhere than the one given (or it
+            is local and a location is given, or the other way round).
+    """
+    recorded = _recorded(layout)
+    given = LakeLocation.parse(layout.lake_uri) if layout.lake_uri else None
+    if given is None and recorded is not None:
+        raise UsageError(
+            f"the data root {layout.home} keeps a copy of the lake at {recorded.uri}, not a lake of its own",
+            hint=f"open it with --lake {recorded.uri} (or {LAKE_ENV}={recorded.uri})",
+        )
+    if given is not None and recorded is not None and given != recorded:
+        raise UsageError(
+            f"the data root {layout.home} indexes the lake at {recorded.uri}, not {given.uri}",
+            hint=f"use --lake {recorded.uri}, or another --home for the lake at {given.uri}",
+        )
+    if given is not None and recorded is None:
+        if log.versions(layout.lake):
+            raise UsageError(
+                f"the data root {layout.home} holds a lake of its own ({layout.lake}); it cannot index the lake at "
+                f"{given.uri} too",
+                hint="use another --home for the shared lake",
+            )
+        _record(layout, given)
+    return given
+
+
+def pull(lake: Path, location: LakeLocation) -> list[int]:
+    """Copy into the local copy ``lake`` the commits of the location's log that it lacks, each after the data files
+    it adds (a file gone from the location, vacuumed since, is left out); returns the versions copied.
+
+    A commit the copy holds already must be the location's: the copy's newest one is compared byte for byte.
+
+    Raises:
+        CatalogError: the location cannot be read (the message says what the store said).
+        LakeLogError: a commit that cannot be trusted (a path outside the table), or a copy that differs from the
+            location's log.
+    """
+    fs, root = location.filesystem()
+    with _remote_errors(location, "read"):
+        remote = _remote_versions(fs, root)
+    local = log.versions(lake)
+    if local:
+        last = local[-1]
+        if (
+            last not in remote
+            or _read(fs, location, root, log.commit_name(last)) != (lake / log.commit_name(last)).read_bytes()
+        ):
+            raise LakeLogError(
+                f"the data root's copy of the lake at {location.uri} holds version {last}, which the location's log "
+                "does not hold as it is",
+                version=last,
+                file=log.commit_name(last),
+                hint=f"delete {lake} and the data root's catalog files (a copy and its index) to copy the lake anew",
+            )
+    pulled = []
+    (lake / log.LOG_FOLDER).mkdir(parents=True, exist_ok=True)
+    for version in (v for v in remote if not local or v > local[-1]):
+        name = log.commit_name(version)
+        raw = _read(fs, location, root, name)
+        for path in log.added_paths(raw, version, name):
+            target = lake / path
+            if not target.exists():
+                _download(fs, location, posixpath.join(root, path), target)
+        _place(lake / name, raw)
+        pulled.append(version)
+    return pulled
+
+
+def require_lake_or_empty(location: LakeLocation) -> None:
+    """Check the location is empty or a Delta table before a lake is made there.
+
+    Raises:
+        CatalogError: it holds other objects (not a lake: Distill writes no table over them), or cannot be read.
+    """
+    import pyarrow.fs as pafs
+
+    fs, root = location.filesystem()
+    with _remote_errors(location, "read"):
+        found = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    names = sorted(posixpath.basename(info.path) for info in found)
+    if names and log.LOG_FOLDER not in names:
+        raise CatalogError(
+            f"the lake location {location.uri} holds {', '.join(names[:3])}{'...' if len(names) > 3 else ''} but "
+            f"no Delta log ({log.LOG_FOLDER}/): it is not a lake, and Distill makes none over other files",
+            hint="name an empty prefix or an existing Distill lake",
+        )
+
+
+def upload(lake: Path, location: LakeLocation, names: list[str]) -> None:
+    """Copy files of the local copy ``lake`` (paths in the table) to the location, each whole or not at all.
+
+    Raises:
+        CatalogError: the location cannot be written.
+    """
+    fs, root = location.filesystem()
+    with _remote_errors(location, "write"):
+        for name in names:
+            target = posixpath.join(root, name)
+            fs.create_dir(posixpath.dirname(target), recursive=True)
+            with open(lake / name, "rb") as source, fs.open_output_stream(target) as sink:
+                while block := source.read(1 << 22):
+                    sink.write(block)
+
+
+def delete(location: LakeLocation, names: list[str]) -> None:
+    """Delete files of the table at the location (a vacuum's), those already gone left alone.
+
+    Raises:
+        CatalogError: the location cannot be written.
+    """
+    import pyarrow.fs as pafs
+
+    fs, root = location.filesystem()
+    with _remote_errors(location, "delete from"):
+        for name in names:
+            path = posixpath.join(root, name)
+            if fs.get_file_info(path).type != pafs.FileType.NotFound:
+                fs.delete_file(path)
+
+
+def unique_name(name: str, token: str) -> str:
+    """A staged file's name at a shared location: its own name with the writer's token (``stem~token.parquet``),
+    so that two writers staging the same batch never write the same object."""
+    stem, _, suffix = posixpath.basename(name).partition(".")
+    return posixpath.join(posixpath.dirname(name), f"{stem.split('~')[0]}~{token[:12]}.{suffix}")
+
+
+def committed_version(lake: Path, token: str, after: int) -> int | None:
+    """The version after ``after`` whose commit carries ``token`` (a writer's commit, found once pulled)."""
+    for version in log.versions(lake):
+        if version > after and _token(lake / log.commit_name(version)) == token:
+            return version
+    return None
+
+
+def new_token() -> str:
+    return uuid.uuid4().hex
+
+
+# -- helpers ----------------------------------------------------------------------------------------------------
+
+
+def _recorded(layout: Layout) -> LakeLocation | None:
+    path = layout.home / LOCATION_FILE
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise CatalogError(f"{path} cannot be read: {error}", hint=f"delete {path} and open it with --lake") from None
+    if not isinstance(raw, dict) or raw.get("format_version") != LOCATION_FORMAT_VERSION or "uri" not in raw:
+        raise CatalogError(
+            f"{path} is not a lake location of format version {LOCATION_FORMAT_VERSION}",
+            hint=f"delete {path} and open the data root with --lake",
+        )
+    return LakeLocation.parse(str(raw["uri"]))
+
+
+def _record(layout: Layout, location: LakeLocation) -> None:
+    from toolkit.storage import write_text_atomic
+
+    if _recorded(layout) is None:
+        body = {"format_version": LOCATION_FORMAT_VERSION, "uri": location.uri}
+        write_text_atomic(layout.inside(layout.home / LOCATION_FILE), json.dumps(body) + "\n")
+
+
+def _remote_versions(fs: Any, root: str) -> list[int]:
+    import pyarrow.fs as pafs
+
+    selector = pafs.FileSelector(posixpath.join(root, log.LOG_FOLDER), allow_not_found=True)
+    names = (posixpath.basename(info.path) for info in fs.get_file_info(selector))
+    return sorted(int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
+
+
+def _read(fs: Any, location: LakeLocation, root: str, name: str) -> bytes:
+    with _remote_errors(location, "read"), fs.open_input_stream(posixpath.join(root, name)) as stream:
+        return bytes(stream.read())
+
+
+def _download(fs: Any, location: LakeLocation, source: str, target: Path) -> None:
+    """Copy one file to ``target`` through a temporary sibling (whole or not at all); a file gone is left out."""
+    import pyarrow.fs as pafs
+
+    with _remote_errors(location, "read"):
+        if fs.get_file_info(source).type == pafs.FileType.NotFound:
+            return  # vacuumed since: no version from the horizon on lists it
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            with fs.open_input_stream(source) as stream, open(temporary, "wb") as sink:
+                while block := stream.read(1 << 22):
+                    sink.write(block)
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
+
+
+def _place(path: Path, raw: bytes) -> None:
+    """Write a commit into the copy's log once: another process that placed it first placed the same bytes."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        temporary.write_bytes(raw)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            if hashlib.sha256(path.read_bytes()).digest() != hashlib.sha256(raw).digest():
+                raise LakeLogError(
+                    f"{path} differs from the location's commit of the same version",
+                    version=int(path.stem),
+                    file=log.LOG_FOLDER + "/" + path.name,
+                    hint="delete the data root's lake/ and catalog (a copy and its index) to copy the lake anew",
+                ) from None
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _token(path: Path) -> str | None:
+    with contextlib.suppress(OSError, ValueError), open(path, "rb") as handle:
+        for line in handle:
+            action = json.loads(line)
+            if isinstance(action, dict) and isinstance(action.get("commitInfo"), dict):
+                token = action["commitInfo"].get(TOKEN_KEY)
+                return token if isinstance(token, str) else None
+    return None
+
+
+@contextlib.contextmanager
+def _remote_errors(location: LakeLocation, doing: str) -> Iterator[None]:
+    """The store's errors as one CatalogError naming the location and what the store said."""
+    try:
+        yield
+    except (OSError, ValueError) as error:
+        said = " ".join(str(error).split())[:300]
+        raise CatalogError(f"cannot {doing} the lake at {location.uri}: {said}", hint=HINT) from None
