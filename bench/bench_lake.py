@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/bench_lake.py                 # the >= 5M-decision lake (made once, cached)
     .venv/bin/python bench/bench_lake.py --decisions 500000
+    .venv/bin/python bench/bench_lake.py --shared         # a lake shared on S3 (bench_shared_lake.py)
 
 Uses (and makes once, shared with bench_build and bench_check) the data root
 of ``bench_build.lake_home``. Then measures, each in a fresh process:
@@ -180,6 +181,12 @@ def _largest_batch(home: Path) -> tuple[str, int]:
 
 
 def main() -> None:
+    if "--shared" in sys.argv:  # the lake shared at a location: bench_shared_lake.py, with its own options
+        import bench_shared_lake
+
+        sys.argv.remove("--shared")
+        bench_shared_lake.main()
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=2, help="Runs per path; the fastest counts.")

@@ -12,16 +12,53 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from toolkit.layout import Layout
+from tests.s3server import S3Server, s3_server
+from toolkit.layout import LAKE_ENV, Layout
 
 DIALECT_CASES = Path(__file__).parent / "data" / "dialects"
+# Nothing in the environment the tests run in chooses their lake: each test's data root has its own, unless a
+# test shares one at a location (the ``shared_lake`` fixture).
+os.environ.pop(LAKE_ENV, None)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[S3Server]:
+    """A real S3 API (moto's server on the loopback), one per test process."""
+    with s3_server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_env(s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """The ``AWS_*`` environment that reaches ``s3``, for the test."""
+    for key, value in s3.env.items():
+        monkeypatch.setenv(key, value)
+    return s3
+
+
+@pytest.fixture
+def shared_lake(s3_env: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new lake at a location (a prefix of a new bucket), chosen for every data root of the test as
+    ``DISTILL_LAKE`` chooses it."""
+    uri = f"s3://{s3_env.bucket()}/lake"
+    monkeypatch.setenv(LAKE_ENV, uri)
+    return uri
+
+
+@pytest.fixture(params=["local", "s3"])
+def either_lake(request: pytest.FixtureRequest) -> str:
+    """A test twice: on the data root's own lake, and on a lake at a location (S3) of which the data root keeps
+    the copy; for behaviour that must not differ (``pytestmark = pytest.mark.usefixtures("either_lake")``)."""
+    if request.param == "s3":
+        request.getfixturevalue("shared_lake")
+    return str(request.param)
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ named by ``--home`` or the ``DISTILL_HOME`` environment variable::
       catalog.duckdb                 the index of the lake's versions, batches, files (the DuckDB catalog)
       catalog.read.duckdb            its read snapshot, refreshed by every writer (see toolkit.catalog.snapshot)
       catalog.read.json              the live catalog's stamp when the snapshot was taken
-      lake/                          validated decisions: a Delta Lake table (see toolkit.catalog.delta)
+      lake/                          validated decisions: a Delta Lake table (see toolkit.catalog.delta), or the
+                                     local copy of a shared lake's (--lake: see toolkit.catalog.remote)
+      lake.json                      where a shared lake lives (absent: lake/ is the lake)
         _delta_log/<version>.json    its transaction log: one commit per lake version, the one truth
         source=<s>/generation=<g>/batch-<id>.parquet       an ingested batch's rows (hive folders: the table's
                                                            declared partitions; a null generation's folder is
@@ -163,16 +165,19 @@ class Layout:
 
     @property
     def catalog(self) -> Path:
-        return self.home / CATALOG_FILE
+        """The catalog file, checked (with its write-ahead log) not to lead outside the data root."""
+        self.inside(self.home / f"{CATALOG_FILE}.wal")
+        return self.inside(self.home / CATALOG_FILE)
 
     @property
     def catalog_snapshot(self) -> Path:
         """The catalog's read snapshot (readers use it while a writer holds the catalog)."""
-        return self.home / CATALOG_SNAPSHOT_FILE
+        self.inside(self.home / f"{CATALOG_SNAPSHOT_FILE}.wal")
+        return self.inside(self.home / CATALOG_SNAPSHOT_FILE)
 
     @property
     def catalog_snapshot_stamp(self) -> Path:
-        return self.home / "catalog.read.json"
+        return self.inside(self.home / "catalog.read.json")
 
     @property
     def lake(self) -> Path:
@@ -180,7 +185,7 @@ class Layout:
 
     @property
     def quarantine(self) -> Path:
-        return self.home / "quarantine"
+        return self.inside(self.home / "quarantine")
 
     @property
     def staging(self) -> Path:
@@ -270,8 +275,9 @@ class Layout:
             return self.inside(self.home / path)
         if path.is_relative_to(self.home):
             return self.inside(path)
-        for allowed in outside:
-            if path.is_relative_to(Path(os.path.abspath(allowed))):
+        real = Path(os.path.realpath(path))
+        for allowed in outside:  # by real location: no climb (``..``) or link out of what was named
+            if real.is_relative_to(Path(os.path.realpath(allowed))):
                 return path
         for i, part in enumerate(path.parts):
             moved = self.home.joinpath(*path.parts[i:])

@@ -15,6 +15,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -38,9 +39,19 @@ class LockHeldError(Exception):
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary sibling and one rename: readers see the old or the new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    temporary = temporary_sibling(path)
+    try:
+        with open(temporary, "x", encoding="utf-8") as handle:  # created here: never a file a link leads to
+            handle.write(text)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def temporary_sibling(path: Path) -> Path:
+    """A name beside ``path`` for a file written whole then renamed onto it: unpredictable, so nothing can be
+    planted there first."""
+    return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
 
 
 def read_versioned(

@@ -17,6 +17,8 @@ from toolkit.errors import UsageError
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 
+pytestmark = pytest.mark.usefixtures("either_lake")  # on the data root's own lake, and on one shared on S3
+
 
 def decisions(game: str, games: int = 3, **fields: object) -> list[dict]:
     """Four seats' decisions of ``games`` games (seat 0 wins each)."""

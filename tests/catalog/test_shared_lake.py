@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from tests.datasets.conftest import game_records
-from tests.s3server import S3Server, environment, free_port, s3_server
+from tests.s3server import S3Server, environment, free_port
 from toolkit.catalog.remote import LakeLocation
 from toolkit.cli.main import app
 from toolkit.errors import UsageError
@@ -22,16 +22,10 @@ from toolkit.errors import UsageError
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def s3() -> Iterator[S3Server]:
-    with s3_server() as server, environment(server.env):
-        yield server
-
-
 @pytest.fixture
-def lake_uri(s3: S3Server) -> str:
-    """A shared lake's location: a prefix of a new bucket."""
-    return f"s3://{s3.bucket()}/lake"
+def lake_uri(s3_env: S3Server) -> str:
+    """A shared lake's location: a prefix of a new bucket (given with --lake)."""
+    return f"s3://{s3_env.bucket()}/lake"
 
 
 def distill(home: Path, lake: str | None, *args: str):
@@ -170,14 +164,15 @@ def test_a_data_root_keeps_to_its_lake(tmp_path: Path, lake_uri: str, write_log,
         ("s3://lake?x=1", "is not an S3 location"),
     ],
 )
-def test_a_location_that_is_not_one_is_refused(tmp_path: Path, uri: str, words: str) -> None:
+def test_a_location_that_is_not_one_is_refused(tmp_path: Path, uri: str, words: str, s3_env: S3Server) -> None:
     result, output = distill(tmp_path / "a", uri, "sql", "SELECT 1")
     assert result.exit_code == 2 and words in output and "Traceback" not in output, output
     with pytest.raises(UsageError):
         LakeLocation.parse(uri)
 
 
-def test_store_faults_are_clear_errors_and_a_rerun_finishes(tmp_path: Path, write_log, s3: S3Server) -> None:
+def test_store_faults_are_clear_errors_and_a_rerun_finishes(tmp_path: Path, write_log, s3_env: S3Server) -> None:
+    s3 = s3_env
     log = str(log_file(write_log, "x", 1))
     missing = f"s3://no-such-bucket-{free_port()}/lake"
     result, output = distill(tmp_path / "a", missing, "ingest", log)
@@ -191,3 +186,23 @@ def test_store_faults_are_clear_errors_and_a_rerun_finishes(tmp_path: Path, writ
     assert result.exit_code == 1 and "cannot" in output and "Traceback" not in output, output
     ok(tmp_path / "c", f"s3://{bucket}/lake", "ingest", log)  # the server back: a rerun does the job
     assert rows(tmp_path / "c", f"s3://{bucket}/lake", "SELECT count(*) AS n FROM batches") == [{"n": 1}]
+
+
+@pytest.mark.parametrize("point", ["ingest.moved", "ingest.uploaded", "ingest.before_commit", "ingest.after_commit"])
+def test_a_writer_killed_mid_ingest_leaves_its_batch_whole_or_absent_and_a_rerun_finishes(
+    tmp_path: Path, lake_uri: str, write_log, s3: S3Server, point: str
+) -> None:
+    home, other = tmp_path / "a", tmp_path / "b"
+    log = str(log_file(write_log, "x", 2))
+    ok(other, lake_uri, "ingest", str(log_file(write_log, "y", 1)))  # another root's batch, before
+    env = {**os.environ, **s3.env, "DISTILL_FAILPOINT": point}
+    argv = [sys.executable, "-m", "toolkit", "--home", str(home), "--lake", lake_uri, "ingest", log]
+    assert subprocess.run(argv, env=env, capture_output=True).returncode == -signal.SIGKILL
+    seen = rows(other, lake_uri, "SELECT count(*) AS batches, sum(rows_valid) AS n FROM batches")
+    assert seen in ([{"batches": 1, "n": 12}], [{"batches": 2, "n": 36}]), seen  # absent, or whole
+    ok(home, lake_uri, "ingest", log)  # the rerun: recovery, then the batch once
+    assert rows(other, lake_uri, "SELECT count(*) AS batches, sum(rows_valid) AS n FROM batches") == [
+        {"batches": 2, "n": 36}
+    ]
+    assert rows(home, lake_uri, "SELECT count(*) AS n FROM decisions") == [{"n": 36}]
+    assert not any((home / "staging").iterdir())

@@ -7,6 +7,7 @@ Each test builds a data root with one hostile thing in it beside an outside fold
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -59,9 +60,11 @@ def root(tmp_path: Path, lake_home: Path) -> Iterator[tuple[Layout, Path]]:
     (outside / "other").mkdir()
     (outside / "other" / "keep.txt").write_text(MARKER)
     (outside / "generations.jsonl").write_text(json.dumps({"loop": MARKER, "generation": 0}) + "\n")
-    before = snapshot(tmp_path, leave_out=layout.home)
+    (tmp_path / "inputs").mkdir()  # what a test writes or plants outside the root (not watched)
+    before = snapshot(tmp_path, leave_out=layout.home, also=tmp_path / "inputs")
     yield layout, outside
-    assert snapshot(tmp_path, leave_out=layout.home) == before, "a file outside the data root changed"
+    after = snapshot(tmp_path, leave_out=layout.home, also=tmp_path / "inputs")
+    assert after == before, "a file outside the data root changed"
     assert (outside / "victim.txt").read_text() == MARKER
 
 
@@ -247,3 +250,150 @@ def test_nothing_writes_through_a_symlinked_loop_request(root: tuple[Layout, Pat
     os.symlink(inside, run.root / "PAUSE")
     run.request("PAUSE")  # a link inside the root is replaced, never written through
     assert not (run.root / "PAUSE").is_symlink() and inside.read_text() == "kept"
+
+
+# -- what a hostile tester found after the first round (each failed before its fix) --------------------------------
+
+
+def test_a_leftover_intent_never_deletes_through_a_quarantine_folder_leading_out(root: tuple[Layout, Path]) -> None:
+    from toolkit.catalog.intent import TAIL_BYTES
+
+    layout, outside = root
+    shutil.rmtree(layout.quarantine, ignore_errors=True)
+    link(layout.home / "quarantine", outside)
+    victim = outside / "victim.txt"
+    tail = hashlib.sha256(victim.read_bytes()[-TAIL_BYTES:]).hexdigest()
+    staged = layout.home / "staging" / "bdeadbeef"
+    staged.mkdir(parents=True)
+    files = [{"name": "quarantine/victim.txt", "size": victim.stat().st_size, "tail_sha256": tail}]
+    (staged / "intent.json").write_text(json.dumps({"format": 2, "token": "0" * 32, "base_version": 0, "files": files}))
+    distill(layout, "lake", "compact")  # a writer: recovery runs (the command may then stop at the link)
+    assert victim.read_text() == MARKER
+
+
+def test_an_ingest_never_writes_through_a_quarantine_folder_leading_out(
+    root: tuple[Layout, Path], tmp_path: Path
+) -> None:
+    layout, outside = root
+    shutil.rmtree(layout.quarantine, ignore_errors=True)
+    link(layout.home / "quarantine", outside)
+    bad = tmp_path / "inputs" / "bad.jsonl"
+    bad.write_text('{"not": "a decision"}\n')
+    result, output = distill(layout, "ingest", str(bad))
+    assert result.exit_code == 1 and "leads outside the data root" in output, output
+
+
+@pytest.mark.parametrize("name", ["catalog.duckdb", "catalog.duckdb.wal", "catalog.read.duckdb"])
+def test_a_catalog_file_leading_out_is_refused(root: tuple[Layout, Path], name: str, tmp_path: Path) -> None:
+    layout, outside = root
+    link(layout.home / name, outside / "new.duckdb")  # dangling: DuckDB would create it out there
+    result, output = distill(layout, "ingest", str(log_file(tmp_path / "inputs")))
+    assert result.exit_code == 1 and "leads outside the data root" in output, output
+    assert not (outside / "new.duckdb").exists()
+
+
+def log_file(folder: Path) -> Path:
+    from tests.datasets.conftest import game_records
+
+    path = folder / "more.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in game_records("more-0")))
+    return path
+
+
+def test_an_atomic_write_never_writes_through_a_planted_temporary_name(root: tuple[Layout, Path]) -> None:
+    from toolkit.storage import write_text_atomic
+
+    layout, outside = root
+    target = layout.home / "note.json"
+    for pid in {os.getpid(), *range(1, 64)}:  # the names a pid-named temporary would take
+        link(layout.home / f".note.json.{pid}.tmp", outside / "victim.txt")
+    link(target, outside / "victim.txt")
+    write_text_atomic(target, "{}")
+    assert target.read_text() == "{}" and not target.is_symlink()
+
+
+def test_training_never_writes_through_a_runs_train_folder_leading_out(root: tuple[Layout, Path]) -> None:
+    layout, outside = root
+    link(layout.runs / "train", outside)
+    result, output = distill(layout, "train", "bc", "--dataset", "mix", "--epochs", "1")
+    assert result.exit_code == 1 and "leads outside the data root" in output, output
+
+
+def test_a_climb_out_of_a_named_folder_is_not_under_it(root: tuple[Layout, Path], tmp_path: Path) -> None:
+    layout, outside = root
+    named = tmp_path / "inputs" / "named"
+    named.mkdir()
+    with pytest.raises(OutsideRootError):
+        layout.resolve(f"{named}/../../outside/victim.txt", outside=[named])
+    link(named / "out", outside)
+    with pytest.raises(OutsideRootError):
+        layout.resolve(named / "out" / "victim.txt", outside=[named])
+    (named / "out").unlink()
+    assert layout.resolve(named / "keep.txt", outside=[named]) == named / "keep.txt"
+
+
+def test_a_quarantine_file_leading_out_is_not_read(root: tuple[Layout, Path], tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    layout, _ = root
+    batch = json.loads(distill(layout, "sql", "SELECT batch_id FROM batches LIMIT 1", "--json")[0].stdout)[0]
+    planted = tmp_path / "inputs" / "q"
+    planted.mkdir()
+    pq.write_table(pa.table({"raw": [MARKER.encode()]}), planted / "rejects.parquet")
+    shutil.rmtree(layout.quarantine / f"batch={batch['batch_id']}", ignore_errors=True)
+    link(layout.quarantine / f"batch={batch['batch_id']}", planted)
+    result, output = distill(layout, "sql", "SELECT * FROM rejects")
+    assert MARKER not in output, output
+
+
+@pytest.mark.parametrize("name", ["state.json", "generations.jsonl", "config.json"])
+def test_a_run_file_leading_out_is_not_read(root: tuple[Layout, Path], name: str, tmp_path: Path) -> None:
+    layout, _ = root
+    outside = tmp_path / "inputs"
+    run = RunFolder(layout, "t")
+    run.root.mkdir(parents=True)
+    run.save(LoopState(name="t", status="stopped", started_at=now(), updated_at=now()))
+    (outside / "state.json").write_text(json.dumps({"format_version": 3, "name": "t", "message": MARKER}))
+    link(run.root / name, outside / "state.json")
+    for argv in (["loop", "status", "--name", "t"], ["loop", "history", "--name", "t"]):
+        result, output = distill(layout, *argv)
+        assert result.exit_code != 0 and MARKER not in output and "Traceback" not in output, output
+
+
+def test_a_manifest_leading_out_is_not_read(root: tuple[Layout, Path], tmp_path: Path) -> None:
+    layout, _ = root
+    outside = tmp_path / "inputs"
+    folder = layout.build_dir("mix", read_latest(layout, "mix"))
+    (outside / "manifest.json").write_text(json.dumps({"format_version": 1, "name": MARKER}))
+    (folder / "manifest.json").unlink()
+    link(folder / "manifest.json", outside / "manifest.json")
+    result, output = distill(layout, "datasets", "show", "mix")
+    assert result.exit_code == 1 and "leads outside its build" in output and MARKER not in output, output
+
+
+def test_a_restore_never_makes_a_file_outside_the_table_live(root: tuple[Layout, Path], tmp_path: Path) -> None:
+    layout, _ = root
+    batch = json.loads(distill(layout, "sql", "SELECT batch_id FROM batches LIMIT 1", "--json")[0].stdout)[0]
+    assert distill(layout, "lake", "retire", batch["batch_id"], "--reason", "x")[0].exit_code == 0
+    partition = next(layout.lake.rglob("*.parquet")).parent
+    moved = tmp_path / "inputs" / "partition"
+    shutil.copytree(partition, moved)
+    shutil.rmtree(partition)
+    link(partition, moved)
+    result, output = distill(layout, "lake", "restore", batch["batch_id"])
+    assert result.exit_code == 1 and "outside the table" in output, output
+
+
+@pytest.mark.parametrize("line", ["not json {", "[1, 2]", '{"generation": "../x"}', '{"loop": "t", "generation": 0}'])
+def test_a_damaged_generation_record_is_a_clear_error(root: tuple[Layout, Path], line: str) -> None:
+    layout, _ = root
+    run = RunFolder(layout, "t")
+    run.root.mkdir(parents=True)
+    run.save(LoopState(name="t", status="stopped", started_at=now(), updated_at=now()))
+    run.generations_path.write_text(line + "\n")
+    result, output = distill(layout, "loop", "history", "--name", "t")
+    assert result.exit_code == 2 and "generations.jsonl:1 is not a generation record" in output, output
+    assert "Traceback" not in output
+    page = client_for(layout).get("/runs/t")
+    assert page.status_code in (200, 404, 422, 500) and "Traceback" not in page.text

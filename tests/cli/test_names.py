@@ -57,11 +57,11 @@ COMMANDS = {
 }
 
 
-def snapshot(folder: Path, leave_out: Path) -> dict[str, tuple[int, int]]:
-    """Every file and folder under ``folder`` but ``leave_out``: (size, modification time)."""
+def snapshot(folder: Path, leave_out: Path, also: Path | None = None) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``folder`` but ``leave_out`` (and ``also``): (size, modification time)."""
     found = {}
     for where, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if Path(where, d) != leave_out]
+        dirs[:] = [d for d in dirs if Path(where, d) not in (leave_out, also)]
         for name in [*dirs, *files]:
             stat = Path(where, name).lstat()
             found[str(Path(where, name).relative_to(folder))] = (stat.st_size, stat.st_mtime_ns)

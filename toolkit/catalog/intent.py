@@ -92,10 +92,12 @@ def owned(layout: Layout, moved: MovedFile) -> Path | None:
     if len(parts) < 2 or parts[0] not in TARGET_FOLDERS or ".." in parts:
         return None
     path = layout.home.joinpath(*parts)
-    folder = os.path.realpath(layout.home / parts[0])
+    home, folder = os.path.realpath(layout.home), os.path.realpath(layout.home / parts[0])
     try:
         real = os.path.realpath(path)
-        if os.path.commonpath([folder, real]) != folder or path.is_symlink() or not path.is_file():
+        if os.path.commonpath([home, folder]) != home or os.path.commonpath([folder, real]) != folder:
+            return None  # lake/ or quarantine/ (or the file) leads outside the data root
+        if path.is_symlink() or not path.is_file():
             return None
         if path.stat().st_size != moved.size or tail_sha256(path) != moved.tail_sha256:
             return None

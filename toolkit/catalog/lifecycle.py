@@ -181,11 +181,11 @@ def restore(writer: LakeWriter, batch_ids: Sequence[str], reason: str | None = N
             hint="ingest its log file again (distill ingest PATH): a vacuumed batch comes back that way",
         )
     info = CommitInfo(operation=RESTORE, batches=list(batch_ids), reason=reason, distill_version=__version__)
+    _require_on_disk(writer, list(needed.values()), view.version)  # live again, or read: inside the table
     whole = [f for f in needed.values() if set(f.batch_ids) <= returning]
     shared = [f for f in needed.values() if not set(f.batch_ids) <= returning]
     if not shared:  # metadata only: the same files again
         return _record(view, writer.commit(info, described=whole))
-    _require_on_disk(writer, shared, view.version)  # read below: inside the table, whatever the index says
     staged = writer.stage(f"restore-{uuid.uuid4().hex[:12]}")
     for file in shared:
         _write_rows(_rows_of(file, set(file.batch_ids) & returning), _staged_path(writer.layout.lake, staged, file))

@@ -136,7 +136,7 @@ def register(
     if check:
         lake_files = log.readable(layout.lake, [row[0] for row in live], [row[2] for row in live], version)
     else:  # a writer's views: a file lost on disk is left out here, and refused where rows are read
-        live = [row for row in live if (layout.lake / row[0]).is_file()]
+        live = [row for row in live if log.inside(layout.lake, row[0]) is not None and (layout.lake / row[0]).is_file()]
         lake_files = [layout.lake / row[0] for row in live]
     _show(
         con,
@@ -148,7 +148,7 @@ def register(
         partitions=[partition_values(row[3], row[4]) for row in live],
     )
     kept = con.execute("SELECT batch_id FROM batches WHERE NOT retired ORDER BY lake_version, batch_id").fetchall()
-    quarantined = [path for (batch,) in kept if (path := layout.quarantine_file(batch)).is_file()]
+    quarantined = layout.within(path for (batch,) in kept if (path := layout.quarantine_file(batch)).is_file())
     _show(con, "rejects", quarantined, QUARANTINE_SCHEMA, sandbox=sandbox, missing=[()] * len(quarantined))
     con.execute(
         f"""

@@ -221,7 +221,7 @@ class LakeWriter:
         intent.write(staged, record)
         try:
             for source, name in moves:
-                target = self.layout.home / name
+                target = self.layout.inside(self.layout.home / name)  # never through a link leading out
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(source, target)
             failpoint(f"{info.operation}.moved")

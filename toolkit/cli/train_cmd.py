@@ -206,7 +206,7 @@ def train_ppo_command(
             "export.games": export_games,
         },
     )
-    folder = out or layout().runs / "train"
+    folder = out or layout().inside(layout().runs / "train")
     where = backend_config(backend, workers, address, shard_games)
     on = engine_config(engine, engine_processes)
     if as_json:

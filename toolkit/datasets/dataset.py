@@ -290,6 +290,11 @@ def read_manifest(root: Path) -> Manifest:
         BuildError: when it is missing, unreadable, of an unknown format version, or of another build than the
             folder it is in (``builds/<name>/<fingerprint>/``) names.
     """
+    if not Path(os.path.realpath(root / MANIFEST_FILE)).is_relative_to(Path(os.path.realpath(root))):
+        raise BuildError(
+            f"{root / MANIFEST_FILE} leads outside its build (a symlink): Distill does not read through it",
+            hint=f"remove the link, or remove {root} and rebuild the dataset with `distill build`",
+        )
     manifest = read_versioned(
         root / MANIFEST_FILE,
         Manifest,

@@ -30,7 +30,7 @@ from toolkit.errors import BuildError
 from toolkit.layout import LABEL_SCORES_FORMAT_VERSION, Layout
 from toolkit.schema import columns as col
 from toolkit.schema import scores as sc
-from toolkit.storage import file_sha256, read_versioned, write_text_atomic
+from toolkit.storage import file_sha256, read_versioned, temporary_sibling, write_text_atomic
 
 SCORES_INFO_HINT: Final = "score the build again: distill check labels NAME"
 
@@ -105,7 +105,7 @@ def read_scores(layout: Layout, dataset: Dataset, columns: list[str] | None = No
 def write_scores(layout: Layout, dataset: Dataset, table: pa.Table, info: LabelScoresInfo) -> LabelScoresInfo:
     """Publish the table, then its record (each by one rename); returns the record with the table's sha256."""
     path = scores_path(layout, dataset)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = temporary_sibling(path)
     pq.write_table(table.cast(sc.SCHEMA), temporary, compression="zstd", compression_level=3)
     os.replace(temporary, path)
     info = info.model_copy(update={"scores_sha256": file_sha256(path)})

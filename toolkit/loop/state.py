@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 from toolkit.layout import STATE_FORMAT_VERSION, Layout, checked_name, generation_label
 from toolkit.storage import (
@@ -130,11 +131,11 @@ class RunFolder:
     def __init__(self, layout: Layout, name: str) -> None:
         self.layout = layout
         self.root = layout.inside(layout.runs / checked_name(name, "loop run name"))
-        self.state_path = self.root / "state.json"
-        self.config_path = self.root / "config.json"
-        self.generations_path = self.root / "generations.jsonl"
-        self.events_path = self.root / "events.jsonl"
-        self.ratings_path = self.root / "ratings.json"
+        self.state_path = layout.inside(self.root / "state.json")
+        self.config_path = layout.inside(self.root / "config.json")
+        self.generations_path = layout.inside(self.root / "generations.jsonl")
+        self.events_path = layout.inside(self.root / "events.jsonl")
+        self.ratings_path = layout.inside(self.root / "ratings.json")
 
     @property
     def lock_path(self) -> Path:
@@ -216,10 +217,21 @@ class RunFolder:
         """The generation records written so far (the last one per generation wins)."""
         if not self.generations_path.exists():
             return []
+        from toolkit.loop.record import GenerationRecord
+
         latest: dict[int, dict[str, Any]] = {}
-        for line in self.generations_path.read_text(encoding="utf-8").splitlines():
+        text = self.generations_path.read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
-                record = reroot(json.loads(line), self.root.name)
+                try:
+                    record = reroot(json.loads(line), self.root.name)
+                    GenerationRecord.model_validate(record)
+                except (ValueError, TypeError) as error:  # ValidationError is a ValueError
+                    reason = validation_message(error) if isinstance(error, ValidationError) else str(error)
+                    raise ConfigError(
+                        f"{self.generations_path}:{number} is not a generation record: {reason[:300]}",
+                        hint="restore the run's folder from a backup (the records are written by the loop only)",
+                    ) from None
                 latest[record["generation"]] = record
         return [latest[g] for g in sorted(latest)]
 

@@ -146,7 +146,7 @@ def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress
     torch.manual_seed(config.seed)
     dataset = open_dataset(layout, config.dataset, config.fingerprint)
     _check_dataset(dataset)
-    out = out or layout.runs / "train"
+    out = out or layout.inside(layout.runs / "train")
     run_id = config.run_id or checkpoints.new_run_id()
     out.mkdir(parents=True, exist_ok=True)
     stem = checkpoints.checkpoint_stem("bc", run_id, "metrics")

@@ -33,7 +33,7 @@ from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import CARD_FORMAT_VERSION, FINGERPRINT_PATTERN, NAME_PATTERN, Layout
 from toolkit.schema.vocab import N_ACTIONS
-from toolkit.storage import file_sha256, read_versioned, write_text_atomic
+from toolkit.storage import file_sha256, read_versioned, temporary_sibling, write_text_atomic
 from toolkit.train.policy import PolicySpec
 
 Kind = Literal["bc", "ppo", "ppo-recurrent"]
@@ -139,7 +139,7 @@ def save_checkpoint(
         t = tensor.detach().contiguous()
         plain[key] = t.clone() if t.data_ptr() in seen else t
         seen.add(t.data_ptr())
-    tmp = weights.with_name(weights.name + ".tmp")
+    tmp = temporary_sibling(weights)
     save_file(plain, str(tmp))
     os.chmod(tmp, 0o666 & ~_umask())  # safetensors writes 0600; weights are as readable as their card
     digest = file_sha256(tmp)
