@@ -206,3 +206,26 @@ def test_a_writer_killed_mid_ingest_leaves_its_batch_whole_or_absent_and_a_rerun
     ]
     assert rows(home, lake_uri, "SELECT count(*) AS n FROM decisions") == [{"n": 36}]
     assert not any((home / "staging").iterdir())
+
+
+def test_a_vacuum_deletes_an_upload_whose_commit_never_came_once_it_is_old_enough(
+    tmp_path: Path, lake_uri: str, write_log, s3: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime as dt
+
+    from toolkit.catalog import remote
+
+    home = tmp_path / "a"
+    ok(home, lake_uri, "ingest", str(log_file(write_log, "x", 1)))
+    bucket, prefix = lake_uri.split("/")[2], lake_uri.split("/", 3)[3]
+    stray = f"{prefix}/source=forge/generation=__HIVE_DEFAULT_PARTITION__/batch-feed~0123456789ab.parquet"
+    s3.client().put_object(Bucket=bucket, Key=stray, Body=b"PAR1 a writer killed before its commit")
+    s3.client().put_object(Bucket=bucket, Key="elsewhere/batch-x.parquet", Body=b"not the lake's")
+    ok(home, lake_uri, "lake", "vacuum", "--retain", "0")
+    assert stray in s3.keys(bucket)  # younger than an hour: perhaps another root's upload, on its way
+    monkeypatch.setattr(remote, "STRAY_MIN_AGE", dt.timedelta(0))
+    ok(home, lake_uri, "lake", "vacuum", "--retain", "0")
+    keys = s3.keys(bucket)
+    assert stray not in keys and "elsewhere/batch-x.parquet" in keys
+    assert sum(k.endswith(".parquet") for k in keys if k.startswith(prefix)) == 1  # the batch's own file stays
+    assert rows(home, lake_uri, "SELECT count(*) AS n FROM batches") == [{"n": 1}]

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
 from toolkit import __version__
-from toolkit.catalog import log
+from toolkit.catalog import log, remote
 from toolkit.catalog.commit import CommitInfo
 from toolkit.catalog.index import RESTORE, RETIRE, VACUUM, now
 from toolkit.catalog.log import Commit
@@ -291,12 +291,13 @@ def vacuum(writer: LakeWriter, retain_days: float) -> VacuumResult:
     view = writer.view
     found = view.con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [cut]).fetchall()
     expired = _expired_files(view, int(found[0][0]) if found[0][0] is not None else -1)
-    doomed = sorted({*expired, *_unlisted_files(view)})
+    strays = _unlisted_at_location(writer, cut)
+    doomed = sorted({*expired, *_unlisted_files(view), *strays})
     if not doomed:
         return VacuumResult(version=None, horizon=view.vacuum_horizon, files_deleted=0, bytes_deleted=0)
     # The oldest version still whole once these files are gone: the last that removed one of them.
     horizon = max([view.vacuum_horizon, *expired.values()])
-    size = sum((writer.layout.lake / name).lstat().st_size for name in doomed)
+    size = sum(strays[name] if name in strays else (writer.layout.lake / name).lstat().st_size for name in doomed)
     info = CommitInfo(
         operation=VACUUM,
         distill_version=__version__,
@@ -306,6 +307,19 @@ def vacuum(writer: LakeWriter, retain_days: float) -> VacuumResult:
     record = _record(view, writer.commit(info))
     writer.delete_vacuumed(doomed)
     return VacuumResult(version=record, horizon=horizon, files_deleted=len(doomed), bytes_deleted=size)
+
+
+def _unlisted_at_location(writer: LakeWriter, cut: dt.datetime) -> dict[str, int]:
+    """At a shared lake's location, the data files no version ever listed (a writer's upload whose commit never
+    came), by path in the table with their size, when older than ``cut`` and than
+    :data:`~toolkit.catalog.remote.STRAY_MIN_AGE` (another root's upload may be about to be committed)."""
+    if writer.location is None:
+        return {}
+    listed = {row[0] for row in writer.con.execute("SELECT DISTINCT path FROM lake_files").fetchall()}
+    before = min(
+        cut.replace(tzinfo=dt.UTC) if cut.tzinfo is None else cut, dt.datetime.now(dt.UTC) - remote.STRAY_MIN_AGE
+    )
+    return {name: size for name, size in remote.stray_files(writer.location, listed, before).items()}
 
 
 def _expired_files(catalog: Catalog, cut: int) -> dict[str, int]:

@@ -31,6 +31,7 @@ with another lake, nor as a local lake, by mistake.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import os
@@ -51,6 +52,9 @@ LOCATION_FORMAT_VERSION: Final = 1
 SCHEMES: Final = ("s3", "file")
 TOKEN_KEY: Final = "distillToken"  # commitInfo key: which writer's commit a version is (found after a pull)
 BATCH_APP_PREFIX: Final = "distill-batch-"  # the Delta transaction id of an ingested batch
+# A data file at the location that no version lists is deleted by a vacuum only past this age: younger, it may be
+# another data root's upload whose commit is on its way.
+STRAY_MIN_AGE: Final = dt.timedelta(hours=1)
 _CONNECT_TIMEOUT_S: Final = 5.0
 _REQUEST_TIMEOUT_S: Final = 60.0
 HINT: Final = (
@@ -221,6 +225,29 @@ def require_lake_or_empty(location: LakeLocation) -> None:
             f"no Delta log ({log.LOG_FOLDER}/): it is not a lake, and Distill makes none over other files",
             hint="name an empty prefix or an existing Distill lake",
         )
+
+
+def stray_files(location: LakeLocation, listed: set[str], before: dt.datetime) -> dict[str, int]:
+    """The Parquet files at the location (paths in the table, with their sizes) that are not in ``listed`` and were
+    last modified before ``before``; the log's folder and hidden folders (``_...``, ``.…``) are not looked in.
+
+    Raises:
+        CatalogError: the location cannot be listed.
+    """
+    import pyarrow.fs as pafs
+
+    fs, root = location.filesystem()
+    with _remote_errors(location, "list"):
+        found = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    strays = {}
+    for info in found:
+        name = posixpath.relpath(info.path, root)
+        hidden = any(part.startswith(("_", ".")) for part in name.split("/"))
+        if info.type != pafs.FileType.File or hidden or not name.endswith(".parquet") or name in listed:
+            continue
+        if info.mtime is not None and info.mtime.replace(tzinfo=info.mtime.tzinfo or dt.UTC) < before:
+            strays[name] = int(info.size or 0)
+    return strays
 
 
 def upload(lake: Path, location: LakeLocation, names: list[str]) -> None:
