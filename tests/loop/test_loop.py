@@ -271,6 +271,18 @@ def test_the_loop_on_the_process_pool_records_what_it_records_in_process(tmp_pat
     assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
+def test_the_loop_on_the_pool_with_its_lake_on_s3_records_what_it_records_on_a_local_lake(
+    tmp_path: Path, reference, shared_lake: str
+) -> None:
+    layout = Layout.at(tmp_path / "home")  # DISTILL_LAKE names the lake (S3, moto's server on the loopback)
+    assert layout.lake_uri == shared_lake
+    state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": 16}))
+    assert state.status == "finished", state.message
+    assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
+    with Lake.open(Layout.at(tmp_path / "elsewhere")) as other, Lake.open(layout) as own:
+        assert other.version() == own.version() > 0  # another data root reads the run's lake
+
+
 def test_a_pause_request_halts_at_the_next_step_and_resume_finishes(tmp_path: Path) -> None:
     layout = Layout.at(tmp_path / "home")
     run = RunFolder(layout, "tiny")
