@@ -229,3 +229,16 @@ def test_a_vacuum_deletes_an_upload_whose_commit_never_came_once_it_is_old_enoug
     assert stray not in keys and "elsewhere/batch-x.parquet" in keys
     assert sum(k.endswith(".parquet") for k in keys if k.startswith(prefix)) == 1  # the batch's own file stays
     assert rows(home, lake_uri, "SELECT count(*) AS n FROM batches") == [{"n": 1}]
+
+
+def test_every_data_root_reads_every_batchs_rejected_lines_byte_for_byte(
+    tmp_path: Path, lake_uri: str, write_log
+) -> None:
+    good = [r for i in range(2) for r in game_records(f"g-{i}")]
+    log = tmp_path / "mixed.jsonl"
+    bad_lines = [b'{"not": "a decision"}', b"\xff\xfe not even text", b'{"game_id": 7']
+    log.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in good) + b"\n".join(bad_lines) + b"\n")
+    ok(tmp_path / "a", lake_uri, "ingest", str(log))
+    query = "SELECT source_line, hex(raw) AS raw FROM rejects ORDER BY source_line"
+    seen = {home: rows(tmp_path / home, lake_uri, query) for home in ("a", "b")}
+    assert len(seen["a"]) == 3 and seen["b"] == seen["a"]  # the other root's copy, the same bytes

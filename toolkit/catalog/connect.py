@@ -94,7 +94,7 @@ def sync(con: duckdb.DuckDBPyConnection, layout: Layout) -> list[int]:
     refuse_format_1(con, layout)
     location = remote.location_of(layout)
     if location is not None:
-        remote.pull(layout.lake, location)
+        remote.pull(layout.lake, location, layout.quarantine_file)
     if not delta.exists(layout.lake):
         if index.has_table(con, "versions") and index.indexed_version(con) is not None:
             raise CatalogError(
@@ -119,7 +119,7 @@ def connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
     """
     location = remote.location_of(layout)
     if location is not None:  # the copy brought up to the location's log (files first, then commits)
-        remote.pull(layout.lake, location)
+        remote.pull(layout.lake, location, layout.quarantine_file)
     if not delta.exists(layout.lake):
         return _without_table(layout)
     latest = log.latest_version(layout.lake)

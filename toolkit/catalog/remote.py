@@ -36,8 +36,9 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -45,13 +46,14 @@ from urllib.parse import urlparse
 
 from toolkit.catalog import log
 from toolkit.errors import CatalogError, LakeLogError, UsageError
-from toolkit.layout import LAKE_ENV, Layout
+from toolkit.layout import LAKE_ENV, NAME_PATTERN, Layout
 
 LOCATION_FILE: Final = "lake.json"  # in the data root: the location of its lake (absent: a local lake)
 LOCATION_FORMAT_VERSION: Final = 1
 SCHEMES: Final = ("s3", "file")
 TOKEN_KEY: Final = "distillToken"  # commitInfo key: which writer's commit a version is (found after a pull)
 BATCH_APP_PREFIX: Final = "distill-batch-"  # the Delta transaction id of an ingested batch
+QUARANTINE_FOLDER: Final = "_quarantine"  # at the location: each batch's rejected lines (Delta readers skip it)
 # A data file at the location that no version lists is deleted by a vacuum only past this age: younger, it may be
 # another data root's upload whose commit is on its way.
 STRAY_MIN_AGE: Final = dt.timedelta(hours=1)
@@ -165,9 +167,11 @@ def location_of(layout: Layout) -> LakeLocation | None:
     return given
 
 
-def pull(lake: Path, location: LakeLocation) -> list[int]:
+def pull(lake: Path, location: LakeLocation, quarantine: Callable[[str], Path] | None = None) -> list[int]:
     """Copy into the local copy ``lake`` the commits of the location's log that it lacks, each after the data files
-    it adds (a file gone from the location, vacuumed since, is left out); returns the versions copied.
+    it adds (a file gone from the location, vacuumed since, is left out); returns the versions copied. With
+    ``quarantine`` (a batch id -> where this data root keeps its rejected lines), each ingested batch's quarantine
+    file is copied too, where the location holds one.
 
     A commit the copy holds already must be the location's: the copy's newest one is compared byte for byte.
 
@@ -204,7 +208,39 @@ def pull(lake: Path, location: LakeLocation) -> list[int]:
                 _download(fs, location, posixpath.join(root, path), target)
         _place(lake / name, raw)
         pulled.append(version)
+        if quarantine is not None:
+            _pull_quarantine(fs, location, root, log.read_commit(lake, version), quarantine)
     return pulled
+
+
+def upload_quarantine(location: LakeLocation, files: dict[str, Path]) -> None:
+    """Copy ingested batches' quarantine files (batch id -> file) to the location's ``_quarantine/`` folder (a
+    folder Delta readers skip), so that every data root reads every batch's rejected lines.
+
+    Raises:
+        CatalogError: the location cannot be written.
+    """
+    fs, root = location.filesystem()
+    with _remote_errors(location, "write"):
+        for batch, path in files.items():
+            target = posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", path.name)
+            fs.create_dir(posixpath.dirname(target), recursive=True)
+            with open(path, "rb") as source, fs.open_output_stream(target) as sink:
+                while block := source.read(1 << 22):
+                    sink.write(block)
+
+
+def _pull_quarantine(
+    fs: Any, location: LakeLocation, root: str, commit: log.Commit, quarantine: Callable[[str], Path]
+) -> None:
+    if commit.info is None or commit.info.operation != "ingest":
+        return
+    for batch in commit.info.batches:
+        if not re.fullmatch(NAME_PATTERN, batch):
+            continue  # not a batch id Distill makes: never a path
+        target = quarantine(batch)
+        if not target.exists():
+            _download(fs, location, posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", target.name), target)
 
 
 def require_lake_or_empty(location: LakeLocation) -> None:

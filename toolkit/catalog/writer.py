@@ -232,6 +232,8 @@ class LakeWriter:
                 remote.upload(
                     self.layout.lake, self.location, [p.relative_to(self.layout.lake).as_posix() for p in adds]
                 )
+                rejects = [self.layout.home / n for _, n in moves if n.startswith("quarantine/batch=")]
+                remote.upload_quarantine(self.location, {p.parent.name.removeprefix("batch="): p for p in rejects})
                 failpoint(f"{info.operation}.uploaded")
             version = self.commit(info, adds, removes, data_change=data_change, described=placed)
         except BaseException:
