@@ -36,20 +36,23 @@ def s3() -> Iterator[S3Server]:
 
 
 @pytest.fixture
-def s3_env(s3: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
-    """The ``AWS_*`` environment that reaches ``s3``, for the test."""
-    for key, value in s3.env.items():
-        monkeypatch.setenv(key, value)
-    return s3
+def s3_env(s3: S3Server) -> Iterator[S3Server]:
+    """The ``AWS_*`` environment that reaches ``s3``, for the test (set apart from the test's own ``monkeypatch``,
+    which a test may undo)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in s3.env.items():
+            patch.setenv(key, value)
+        yield s3
 
 
 @pytest.fixture
-def shared_lake(s3_env: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+def shared_lake(s3_env: S3Server) -> Iterator[str]:
     """A new lake at a location (a prefix of a new bucket), chosen for every data root of the test as
     ``DISTILL_LAKE`` chooses it."""
     uri = f"s3://{s3_env.bucket()}/lake"
-    monkeypatch.setenv(LAKE_ENV, uri)
-    return uri
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(LAKE_ENV, uri)
+        yield uri
 
 
 @pytest.fixture(params=["local", "s3"])

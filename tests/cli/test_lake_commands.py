@@ -11,6 +11,8 @@ from tests.datasets.conftest import game_records
 from toolkit.cli.main import app
 from toolkit.layout import Layout
 
+pytestmark = pytest.mark.usefixtures("either_lake")  # on the data root's own lake, and on one shared on S3
+
 runner = CliRunner()
 
 
