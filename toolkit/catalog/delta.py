@@ -128,9 +128,10 @@ class DeltaLake:
         except Exception as error:
             if location is None:
                 raise
-            raise CatalogError(
-                f"cannot create the lake at {location.uri}: {_first_line(error)}", hint=remote.HINT
-            ) from error
+            if not remote.has_table(location):  # else another data root made it at the same moment: as good
+                raise CatalogError(
+                    f"cannot create the lake at {location.uri}: {_first_line(error)}", hint=remote.HINT
+                ) from error
         if location is not None:
             remote.pull(lake, location)
         return cls(lake, location)
@@ -176,13 +177,24 @@ class DeltaLake:
             custom_metadata={**_custom(info, adds), remote.TOKEN_KEY: token},
             app_transactions=[Transaction(remote.BATCH_APP_PREFIX + b, 1) for b in batches] or None,
         )
-        try:
-            if self.location is not None and read_version is not None:
-                self.table.load_as_version(read_version)
-            before = self.version
-            self.table.create_write_transaction(actions, "append", self.table.schema(), commit_properties=properties)
-        except Exception as error:
-            raise self._commit_error(error, info) from error
+        if self.location is not None and read_version is not None:
+            self.table.load_as_version(read_version)
+        before = self.version
+        for attempt in range(1, INGEST_ATTEMPTS + 1):
+            try:
+                self.table.create_write_transaction(
+                    actions, "append", self.table.schema(), commit_properties=properties
+                )
+                break
+            except Exception as error:
+                problem = self._commit_error(error, info)
+                if not batches or isinstance(problem, BatchCommittedElsewhere) or attempt == INGEST_ATTEMPTS:
+                    raise problem from error
+            # An ingest only appends: a conflict delta-rs did not retry is retried from the latest version, once
+            # no version since names this batch's transaction (then another root committed it).
+            self.table.update_incremental()
+            if any(self.table.transaction_version(remote.BATCH_APP_PREFIX + b) is not None for b in batches):
+                raise self._committed_elsewhere(info)
         return self._landed(token, before)
 
     def _landed(self, token: str, before: int) -> log.Commit:
@@ -197,6 +209,13 @@ class DeltaLake:
             raise CatalogError(f"the commit made to {self.location.uri} is not in its log", hint=remote.HINT)
         return log.read_commit(self.root, version)
 
+    def _committed_elsewhere(self, info: CommitInfo) -> BatchCommittedElsewhere:
+        where = self.location.uri if self.location is not None else str(self.root)
+        return BatchCommittedElsewhere(
+            f"batch {', '.join(info.batches)} was committed to the lake at {where} by another data root meanwhile",
+            hint="run the command again: the batch is in the lake once, and is skipped",
+        )
+
     def _commit_error(self, error: Exception, info: CommitInfo) -> CatalogError:
         said = _first_line(error)
         if self.location is None:
@@ -205,11 +224,7 @@ class DeltaLake:
                 hint="the data root must be writable: check its permissions and free space",
             )
         if "concurrent transaction" in said.lower() and info.operation == "ingest":
-            return BatchCommittedElsewhere(
-                f"batch {', '.join(info.batches)} was committed to the lake at {self.location.uri} by another data "
-                "root meanwhile",
-                hint="run the command again: the batch is in the lake once, and is skipped",
-            )
+            return self._committed_elsewhere(info)
         if "concurrent" in said.lower() or "conflict" in said.lower():
             return CatalogError(
                 f"another data root changed the lake at {self.location.uri} in a way that conflicts with this "
@@ -237,6 +252,9 @@ class DeltaLake:
 
     def partition_columns(self) -> list[str]:
         return list(self.table.metadata().partition_columns)
+
+
+INGEST_ATTEMPTS: Final = 3  # an ingest's commit at a location, when another root's commit conflicts with it
 
 
 class BatchCommittedElsewhere(CatalogError):

@@ -230,6 +230,17 @@ def upload_quarantine(location: LakeLocation, files: dict[str, Path]) -> None:
                     sink.write(block)
 
 
+def fetch_quarantine(location: LakeLocation, batch: str, target: Path) -> None:
+    """Copy one batch's quarantine file from the location to ``target`` (where the location holds one).
+
+    Raises:
+        CatalogError: the location cannot be read.
+    """
+    fs, root = location.filesystem()
+    if re.fullmatch(NAME_PATTERN, batch):
+        _download(fs, location, posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", target.name), target)
+
+
 def _pull_quarantine(
     fs: Any, location: LakeLocation, root: str, commit: log.Commit, quarantine: Callable[[str], Path]
 ) -> None:
@@ -240,7 +251,18 @@ def _pull_quarantine(
             continue  # not a batch id Distill makes: never a path
         target = quarantine(batch)
         if not target.exists():
-            _download(fs, location, posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", target.name), target)
+            fetch_quarantine(location, batch, target)
+
+
+def has_table(location: LakeLocation) -> bool:
+    """Whether the location's log holds a first commit.
+
+    Raises:
+        CatalogError: the location cannot be read.
+    """
+    fs, root = location.filesystem()
+    with _remote_errors(location, "read"):
+        return 0 in _remote_versions(fs, root)
 
 
 def require_lake_or_empty(location: LakeLocation) -> None:

@@ -26,7 +26,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from toolkit import __version__
+from toolkit.catalog import remote
 from toolkit.catalog.connect import WriterWait
+from toolkit.catalog.delta import BatchCommittedElsewhere
 from toolkit.catalog.lake import Lake
 from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.catalog.store import Catalog
@@ -279,11 +281,25 @@ def _stage_and_publish(
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
         raise
-    lake.append(
-        staged.root,
-        _batch_record(batch_id, sha, staged, report, duplicates, config),
-        _file_record(source, recorded, sha, batch_id, report),
-    )
+    try:
+        lake.append(
+            staged.root,
+            _batch_record(batch_id, sha, staged, report, duplicates, config),
+            _file_record(source, recorded, sha, batch_id, report),
+        )
+    except BatchCommittedElsewhere:  # a shared lake: another data root committed this batch at the same moment
+        lake.writer.index()  # its commit, now in this root's copy and index
+        rejects = layout.quarantine_file(batch_id)
+        if lake.writer.location is not None and not rejects.exists():  # ours was undone: the winner's, copied
+            remote.fetch_quarantine(lake.writer.location, batch_id, rejects)
+        return FileIngest(
+            path=source.name,
+            sha256=sha,
+            status="already_ingested",
+            batch_id=batch_id,
+            report=report,
+            note=f"same content committed as batch {batch_id} by another data root at the same moment",
+        )
     return FileIngest(
         path=source.name, sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates
     )
