@@ -57,6 +57,7 @@ from typing import Final
 from toolkit.errors import DataRootError, NameRefusedError, OutsideRootError
 
 HOME_ENV: Final = "DISTILL_HOME"
+GLOB_CHARACTERS: Final = ("*", "?", "[", "]", "{", "}")  # a data root's path holds none (DuckDB globs its paths)
 LAKE_ENV: Final = "DISTILL_LAKE"  # a shared lake's location (toolkit.catalog.remote)
 DEFAULT_HOME: Final = "datasets"
 # Format versions of everything Distill writes; a reader refuses a version it does not know
@@ -151,6 +152,12 @@ class Layout:
             DataRootError: naming the folder and why.
         """
         hint = f"point --home (or ${HOME_ENV}) at a folder you can {'write to' if write else 'read'}"
+        if any(c in str(self.home) for c in GLOB_CHARACTERS):
+            raise DataRootError(
+                f"the data root {self.home} has one of {' '.join(GLOB_CHARACTERS)} in its path, which readers of "
+                "its files (DuckDB) take as a pattern matching other folders",
+                hint="use a folder whose path has none of them",
+            )
         if self.home.exists() and not self.home.is_dir():
             raise DataRootError(f"the data root {self.home} is a file, not a folder", hint=hint)
         if write:
@@ -181,7 +188,8 @@ class Layout:
 
     @property
     def lake(self) -> Path:
-        return self.home / "lake"
+        """The lake's table folder (or a shared lake's local copy), checked not to lead outside the data root."""
+        return self.inside(self.home / "lake")
 
     @property
     def quarantine(self) -> Path:

@@ -75,6 +75,8 @@ def read_versioned(
     good file back. ``upgrades`` maps an older version to the function that
     turns its content into ``version``'s.
     """
+    if path.exists() and not path.is_file():  # a FIFO or a device would hang or stream forever
+        raise error(f"{path} is not a regular file, so not a {what}", hint=hint)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -17,7 +17,7 @@ from tests.datasets.conftest import game_records
 from tests.s3server import S3Server, environment, free_port
 from toolkit.catalog.remote import LakeLocation
 from toolkit.cli.main import app
-from toolkit.errors import UsageError
+from toolkit.errors import CatalogError, UsageError
 
 runner = CliRunner()
 
@@ -157,6 +157,8 @@ def test_a_data_root_keeps_to_its_lake(tmp_path: Path, lake_uri: str, write_log,
         ("ftp://host/lake", "has the scheme 'ftp'"),
         ("s3:///lake", "is not an S3 location"),
         ("s3://lake?x=1", "is not an S3 location"),
+        ("s3://lake/t/_delta_log/00000000000000000000.json", "inside a lake's own folders"),
+        ("/shared/t/_quarantine", "inside a lake's own folders"),
     ],
 )
 def test_a_location_that_is_not_one_is_refused(tmp_path: Path, uri: str, words: str, s3_env: S3Server) -> None:
@@ -176,6 +178,8 @@ def test_store_faults_are_clear_errors_and_a_rerun_finishes(tmp_path: Path, writ
     s3.client().put_object(Bucket=bucket, Key="data/notes.txt", Body=b"not a lake")
     result, output = distill(tmp_path / "b", f"s3://{bucket}/data", "ingest", log)
     assert result.exit_code == 1 and "no Delta log" in output and "notes.txt" in output, output
+    result, output = distill(tmp_path / "b2", f"s3://{bucket}/data/notes.txt", "ingest", log)
+    assert result.exit_code == 1 and "is a file" in output, output
     with environment({"AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}):  # nothing listens there
         result, output = distill(tmp_path / "c", f"s3://{bucket}/lake", "ingest", log)
     assert result.exit_code == 1 and "cannot" in output and "Traceback" not in output, output
@@ -263,3 +267,64 @@ def test_a_batch_another_root_commits_at_the_same_moment_is_skipped_and_its_reje
     query = "SELECT source_line, hex(raw) AS raw FROM rejects"
     assert rows(tmp_path / "b", lake_uri, query) == rows(tmp_path / "a", lake_uri, query) != []
     assert not any((tmp_path / "b" / "staging").iterdir())
+
+
+def test_a_change_decided_on_a_version_another_root_moved_past_is_refused(
+    tmp_path: Path, lake_uri: str, write_log
+) -> None:
+    from toolkit.catalog import Lake
+    from toolkit.layout import Layout
+
+    for name in "xyz":
+        ok(tmp_path / "a", lake_uri, "ingest", str(log_file(write_log, name, 1)))
+    late = Lake.open(Layout.at(tmp_path / "b", lake_uri), write=True)  # decides on version 3
+    try:
+        ok(tmp_path / "a", lake_uri, "lake", "compact")  # another root compacts first: version 4
+        with pytest.raises(CatalogError, match="another data root changed the lake"):
+            late.compact()
+    finally:
+        late.close()
+    assert rows(tmp_path / "c", lake_uri, "SELECT count(*) AS n FROM decisions") == [{"n": 36}]  # not twice
+    ok(tmp_path / "b", lake_uri, "lake", "compact")  # run again: nothing left to merge, nothing wrong
+
+
+def test_a_vacuum_record_naming_files_outside_the_table_deletes_nothing_there(
+    tmp_path: Path, lake_uri: str, write_log, s3: S3Server
+) -> None:
+    home = tmp_path / "a"
+    ok(home, lake_uri, "ingest", str(log_file(write_log, "x", 1)))
+    bucket, prefix = lake_uri.split("/")[2], lake_uri.split("/", 3)[3]
+    s3.client().put_object(Bucket=bucket, Key="lake.json", Body=b"beside the lake")
+    commit = {
+        "commitInfo": {
+            "timestamp": 1_900_000_000_000,
+            "operation": "DISTILL VACUUM",
+            "distill": {
+                "format": 3,
+                "operation": "vacuum",
+                "batches": [],
+                "distill_version": "0",
+                "detail": {"horizon": 0, "files": ["../lake.json", "../../other/x.parquet"]},
+            },
+        }
+    }
+    key = f"{prefix}/_delta_log/{2:020d}.json"
+    s3.client().put_object(Bucket=bucket, Key=key, Body=(json.dumps(commit) + "\n").encode())
+    result, output = distill(home, lake_uri, "ingest", str(log_file(write_log, "y", 1)))  # finishes "the vacuum"
+    assert result.exit_code == 0, output  # the record was read and indexed: its names were what was refused
+    assert "lake.json" in s3.keys(bucket) and (home / "lake.json").exists()
+
+
+def test_a_copy_whose_folders_lead_out_of_the_data_root_is_not_written_through(
+    tmp_path: Path, lake_uri: str, write_log
+) -> None:
+    ok(tmp_path / "a", lake_uri, "ingest", str(log_file(write_log, "x", 1)))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for linked in ("lake", "lake/_delta_log", "lake/source=forge"):
+        home = tmp_path / f"b-{linked.replace('/', '-')}"
+        (home / linked).parent.mkdir(parents=True, exist_ok=True)
+        (home / linked).symlink_to(outside, target_is_directory=True)
+        result, output = distill(home, lake_uri, "sql", "FROM batches")
+        assert result.exit_code != 0 and "Traceback" not in output, (linked, output)
+        assert not any(outside.iterdir()), linked

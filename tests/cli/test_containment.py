@@ -397,3 +397,60 @@ def test_a_damaged_generation_record_is_a_clear_error(root: tuple[Layout, Path],
     assert "Traceback" not in output
     page = client_for(layout).get("/runs/t")
     assert page.status_code in (200, 404, 422, 500) and "Traceback" not in page.text
+
+
+# -- round 3 -------------------------------------------------------------------------------------------------------
+
+
+def test_a_data_root_whose_path_is_a_pattern_is_refused(tmp_path: Path) -> None:
+    for name in ("st*r", "a?b", "x[12]", "{a,b}"):
+        result, output = distill(Layout(tmp_path / name), "sql", "SELECT 1")
+        assert result.exit_code == 2 and "in its path" in output, (name, output)
+
+
+def test_a_run_folder_named_as_a_pattern_is_not_read_by_the_generations_view(
+    root: tuple[Layout, Path], tmp_path: Path
+) -> None:
+    layout, _ = root
+    planted = tmp_path / "inputs" / "gen"
+    planted.mkdir()
+    (planted / "generations.jsonl").write_text(json.dumps({"loop": MARKER, "generation": 0}) + "\n")
+    link(layout.runs / "evil", planted)
+    (layout.runs / "*").mkdir()
+    (layout.runs / "*" / "generations.jsonl").write_text(json.dumps({"loop": MARKER, "generation": 1}) + "\n")
+    result, output = distill(layout, "sql", "SELECT * FROM generations", "--json")
+    assert result.exit_code == 0 and MARKER not in output, output
+
+
+def test_the_dashboard_draws_no_curve_from_a_file_a_link_leads_out_to(
+    root: tuple[Layout, Path], tmp_path: Path
+) -> None:
+    from toolkit.serve.curves import training_curves
+
+    layout, _ = root
+    run = RunFolder(layout, "t")
+    step = run.gen_dir(0, 0) / "selfplay"
+    step.mkdir(parents=True)
+    planted = tmp_path / "inputs" / "metrics.csv"
+    planted.write_text("steps,win_rate\n1,0.5\n2,0.7\n")
+    (step / "ppo-x-metrics-update.csv").symlink_to(planted)
+    assert training_curves(run, 1) == []
+
+
+@pytest.mark.parametrize("where", ["lake.json", "builds/mix/LATEST", "runs/t/state.json", "runs/t/generations.jsonl"])
+def test_a_fifo_in_place_of_a_file_is_an_error_not_a_hang(root: tuple[Layout, Path], where: str) -> None:
+    layout, _ = root
+    run = RunFolder(layout, "t")
+    run.root.mkdir(parents=True)
+    run.save(LoopState(name="t", status="stopped", started_at=now(), updated_at=now()))
+    target = layout.home / where
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    argv = {
+        "lake.json": ["sql", "SELECT 1"],
+        "builds/mix/LATEST": ["datasets", "show", "mix"],
+        "runs/t/state.json": ["loop", "status", "--name", "t"],
+        "runs/t/generations.jsonl": ["loop", "history", "--name", "t"],
+    }[where]
+    result, output = distill(layout, *argv)  # a hang fails the suite's own timeout
+    assert result.exit_code != 0 and "not a regular file" in output and "Traceback" not in output, output

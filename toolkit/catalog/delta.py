@@ -30,6 +30,7 @@ same put-if-absent rule.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -173,9 +174,15 @@ class DeltaLake:
         ]
         token = remote.new_token()
         batches = info.batches if info.operation == "ingest" and self.location is not None else []
+        # At a location, only an ingest's commit is retried past another root's commit (appends commute); any
+        # other change (a review, retirement, restore, compaction, vacuum) was decided on ``read_version`` and
+        # fails if the lake moved since: delta-rs does not see every conflict among them (a compaction's
+        # removes, a vacuum that has no action), so Distill asks for that version or none.
+        serial = self.location is not None and info.operation != "ingest"
         properties = CommitProperties(
             custom_metadata={**_custom(info, adds), remote.TOKEN_KEY: token},
             app_transactions=[Transaction(remote.BATCH_APP_PREFIX + b, 1) for b in batches] or None,
+            max_commit_retries=0 if serial else None,
         )
         if self.location is not None and read_version is not None:
             self.table.load_as_version(read_version)
@@ -187,7 +194,7 @@ class DeltaLake:
                 )
                 break
             except Exception as error:
-                problem = self._commit_error(error, info)
+                problem = self._commit_error(error, info, moved=self._moved_past(before))
                 if not batches or isinstance(problem, BatchCommittedElsewhere) or attempt == INGEST_ATTEMPTS:
                     raise problem from error
             # An ingest only appends: a conflict delta-rs did not retry is retried from the latest version, once
@@ -216,7 +223,15 @@ class DeltaLake:
             hint="run the command again: the batch is in the lake once, and is skipped",
         )
 
-    def _commit_error(self, error: Exception, info: CommitInfo) -> CatalogError:
+    def _moved_past(self, version: int) -> bool:
+        """Whether, at a location, another commit landed after ``version`` (so a failed commit met it)."""
+        if self.location is None:
+            return False
+        with contextlib.suppress(Exception):
+            self.table.update_incremental()
+        return self.version > version
+
+    def _commit_error(self, error: Exception, info: CommitInfo, *, moved: bool = False) -> CatalogError:
         said = _first_line(error)
         if self.location is None:
             return CatalogError(
@@ -225,7 +240,7 @@ class DeltaLake:
             )
         if "concurrent transaction" in said.lower() and info.operation == "ingest":
             return self._committed_elsewhere(info)
-        if "concurrent" in said.lower() or "conflict" in said.lower():
+        if moved or any(word in said.lower() for word in ("concurrent", "conflict", "already exists")):
             return CatalogError(
                 f"another data root changed the lake at {self.location.uri} in a way that conflicts with this "
                 f"{info.operation}: {said}",

@@ -84,12 +84,32 @@ def commit_name(version: int) -> str:
 
 
 def versions(lake: Path) -> list[int]:
-    """The versions whose commit files the log holds, oldest first (empty: no table)."""
+    """The versions whose commit files the log holds, oldest first (empty: no table).
+
+    Raises:
+        LakeLogError: the log's folder, or a commit file, is a symlink (Distill reads and writes the log only in
+            the table's own folder).
+    """
+    folder = lake / LOG_FOLDER
+    linked = folder.is_symlink()  # even one leading nowhere: delta-rs would create the log through it
+    found: list[int] = []
     try:
-        with os.scandir(lake / LOG_FOLDER) as entries:
-            return sorted(int(m[1]) for e in entries if (m := _COMMIT_NAME.match(e.name)))
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if match := _COMMIT_NAME.match(entry.name):
+                    found.append(int(match[1]))
+                    linked = linked or entry.is_symlink()
     except (FileNotFoundError, NotADirectoryError):
-        return []
+        pass
+    if linked:
+        raise LakeLogError(
+            f"the lake's log {folder} is, or holds, a symlink: Distill reads and writes the log only in the "
+            "table's own folder",
+            version=None,
+            file=LOG_FOLDER,
+            hint="replace the links with the files themselves, or restore the lake folder from a backup",
+        )
+    return sorted(found)
 
 
 def latest_version(lake: Path) -> int | None:
@@ -321,6 +341,16 @@ def _added(action: dict[str, Any], version: int, name: str) -> AddedFile:
         partition=dict(partition) if isinstance(partition, dict) else {},
         stats=parsed if isinstance(parsed, dict) else {},
     )
+
+
+def is_table_path(path: Any) -> bool:
+    """Whether ``path`` (a name from a commit's record, such as a vacuum's files) names a data file inside the
+    table folder, by the rules :func:`read_commit` applies to file actions."""
+    try:
+        _file_path(path, -1, "")
+    except LakeLogError:
+        return False
+    return True
 
 
 def _file_path(raw: Any, version: int, name: str) -> str:

@@ -76,7 +76,8 @@ class LakeLocation:
         """A location as a user gives it: an ``s3://`` or ``file://`` URI, or a local path (made absolute).
 
         Raises:
-            UsageError: another scheme, an S3 URI without a bucket, a path with a NUL.
+            UsageError: another scheme, an S3 URI without a bucket, a path with a NUL, a place inside a lake's own
+                folders.
         """
         text = text.strip()
         if "\x00" in text or not text:
@@ -84,7 +85,14 @@ class LakeLocation:
                 f"{text!r} is not a lake location", hint="e.g. --lake s3://bucket/lake or --lake /shared/lake"
             )
         parsed = urlparse(text)
-        if len(parsed.scheme) <= 1:  # no scheme (or a Windows drive letter): a local path
+        local = len(parsed.scheme) <= 1  # no scheme (or a Windows drive letter): a local path
+        if {log.LOG_FOLDER, QUARANTINE_FOLDER} & set((text if local else parsed.path).split("/")):
+            raise UsageError(
+                f"the lake location {text!r} lies inside a lake's own folders ({log.LOG_FOLDER}/, "
+                f"{QUARANTINE_FOLDER}/)",
+                hint="name the lake's own prefix or folder",
+            )
+        if local:
             return cls("file://" + os.path.abspath(os.path.expanduser(text)))
         if parsed.scheme not in SCHEMES:
             raise UsageError(
@@ -203,7 +211,15 @@ def pull(lake: Path, location: LakeLocation, quarantine: Callable[[str], Path] |
         name = log.commit_name(version)
         raw = _read(fs, location, root, name)
         for path in log.added_paths(raw, version, name):
-            target = lake / path
+            target = log.inside(lake, path)
+            if target is None:
+                raise LakeLogError(
+                    f"the data root's copy of the lake holds a symlink leading outside it, where version {version} "
+                    f"adds {path}: Distill writes the copy only inside its folder",
+                    version=version,
+                    file=name,
+                    hint=f"remove the link, or delete {lake} and the catalog files to copy the lake anew",
+                )
             if not target.exists():
                 _download(fs, location, posixpath.join(root, path), target)
         _place(lake / name, raw)
@@ -223,11 +239,7 @@ def upload_quarantine(location: LakeLocation, files: dict[str, Path]) -> None:
     fs, root = location.filesystem()
     with _remote_errors(location, "write"):
         for batch, path in files.items():
-            target = posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", path.name)
-            fs.create_dir(posixpath.dirname(target), recursive=True)
-            with open(path, "rb") as source, fs.open_output_stream(target) as sink:
-                while block := source.read(1 << 22):
-                    sink.write(block)
+            _put(fs, path, posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", path.name))
 
 
 def fetch_quarantine(location: LakeLocation, batch: str, target: Path) -> None:
@@ -275,6 +287,8 @@ def require_lake_or_empty(location: LakeLocation) -> None:
 
     fs, root = location.filesystem()
     with _remote_errors(location, "read"):
+        if fs.get_file_info(root).type == pafs.FileType.File:
+            raise CatalogError(f"the lake location {location.uri} is a file", hint="name a prefix or a folder")
         found = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
     names = sorted(posixpath.basename(info.path) for info in found)
     if names and log.LOG_FOLDER not in names:
@@ -317,11 +331,7 @@ def upload(lake: Path, location: LakeLocation, names: list[str]) -> None:
     fs, root = location.filesystem()
     with _remote_errors(location, "write"):
         for name in names:
-            target = posixpath.join(root, name)
-            fs.create_dir(posixpath.dirname(target), recursive=True)
-            with open(lake / name, "rb") as source, fs.open_output_stream(target) as sink:
-                while block := source.read(1 << 22):
-                    sink.write(block)
+            _put(fs, lake / name, posixpath.join(root, name))
 
 
 def delete(location: LakeLocation, names: list[str]) -> None:
@@ -334,7 +344,7 @@ def delete(location: LakeLocation, names: list[str]) -> None:
 
     fs, root = location.filesystem()
     with _remote_errors(location, "delete from"):
-        for name in names:
+        for name in filter(log.is_table_path, names):  # inside the table's prefix, never a climb out of it
             path = posixpath.join(root, name)
             if fs.get_file_info(path).type != pafs.FileType.NotFound:
                 fs.delete_file(path)
@@ -364,6 +374,8 @@ def new_token() -> str:
 
 def _recorded(layout: Layout) -> LakeLocation | None:
     path = layout.home / LOCATION_FILE
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise CatalogError(f"{path} is not a regular file", hint=f"delete {path} and open the data root with --lake")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -415,6 +427,14 @@ def _download(fs: Any, location: LakeLocation, source: str, target: Path) -> Non
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
+
+
+def _put(fs: Any, path: Path, target: str) -> None:
+    """Copy one local file to ``target`` at the location (an object store writes it whole or not at all)."""
+    fs.create_dir(posixpath.dirname(target), recursive=True)
+    with open(path, "rb") as source, fs.open_output_stream(target) as sink:
+        while block := source.read(1 << 22):
+            sink.write(block)
 
 
 def _place(path: Path, raw: bytes) -> None:

@@ -17,7 +17,6 @@ read with those columns null, so every version reads with today's columns.
 
 from __future__ import annotations
 
-import glob
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.catalog import log
 from toolkit.catalog.view_docs import GENERATION_COLUMNS
-from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal
+from toolkit.layout import FINGERPRINT_PATTERN, LABEL_SCORES_FILE, NAME_PATTERN, Layout, sql_literal
 from toolkit.schema import columns as col
 from toolkit.schema import scores
 from toolkit.schema.arrow import lake_schema
@@ -350,7 +349,11 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
     """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation, the
     documented columns first (in :data:`GENERATION_COLUMNS` order), in order of loop and generation (read now on a
     sandboxed connection: sealed, it cannot read the files later)."""
-    files = layout.within(sorted(Path(p) for p in glob.glob(str(layout.runs / "*" / "generations.jsonl"))))
+    files = layout.within(
+        path
+        for path in sorted(layout.runs.glob("*/generations.jsonl"))
+        if re.fullmatch(NAME_PATTERN, path.parent.name)  # a run's folder, never a name DuckDB takes as a pattern
+    )
     listed = ", ".join(f"'{sql_literal(str(f))}'" for f in files)
     source = f"read_json_auto([{listed}], format = 'newline_delimited', union_by_name = true)"
     found: dict[str, str] = {}
@@ -393,7 +396,11 @@ def _quoted(name: str) -> str:
 def _register_label_scores(con: duckdb.DuckDBPyConnection, layout: Layout, *, sandbox: bool) -> None:
     """``label_scores``: the label-scores tables beside every build (builds/<name>/<fingerprint>/), one row per
     scored decision, with the build's name and fingerprint."""
-    found = layout.within(sorted(Path(p) for p in glob.glob(str(layout.builds / "*" / "*" / LABEL_SCORES_FILE))))
+    found = layout.within(
+        path
+        for path in sorted(layout.builds.glob(f"*/*/{LABEL_SCORES_FILE}"))
+        if re.fullmatch(NAME_PATTERN, path.parent.parent.name) and re.fullmatch(FINGERPRINT_PATTERN, path.parent.name)
+    )
     _show(con, "label_scores", [Path(p) for p in found], scores.SCHEMA, sandbox=sandbox, missing=[()] * len(found))
 
 

@@ -289,6 +289,7 @@ class LakeWriter:
             [self.view.vacuum_horizon],
         ).fetchall()
         live = {row[0] for row in kept}
+        names = [name for name in names if log.is_table_path(name)]  # a record's names: never a climb or a URI
         if self.location is not None:  # the location's files first: a kill between leaves local copies only
             remote.delete(self.location, [name for name in names if name not in live])
         deleted = 0

@@ -351,8 +351,11 @@ def other_builds_hint(layout: Layout, name: str) -> str:
 
 def read_latest(layout: Layout, name: str) -> str | None:
     """The fingerprint ``builds/<name>/LATEST`` names (its build may be gone), or None when there is no pointer."""
+    pointer = layout.latest_pointer(name)
+    if pointer.exists() and not pointer.is_file():
+        raise BuildError(f"{pointer} is not a regular file", hint=f"remove it, then `distill build --name {name}`")
     try:
-        text = layout.latest_pointer(name).read_text(encoding="utf-8").strip()
+        text = pointer.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
     if text and not re.fullmatch(FINGERPRINT_PATTERN, text):

@@ -217,6 +217,10 @@ class RunFolder:
         """The generation records written so far (the last one per generation wins)."""
         if not self.generations_path.exists():
             return []
+        if not self.generations_path.is_file():  # a FIFO would hang the reader
+            raise ConfigError(
+                f"{self.generations_path} is not a regular file", hint="restore the run's folder from a backup"
+            )
         from toolkit.loop.record import GenerationRecord
 
         latest: dict[int, dict[str, Any]] = {}

@@ -63,7 +63,7 @@ def training_curves(run: RunFolder, generations: int) -> list[TrainingCurves]:
             chart
             for folder in attempts
             for step, kind, x, columns, unit, what in CURVES
-            if (chart := _chart(folder / step, g, _attempt(folder.name), kind, x, columns, unit, what)) is not None
+            if (chart := _chart(run, folder / step, g, _attempt(folder.name), kind, x, columns, unit, what)) is not None
         ]
         if charts:
             found.append(TrainingCurves(generation=g, charts=charts))
@@ -82,9 +82,17 @@ def _attempt(name: str) -> int:
 
 
 def _chart(
-    folder: Path, g: int, attempt: int, kind: str, x: str, columns: tuple[str, ...], unit: str, what: str
+    run: RunFolder,
+    folder: Path,
+    g: int,
+    attempt: int,
+    kind: str,
+    x: str,
+    columns: tuple[str, ...],
+    unit: str,
+    what: str,
 ) -> Chart | None:
-    files = sorted(folder.glob(f"*-metrics-{kind}.csv"))
+    files = run.layout.within(sorted(folder.glob(f"*-metrics-{kind}.csv")))  # never a file a link leads out to
     rows = _read(files[0]) if files else []
     if not rows or x not in rows[0]:
         return None
