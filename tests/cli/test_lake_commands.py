@@ -115,3 +115,34 @@ def test_free_text_is_printed_verbatim_in_tables_errors_and_progress(
     assert refused.exit_code == 2 and repr(MARKUP) in refused.stderr, refused.stderr
     missing = _distill(layout, "lake", "retire", "nope-[bold]x[/bold]", "--reason", ":x:")
     assert missing.exit_code == 2 and "nope-[bold]x[/bold]" in missing.stderr, missing.stderr
+
+
+def test_time_travel_never_moves_current_and_training_on_retired_data_is_refused(
+    layout: Layout, batches: dict[str, str]
+) -> None:
+    built = _json(layout, "build", "--name", "d")
+    assert _distill(layout, "lake", "retire", batches["b"], "--reason", "engine 4.2 build").exit_code == 0
+    now = _json(layout, "build", "--name", "d")  # the lake as it is: a new latest
+    assert now["fingerprint"] != built["fingerprint"] and now["latest"]
+    past = _json(layout, "build", "--name", "d", "--as-of", str(built["lake_version"]))
+    assert past["fingerprint"] == built["fingerprint"] and not past["latest"]
+    assert (layout.builds / "d" / "LATEST").read_text().strip() == now["fingerprint"]  # still the current one
+    trained = _distill(layout, "train", "bc", "--dataset", "d", "--fingerprint", built["fingerprint"], "--epochs", "1")
+    assert trained.exit_code == 1, trained.output
+    assert (
+        batches["b"] in trained.stderr and "engine 4.2 build" in trained.stderr and "--allow-retired" in trained.stderr
+    )
+    allowed = _distill(
+        layout,
+        "train",
+        "bc",
+        "--dataset",
+        "d",
+        "--fingerprint",
+        built["fingerprint"],
+        "--epochs",
+        "1",
+        "--allow-retired",
+    )
+    assert allowed.exit_code == 0, allowed.output
+    assert _distill(layout, "train", "bc", "--dataset", "d", "--epochs", "1").exit_code == 0  # the current build

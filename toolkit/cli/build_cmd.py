@@ -128,13 +128,20 @@ def build(
     with progress_bar("build: scanning the lake", enabled=not as_json) as progress:
         info = build_dataset(layout(), config, progress=progress, as_of=as_of)
     if as_json:
-        print_json({"reused": info.reused, "path": str(info.dataset.root), **_summary(info.manifest)})
+        print_json(
+            {"reused": info.reused, "latest": info.latest, "path": str(info.dataset.root), **_summary(info.manifest)}
+        )
         return
     verb = "reused identical build" if info.reused else f"built in {info.seconds:.1f}s"
     console.print(
         f"[bold]{escape(config.name)}[/bold] {info.manifest.fingerprint}: {verb} -> {escape(str(info.dataset.root))}",
         markup=True,
     )
+    if not info.latest:
+        console.print(
+            f"(a build of the lake's past: the latest build of {config.name} is unchanged; open this one with "
+            f"--fingerprint {info.manifest.fingerprint})"
+        )
     show_manifest(info.manifest)
 
 

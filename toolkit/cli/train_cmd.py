@@ -87,6 +87,14 @@ def train_bc_command(
         int | None, typer.Option("--patience", max=MAX_EPOCHS, help="Early-stopping patience, epochs.")
     ] = None,
     select: Annotated[str | None, typer.Option("--select", help="holdout_loss (early stopping) or last_epoch.")] = None,
+    allow_retired: Annotated[
+        bool | None,
+        typer.Option(
+            "--allow-retired/--no-allow-retired",
+            help="Train on a build that read batches retired from the lake since (refused otherwise).",
+            show_default=False,
+        ),
+    ] = None,
     seed: SeedOpt = None,
     run_id: RunOpt = None,
     generation: GenOpt = None,
@@ -109,6 +117,7 @@ def train_bc_command(
             "class_weighting": class_weighting,
             "patience": patience,
             "select": select,
+            "allow_retired": allow_retired,
             "seed": seed,
             "run_id": run_id,
             "generation": generation,

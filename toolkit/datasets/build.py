@@ -69,6 +69,7 @@ class BuildInfo(BaseModel):
     dataset: Dataset
     reused: bool
     seconds: float
+    latest: bool = True  # the name's LATEST now names it (a build --as-of reads the past: it never moves LATEST)
 
     @property
     def manifest(self) -> Manifest:
@@ -86,7 +87,8 @@ def build_dataset(
         progress: told the lake rows scanned so far, as the final pass goes.
         as_of: read the lake as it was at this version (or time): the same
             rows, so the same fingerprint and bytes, as a build made then. The
-            manifest records the version read (not in the fingerprint).
+            manifest records the version read (not in the fingerprint). Such a
+            build never moves the name's ``LATEST``: open it by fingerprint.
 
     Raises:
         ConfigError: for a selection the lake cannot satisfy (unknown source, batch...).
@@ -100,8 +102,11 @@ def build_dataset(
         key = input_key(config, inputs, cleaning[0] if cleaning else None)
         reused = _find_build(layout, config.name, key)
         if reused is not None:
-            _point_latest(layout, reused)
-            return BuildInfo(dataset=reused, reused=True, seconds=time.perf_counter() - started)
+            if as_of is None:
+                _point_latest(layout, reused)
+            return BuildInfo(
+                dataset=reused, reused=True, seconds=time.perf_counter() - started, latest=as_of is None
+            )
         staging_root = layout.build_staging_for(config.name)
         shutil.rmtree(staging_root, ignore_errors=True)  # half-written by a crash: this name's lock is ours
         staging = staging_root / uuid.uuid4().hex[:12]
@@ -127,8 +132,9 @@ def build_dataset(
             published = _publish(layout, staging, manifest)
         finally:
             shutil.rmtree(staging_root, ignore_errors=True)
-        _point_latest(layout, published)
-    return BuildInfo(dataset=published, reused=False, seconds=time.perf_counter() - started)
+        if as_of is None:  # reading the past never changes what is current
+            _point_latest(layout, published)
+    return BuildInfo(dataset=published, reused=False, seconds=time.perf_counter() - started, latest=as_of is None)
 
 
 @contextlib.contextmanager

@@ -58,6 +58,11 @@ class BCConfig(BaseModel):
 
     dataset: str = Field(description="Name of the built dataset (--dataset).")
     fingerprint: str | None = Field(None, description="A specific build of it; default: its latest (--fingerprint).")
+    allow_retired: bool = Field(
+        False,
+        description="Train on a build that read batches the lake has retired since (--allow-retired); without it, "
+        "such a build is refused, naming each batch and why it was retired.",
+    )
     run_id: str | None = Field(
         None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
@@ -135,17 +140,37 @@ class BCResult(BaseModel):
     samples_per_second: float
 
 
+def _check_not_retired(layout: Layout, dataset: Dataset, config: BCConfig) -> None:
+    """Refuse a build that read batches retired from the lake since, unless asked (``allow_retired``).
+
+    Raises:
+        TrainError: naming each such batch and its reason.
+    """
+    from toolkit.datasets.inventory import retired_inputs
+
+    retired = [] if config.allow_retired else retired_inputs(layout, dataset.manifest)
+    if retired:
+        named = "; ".join(f"{r.batch_id} ({r.reason or 'no reason given'})" for r in retired)
+        raise TrainError(
+            f"build {dataset.fingerprint} of {dataset.name!r} read batches retired from the lake since: {named}",
+            hint=f"rebuild it from the lake as it is (`distill build --name {dataset.name}`), or train on it anyway "
+            "with --allow-retired",
+        )
+
+
 def train_bc(layout: Layout, config: BCConfig, out: Path | None = None, progress: ProgressFn | None = None) -> BCResult:
     """Train the actor on ``config.dataset``; writes the checkpoint to ``out`` (default ``<home>/runs/train``).
 
     Raises:
         BuildError: the dataset does not exist.
-        TrainError: it was built with other features, or its train split is empty.
+        TrainError: it was built with other features, its train split is empty, or it read batches retired from
+            the lake since (unless ``allow_retired``).
     """
     torch.set_num_threads(config.torch_threads)
     torch.manual_seed(config.seed)
     dataset = open_dataset(layout, config.dataset, config.fingerprint)
     _check_dataset(dataset)
+    _check_not_retired(layout, dataset, config)
     out = out or layout.inside(layout.runs / "train")
     run_id = config.run_id or checkpoints.new_run_id()
     out.mkdir(parents=True, exist_ok=True)
