@@ -46,6 +46,14 @@ def load_config(model: type[M], path: Path | None = None, overrides: dict[str, A
     try:
         return model.model_validate(data)
     except ValidationError as error:
+        flags = {key for key in (overrides or {}) if "." not in key}  # fields the command offers as flags
+        missing = [e["loc"][0] for e in error.errors() if e["type"] == "missing" and len(e["loc"]) == 1]
+        if missing and all(name in flags for name in missing) and len(missing) == len(error.errors()):
+            asked = ", ".join(f"--{str(name).replace('_', '-')}" for name in missing)
+            raise ConfigError(
+                f"{asked} {'is' if len(missing) == 1 else 'are'} required",
+                hint=f"give {asked}, or {', '.join(f'`{name}:`' for name in missing)} in the file given with --config",
+            ) from None
         raise ConfigError(
             f"invalid {model.__name__}: {validation_message(error)}",
             hint="fix the field in the YAML file or the matching --flag",

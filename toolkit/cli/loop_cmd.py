@@ -108,7 +108,8 @@ def status(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
         print_json(payload)
         return
     for key, value in payload.items():
-        console.print(f"{key:>20}: {value}", markup=False)
+        if value is not None and value != []:  # a field with nothing to say is left out (--json keeps it as null)
+            console.print(f"{key:>20}: {value}", markup=False)
 
 
 @loop_app.command("history")

@@ -104,9 +104,7 @@ def build_dataset(
         if reused is not None:
             if as_of is None:
                 _point_latest(layout, reused)
-            return BuildInfo(
-                dataset=reused, reused=True, seconds=time.perf_counter() - started, latest=as_of is None
-            )
+            return BuildInfo(dataset=reused, reused=True, seconds=time.perf_counter() - started, latest=as_of is None)
         staging_root = layout.build_staging_for(config.name)
         shutil.rmtree(staging_root, ignore_errors=True)  # half-written by a crash: this name's lock is ours
         staging = staging_root / uuid.uuid4().hex[:12]
