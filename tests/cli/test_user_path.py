@@ -30,3 +30,20 @@ def test_loop_status_prints_no_empty_fields(tmp_path: Path) -> None:
     assert "None" not in result.stdout, result.stdout
     as_json = runner.invoke(app, ["--home", str(layout.home), "loop", "status", "--name", "idle", "--json"])
     assert '"message": null' in as_json.stdout  # the JSON keeps every field
+
+
+def test_ingest_keeps_the_good_lines_and_exits_1_on_quarantined_ones_only_when_strict(tmp_path: Path) -> None:
+    import json
+
+    from tests.datasets.conftest import game_records
+
+    log = tmp_path / "mixed.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in game_records("g-0")) + '{"not": "a decision"}\n')
+    home = ["--home", str(tmp_path / "home")]
+    assert runner.invoke(app, [*home, "ingest", str(log)]).exit_code == 0
+    again = tmp_path / "again.jsonl"
+    again.write_text("".join(json.dumps(r) + "\n" for r in game_records("g-1")) + '{"not": "a decision"}\n')
+    strict = runner.invoke(app, [*home, "ingest", "--strict", str(again)])
+    assert strict.exit_code == 1 and "1 lines quarantined" in strict.stdout.replace(",", ""), strict.stdout
+    counted = runner.invoke(app, [*home, "sql", "SELECT count(*) AS n FROM batches", "--json"])
+    assert json.loads(counted.stdout) == [{"n": 2}]  # the strict run ingested its good lines all the same

@@ -127,11 +127,21 @@ def ingest(
     source: SourceOpt = None,
     max_line_bytes: MaxLineOpt = None,
     as_json: JsonOpt = False,
-    fail_on_reject: Annotated[bool, typer.Option("--fail-on-reject", help="Exit 1 if any line was rejected.")] = False,
+    fail_on_reject: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            "--fail-on-reject",
+            help="Exit 1 if any line was quarantined (the good lines are ingested all the same).",
+        ),
+    ] = False,
 ) -> None:
     """Validate logs and add them to the lake: one batch per file, bad lines to quarantine.
 
-    Regular files only; - reads standard input once (plain, gzip or zstd), recorded as <stdin>.
+    Regular files only; - reads standard input once (plain, gzip or zstd), recorded as <stdin>. Exit code 0 when
+    every file was ingested, quarantined lines or not (they are kept, byte for byte: `distill sql "FROM rejects"`);
+    1 when a file could not be read, or, with --strict, when any line was quarantined. `distill validate` checks
+    without ingesting and exits 1 on any bad line.
     """
     from toolkit.ingest.config import IngestConfig
     from toolkit.ingest.ingest import ingest_paths
