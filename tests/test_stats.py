@@ -56,3 +56,11 @@ def test_the_mean_sprt_refuses_scores_outside_its_range() -> None:
         test.update(1.5)
     with pytest.raises(ValueError):
         MeanSPRT(0.5, 0.4)
+
+
+def test_an_interval_of_a_difference_says_better_worse_or_no_detectable_difference() -> None:
+    from toolkit.stats import interval_verdict
+
+    assert interval_verdict(0.01, 0.2) == "better"
+    assert interval_verdict(-0.2, -0.01) == "worse"
+    assert interval_verdict(-0.1, 0.1) == interval_verdict(0.0, 0.1) == "no detectable difference"

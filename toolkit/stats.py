@@ -145,3 +145,13 @@ class MeanSPRT(_WaldTest):
         self.total += score
         self.total_sq += score * score
         return self.decision
+
+
+def interval_verdict(low: float, high: float) -> str:
+    """What a 95% interval of a difference says, in words: ``better`` (it lies above 0), ``worse`` (below 0), or
+    ``no detectable difference`` (it holds 0)."""
+    if low > 0:
+        return "better"
+    if high < 0:
+        return "worse"
+    return "no detectable difference"

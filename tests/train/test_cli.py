@@ -153,7 +153,9 @@ def test_evaluate_compare_prints_the_difference_in_percentage_points(bc_checkpoi
     assert diff["a"]["win_rate"] - diff["b"]["win_rate"] == pytest.approx(diff["win_rate_diff"], abs=1e-3)
     shown = " ".join(_evaluate(*args).stdout.split())
     points = [round(diff[k] * 100, 1) for k in ("win_rate_diff", "win_rate_diff_low", "win_rate_diff_high")]
-    assert f"win rate {points[0]:+.1f} pts [{points[1]:+.1f}, {points[2]:+.1f}] (percentage points)" in shown
+    low, high = diff["win_rate_diff_low"], diff["win_rate_diff_high"]
+    verdict = "better" if low > 0 else "worse" if high < 0 else "no detectable difference"  # what the interval says
+    assert f"win rate {points[0]:+.1f} pts [{points[1]:+.1f}, {points[2]:+.1f}] {verdict} (percentage points)" in shown
     assert f"{diff['a']['win_rate']:.1%}" in shown  # the win rates it is the difference of, in percent
 
 

@@ -124,6 +124,7 @@ def _render(result: AblationResult) -> None:
 
     from toolkit.ablate.grid import show
     from toolkit.ablate.report import interval, percent
+    from toolkit.stats import interval_verdict
 
     fields = ", ".join(result.fields)
     for name, opponents in result.tables.items():
@@ -135,7 +136,12 @@ def _render(result: AblationResult) -> None:
             shown.add_column(column)
         for v in result.variants:
             s = v.tables[name]
-            diff = f"{percent(s.diff, signed=True)} {interval(s.diff_low, s.diff_high, signed=True)}"
+            diff = (
+                "-"
+                if s.diff is None or s.diff_low is None or s.diff_high is None
+                else f"{percent(s.diff, signed=True)} {interval(s.diff_low, s.diff_high, signed=True)} "
+                f"{interval_verdict(s.diff_low, s.diff_high)}"
+            )
             shares = ", ".join(f"{k} {x:.0%}" for k, x in sorted(v.shares.items()) if x > 0)
             shown.add_row(
                 str(v.index + 1),

@@ -189,8 +189,11 @@ def warn_truncations(truncated: int, games: int, max_rounds: int) -> None:
 
 
 def points(diff: float, low: float, high: float) -> str:
-    """A difference of two rates (fractions) in percentage points, with its interval: ``+3.2 pts [+1.0, +5.4]``."""
-    return f"{diff * 100:+.1f} pts [{low * 100:+.1f}, {high * 100:+.1f}]"
+    """A difference of two rates (fractions) in percentage points, with its interval and what the interval says:
+    ``+3.2 pts [+1.0, +5.4] better``."""
+    from toolkit.stats import interval_verdict
+
+    return f"{diff * 100:+.1f} pts [{low * 100:+.1f}, {high * 100:+.1f}] {interval_verdict(low, high)}"
 
 
 def backend_config(kind: str, workers: int | None, address: str | None, shard_games: int = 1024) -> BackendConfig:
