@@ -47,3 +47,28 @@ def test_ingest_keeps_the_good_lines_and_exits_1_on_quarantined_ones_only_when_s
     assert strict.exit_code == 1 and "1 lines quarantined" in strict.stdout.replace(",", ""), strict.stdout
     counted = runner.invoke(app, [*home, "sql", "SELECT count(*) AS n FROM batches", "--json"])
     assert json.loads(counted.stdout) == [{"n": 2}]  # the strict run ingested its good lines all the same
+
+
+def test_the_lake_page_has_a_title_and_keeps_batch_ids_in_quarantine_reasons(tmp_path: Path) -> None:
+    import json
+    import re
+
+    from tests.datasets.conftest import game_records
+    from tests.serve.conftest import client_for
+    from toolkit.analysis.lake import rejects_by_reason
+
+    home = tmp_path / "home"
+    rows = game_records("g-0")
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    second.write_text("".join(json.dumps(r) + "\n" for r in [*game_records("g-1"), rows[0]]))  # one duplicate
+    for log in (first, second):
+        assert runner.invoke(app, ["--home", str(home), "ingest", str(log)]).exit_code == 0
+    layout = Layout.at(home)
+    batch = re.search(r"\(batch (b[0-9a-f]+)\)", rejects_by_reason(layout)["example"][0])
+    assert batch is not None and batch[1] in rejects_by_reason(layout)["reason"][0]  # not folded into bNbN...
+    page = client_for(layout).get("/lake")
+    assert page.status_code == 200
+    title = re.search(r"<title>(.*?)</title>", page.text, re.S)
+    assert title is not None and title[1].strip() == "Lake · Distill", title
+    assert page.text.count('id="lake-versions"') == 1

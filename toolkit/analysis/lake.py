@@ -61,13 +61,14 @@ def dialects(layout: Layout) -> pl.DataFrame:
 
 
 def rejects_by_reason(layout: Layout, examples: int = 2) -> pl.DataFrame:
-    """Quarantined lines by reason (numbers in a reason folded, so "nested 10001 levels" and "nested 65
-    levels" count as one), with an example reason, where the first few lines are and how they start."""
+    """Quarantined lines by reason (whole numbers in a reason folded, so "nested 10001 levels" and "nested 65
+    levels" count as one; ids such as a batch's, digits among letters, kept), with an example reason, where the
+    first few lines are and how they start."""
     with _open(layout) as catalog:
         return _frame(
             catalog,
             f"""
-            SELECT regexp_replace(reason, '[0-9]+', 'N', 'g') AS reason, count(*) AS lines,
+            SELECT regexp_replace(reason, '\\b[0-9]+\\b', 'N', 'g') AS reason, count(*) AS lines,
                    min(reason) AS example,
                    list(source_file || ':' || source_line ORDER BY source_file, source_line)[:{int(examples)}]
                    AS lines_at,
