@@ -182,6 +182,7 @@ def test_the_run_page_answers_is_it_working_at_a_glance(browser, two_runs) -> No
             ("/compare?runs=tiny,kept", None),
             ("/runs/kept/gates/1/student_gate", None),
             ("/", None),
+            ("/lake", "lake-page-420px.png"),
         ):
             narrow.goto(base + path)
             if narrow.locator("canvas").count():
