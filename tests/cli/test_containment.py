@@ -73,6 +73,14 @@ def distill(layout: Layout, *args: str):
     return result, result.stdout + result.stderr
 
 
+def stopped_run(layout: Layout, name: str) -> RunFolder:
+    """A run folder holding the state of a stopped run (nothing else), as a test's starting point."""
+    run = RunFolder(layout, name)
+    run.root.mkdir(parents=True)
+    run.save(LoopState(name=name, status="stopped", started_at=now(), updated_at=now()))
+    return run
+
+
 def link(path: Path, target: Path) -> None:
     """Make ``path`` (in place of what is there) a symlink to ``target``."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -351,9 +359,7 @@ def test_a_quarantine_file_leading_out_is_not_read(root: tuple[Layout, Path], tm
 def test_a_run_file_leading_out_is_not_read(root: tuple[Layout, Path], name: str, tmp_path: Path) -> None:
     layout, _ = root
     outside = tmp_path / "inputs"
-    run = RunFolder(layout, "t")
-    run.root.mkdir(parents=True)
-    run.save(LoopState(name="t", status="stopped", started_at=now(), updated_at=now()))
+    run = stopped_run(layout, "t")
     (outside / "state.json").write_text(json.dumps({"format_version": 3, "name": "t", "message": MARKER}))
     link(run.root / name, outside / "state.json")
     for argv in (["loop", "status", "--name", "t"], ["loop", "history", "--name", "t"]):
@@ -388,9 +394,7 @@ def test_a_restore_never_makes_a_file_outside_the_table_live(root: tuple[Layout,
 @pytest.mark.parametrize("line", ["not json {", "[1, 2]", '{"generation": "../x"}', '{"loop": "t", "generation": 0}'])
 def test_a_damaged_generation_record_is_a_clear_error(root: tuple[Layout, Path], line: str) -> None:
     layout, _ = root
-    run = RunFolder(layout, "t")
-    run.root.mkdir(parents=True)
-    run.save(LoopState(name="t", status="stopped", started_at=now(), updated_at=now()))
+    run = stopped_run(layout, "t")
     run.generations_path.write_text(line + "\n")
     result, output = distill(layout, "loop", "history", "--name", "t")
     assert result.exit_code == 2 and "generations.jsonl:1 is not a generation record" in output, output
@@ -440,9 +444,7 @@ def test_the_dashboard_draws_no_curve_from_a_file_a_link_leads_out_to(
 @pytest.mark.parametrize("where", ["lake.json", "builds/mix/LATEST", "runs/t/state.json", "runs/t/generations.jsonl"])
 def test_a_fifo_in_place_of_a_file_is_an_error_not_a_hang(root: tuple[Layout, Path], where: str) -> None:
     layout, _ = root
-    run = RunFolder(layout, "t")
-    run.root.mkdir(parents=True)
-    run.save(LoopState(name="t", status="stopped", started_at=now(), updated_at=now()))
+    stopped_run(layout, "t")
     target = layout.home / where
     target.unlink(missing_ok=True)
     os.mkfifo(target)
