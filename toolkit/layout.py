@@ -119,6 +119,12 @@ def checked_fingerprint(fingerprint: str) -> str:
     return fingerprint
 
 
+def lies_within(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether ``path``'s real location (every symlink on the way followed, whether it exists or not) lies inside
+    ``folder``'s: the one test behind every containment check of the data root and its builds."""
+    return Path(os.path.realpath(path)).is_relative_to(Path(os.path.realpath(folder)))
+
+
 def sql_literal(text: str) -> str:
     """``text`` escaped for a single-quoted SQL string literal (DuckDB reads paths in statements this way)."""
     return text.replace("'", "''")
@@ -244,8 +250,8 @@ class Layout:
                 naming the path and where it leads.
         """
         path = Path(path)
-        real = Path(os.path.realpath(path))
-        if not real.is_relative_to(Path(os.path.realpath(self.home))):
+        if not lies_within(path, self.home):
+            real = os.path.realpath(path)
             shown = self.stored(path) if Path(os.path.abspath(path)).is_relative_to(self.home) else str(path)
             raise OutsideRootError(
                 f"{shown} leads outside the data root {self.home} (to {real}): Distill does not read, write or "
@@ -258,8 +264,7 @@ class Layout:
     def within(self, paths: Iterable[Path]) -> list[Path]:
         """Those of ``paths`` (found by listing folders of this data root) whose real location lies inside it: a
         listing never leads a reader out through a symlink."""
-        real = Path(os.path.realpath(self.home))
-        return [path for path in paths if Path(os.path.realpath(path)).is_relative_to(real)]
+        return [path for path in paths if lies_within(path, self.home)]
 
     def resolve(self, stored: str | os.PathLike[str], *, outside: Iterable[Path] = ()) -> Path:
         """The file a recorded path names (see :meth:`stored`), the one place a recorded path becomes a path, checked
@@ -283,10 +288,8 @@ class Layout:
             return self.inside(self.home / path)
         if path.is_relative_to(self.home):
             return self.inside(path)
-        real = Path(os.path.realpath(path))
-        for allowed in outside:  # by real location: no climb (``..``) or link out of what was named
-            if real.is_relative_to(Path(os.path.realpath(allowed))):
-                return path
+        if any(lies_within(path, allowed) for allowed in outside):  # by real location: no climb, no link out
+            return path
         for i, part in enumerate(path.parts):
             moved = self.home.joinpath(*path.parts[i:])
             if part in ROOT_FOLDERS and moved.parent.is_dir():

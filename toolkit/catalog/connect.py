@@ -92,9 +92,7 @@ def sync(con: duckdb.DuckDBPyConnection, layout: Layout) -> list[int]:
         LakeLogError: a commit that cannot be trusted.
     """
     refuse_format_1(con, layout)
-    location = remote.location_of(layout)
-    if location is not None:
-        remote.pull(layout.lake, location, layout.quarantine_file)
+    remote.refresh(layout)  # a shared lake's copy brought up to its location's log
     if not delta.exists(layout.lake):
         if index.has_table(con, "versions") and index.indexed_version(con) is not None:
             raise CatalogError(
@@ -117,9 +115,7 @@ def connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
         CatalogError: no lake and no catalog (nothing ingested yet), a catalog of lake format 1, a table gone.
         LakeLogError: a commit that cannot be trusted.
     """
-    location = remote.location_of(layout)
-    if location is not None:  # the copy brought up to the location's log (files first, then commits)
-        remote.pull(layout.lake, location, layout.quarantine_file)
+    remote.refresh(layout)  # a shared lake's copy brought up to its location's log
     if not delta.exists(layout.lake):
         return _without_table(layout)
     latest = log.latest_version(layout.lake)

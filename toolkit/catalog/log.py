@@ -79,6 +79,12 @@ class Commit:
         return commit_name(self.version)
 
 
+def commit_version(name: str) -> int | None:
+    """The version a commit file's name (``00000000000000000012.json``) holds; None for any other name."""
+    match = _COMMIT_NAME.match(name)
+    return int(match[1]) if match else None
+
+
 def commit_name(version: int) -> str:
     return f"{LOG_FOLDER}/{version:020d}.json"
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import json
 import os
 import posixpath
@@ -175,6 +174,15 @@ def location_of(layout: Layout) -> LakeLocation | None:
     return given
 
 
+def refresh(layout: Layout) -> LakeLocation | None:
+    """``layout``'s lake location (see :func:`location_of`), its local copy first brought up to the location's log
+    with each ingested batch's rejected lines; None (nothing done) for a data root's own lake."""
+    location = location_of(layout)
+    if location is not None:  # files first, then commits
+        pull(layout.lake, location, layout.quarantine_file)
+    return location
+
+
 def pull(lake: Path, location: LakeLocation, quarantine: Callable[[str], Path] | None = None) -> list[int]:
     """Copy into the local copy ``lake`` the commits of the location's log that it lacks, each after the data files
     it adds (a file gone from the location, vacuumed since, is left out); returns the versions copied. With
@@ -239,7 +247,7 @@ def upload_quarantine(location: LakeLocation, files: dict[str, Path]) -> None:
     fs, root = location.filesystem()
     with _remote_errors(location, "write"):
         for batch, path in files.items():
-            _put(fs, path, posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", path.name))
+            _put(fs, path, _quarantine_key(root, batch, path.name))
 
 
 def fetch_quarantine(location: LakeLocation, batch: str, target: Path) -> None:
@@ -250,7 +258,7 @@ def fetch_quarantine(location: LakeLocation, batch: str, target: Path) -> None:
     """
     fs, root = location.filesystem()
     if re.fullmatch(NAME_PATTERN, batch):
-        _download(fs, location, posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", target.name), target)
+        _download(fs, location, _quarantine_key(root, batch, target.name), target)
 
 
 def _pull_quarantine(
@@ -402,8 +410,8 @@ def _remote_versions(fs: Any, root: str) -> list[int]:
     import pyarrow.fs as pafs
 
     selector = pafs.FileSelector(posixpath.join(root, log.LOG_FOLDER), allow_not_found=True)
-    names = (posixpath.basename(info.path) for info in fs.get_file_info(selector))
-    return sorted(int(n[:20]) for n in names if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())
+    found = (log.commit_version(posixpath.basename(info.path)) for info in fs.get_file_info(selector))
+    return sorted(version for version in found if version is not None)
 
 
 def _read(fs: Any, location: LakeLocation, root: str, name: str) -> bytes:
@@ -429,6 +437,11 @@ def _download(fs: Any, location: LakeLocation, source: str, target: Path) -> Non
             temporary.unlink(missing_ok=True)
 
 
+def _quarantine_key(root: str, batch: str, name: str) -> str:
+    """Where a batch's quarantine file lies at the location (``_quarantine/batch=<id>/<name>``)."""
+    return posixpath.join(root, QUARANTINE_FOLDER, f"batch={batch}", name)
+
+
 def _put(fs: Any, path: Path, target: str) -> None:
     """Copy one local file to ``target`` at the location (an object store writes it whole or not at all)."""
     fs.create_dir(posixpath.dirname(target), recursive=True)
@@ -445,7 +458,7 @@ def _place(path: Path, raw: bytes) -> None:
         try:
             os.link(temporary, path)
         except FileExistsError:
-            if hashlib.sha256(path.read_bytes()).digest() != hashlib.sha256(raw).digest():
+            if path.read_bytes() != raw:
                 raise LakeLogError(
                     f"{path} differs from the location's commit of the same version",
                     version=int(path.stem),

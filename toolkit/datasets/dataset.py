@@ -21,7 +21,6 @@ before these fields were recorded read as ``None``.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,7 +34,14 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import BuildError
 from toolkit.features import FEATURE_SIZE, FeatureSpec
-from toolkit.layout import FILE_NAME_PATTERN, FINGERPRINT_PATTERN, MANIFEST_FORMAT_VERSION, NAME_PATTERN, Layout
+from toolkit.layout import (
+    FILE_NAME_PATTERN,
+    FINGERPRINT_PATTERN,
+    MANIFEST_FORMAT_VERSION,
+    NAME_PATTERN,
+    Layout,
+    lies_within,
+)
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import read_versioned
@@ -261,7 +267,7 @@ class Dataset:
         Raises:
             BuildError: it leads outside (a symlink), never read.
         """
-        if not Path(os.path.realpath(path)).is_relative_to(Path(os.path.realpath(self.root))):
+        if not lies_within(path, self.root):
             raise BuildError(
                 f"{path} leads outside its build {self.root} (a symlink): Distill does not read through it",
                 hint=f"remove the link, or rebuild the dataset with `distill build --name {self.name}`",
@@ -290,7 +296,7 @@ def read_manifest(root: Path) -> Manifest:
         BuildError: when it is missing, unreadable, of an unknown format version, or of another build than the
             folder it is in (``builds/<name>/<fingerprint>/``) names.
     """
-    if not Path(os.path.realpath(root / MANIFEST_FILE)).is_relative_to(Path(os.path.realpath(root))):
+    if not lies_within(root / MANIFEST_FILE, root):
         raise BuildError(
             f"{root / MANIFEST_FILE} leads outside its build (a symlink): Distill does not read through it",
             hint=f"remove the link, or remove {root} and rebuild the dataset with `distill build`",
