@@ -72,3 +72,39 @@ def test_the_lake_page_has_a_title_and_keeps_batch_ids_in_quarantine_reasons(tmp
     title = re.search(r"<title>(.*?)</title>", page.text, re.S)
     assert title is not None and title[1].strip() == "Lake · Distill", title
     assert page.text.count('id="lake-versions"') == 1
+
+
+def test_the_quarantine_reads_as_reason_codes_and_text_and_the_hint_summarises(tmp_path: Path) -> None:
+    import json
+
+    from tests.datasets.conftest import game_records
+    from toolkit.catalog.lake import Lake
+
+    records = [json.dumps(r) + "\n" for r in game_records("g-0")]
+    bad = ["not json\n", '{"half": \n', "\u00e9t\u00e9 {\n", records[0]]  # two kinds, then a duplicate of line 1
+    log = tmp_path / "mixed.jsonl"
+    log.write_text("".join(records) + "".join(bad), encoding="utf-8")
+    (tmp_path / "bytes.jsonl").write_bytes(b"\xff\xfe{}\n")
+    home = ["--home", str(tmp_path / "home")]
+    ingested = runner.invoke(app, [*home, "ingest", str(log), str(tmp_path / "bytes.jsonl")], env={"COLUMNS": "200"})
+    assert ingested.exit_code == 0, ingested.output
+    assert 'distill sql "FROM reject_reasons"' in ingested.stdout  # the hint is a summary, not every line
+
+    reasons = json.loads(runner.invoke(app, [*home, "sql", "--json", "FROM reject_reasons"]).stdout)
+    assert [(r["code"], r["field"], r["lines"]) for r in reasons] == [
+        ("invalid_json", "", 3),  # one row per reason code, whichever lines and batches it was on
+        ("duplicate", "game_id", 1),
+        ("invalid_utf8", "", 1),
+    ]
+    assert reasons[0]["first_at"] == f"{log}:{len(records) + 1}" and "invalid JSON" in reasons[0]["example"]
+
+    lines = json.loads(
+        runner.invoke(
+            app, [*home, "sql", "--json", "SELECT code, line, hex(raw) AS raw FROM rejects ORDER BY source_file, 2"]
+        ).stdout
+    )
+    texts = {r["line"]: r for r in lines}
+    assert set(texts) == {"not json", '{"half": ', "\u00e9t\u00e9 {", records[0].rstrip("\n"), "\\xFF\\xFE{}\\x0A"}
+    assert texts["\u00e9t\u00e9 {"]["raw"] == "\u00e9t\u00e9 {\n".encode().hex().upper()  # the bytes, unchanged
+    with Lake.open(Layout.at(tmp_path / "home")) as lake:  # the same views outside the SQL sandbox
+        assert lake.view.read("SELECT sum(lines) AS n FROM reject_reasons")["n"].to_pylist() == [5]

@@ -543,3 +543,27 @@ def test_simulate_in_the_engine_writes_its_ais_records_the_same_games_as_in_proc
         )
 
     assert [same(r) for r in logs["there"]] == [same(r) for r in logs["here"]]
+
+
+def test_an_ended_engine_group_is_killed_before_its_leader_is_reaped(monkeypatch) -> None:
+    """A reaped leader's id may be given to another process, whose group the kill would then hit (a loop
+    started by ``distill serve`` leads its own group): the engine's code is read without reaping it, its group
+    is killed while the leader is a zombie, and only then is it reaped."""
+    from toolkit.engine.process import EngineProcess
+
+    process = EngineProcess([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(3)"])
+    reaped_at_kill: list[bool] = []
+    real_killpg = os.killpg
+
+    def watching_killpg(pgid: int, sig: int) -> None:
+        reaped_at_kill.append(process.proc.returncode is not None)
+        # the leader still waits to be reaped: waiting without reaping finds it
+        assert os.waitid(os.P_PID, pgid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        real_killpg(pgid, sig)
+
+    monkeypatch.setattr(os, "killpg", watching_killpg)
+    assert process.close(grace=10.0) == 3
+    assert reaped_at_kill == [False] and process.proc.returncode == 3
+    assert process.exit_status() == "exit code 3"
+    with pytest.raises(ChildProcessError):  # reaped now
+        os.waitid(os.P_PID, process.proc.pid, os.WEXITED | os.WNOHANG)

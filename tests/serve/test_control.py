@@ -93,6 +93,23 @@ def test_stopping_a_paused_run_marks_it_stopped_at_once(tmp_path) -> None:
     assert client.post("/api/distill/pause", json={"name": "idle"}).status_code == 409
 
 
+def test_a_loop_killed_from_outside_says_in_its_log_how_it_ended(tmp_path) -> None:
+    import time
+
+    layout = Layout.at(tmp_path / "home")
+    client = client_for(layout)
+    started = client.post("/api/distill/start", json={"name": "doomed", "config": live_config()})
+    assert started.status_code == 200, started.text
+    os.kill(started.json()["status"]["pid"], signal.SIGKILL)  # as the out-of-memory killer would: no last words
+    status = wait_for(layout, "doomed", lambda s: s.pid is None)
+    assert status.status == "interrupted" and status.controls == ["resume", "stop"]
+    deadline = time.monotonic() + 30
+    while "killed by signal" not in (log := (layout.runs / "doomed" / "loop.log").read_text()):
+        assert time.monotonic() < deadline, log
+        time.sleep(0.1)
+    assert log.splitlines()[-1].endswith("was killed by signal 9 (SIGKILL)")
+
+
 def test_loops_started_at_once_on_one_data_root_all_finish(tmp_path) -> None:
     import httpx2
 

@@ -35,7 +35,8 @@ def lake_sections(layout: Layout) -> list[Section]:
             "Quarantined lines by reason",
             rejects,
             charts.bars(rejects, "reason", "lines", title="quarantined lines") if rejects.height else None,
-            note='Every rejected line is kept byte for byte: distill sql "SELECT * FROM rejects".',
+            note='Every rejected line is kept byte for byte: distill sql "FROM reject_reasons" counts them by reason '
+            "code, and the rejects view has each line (its text, and its exact bytes in raw).",
         ),
         Section("Files and batches (lineage)", lake_analysis.lineage(layout)),
     ]

@@ -112,14 +112,34 @@ _FILES = {
     "dialects": 'Lines per dialect, as JSON text ({"forge": 120}).',
     "ingested_at": "When it was ingested (UTC).",
 }
-_REJECTS = {
+_QUARANTINE = {
     col.BATCH_ID: "The batch of the file the line was in.",
     col.SOURCE_FILE: "The file the line was read from.",
     col.SOURCE_LINE: "The line number (1-based).",
     col.FILE_SHA256: "SHA-256 of that file's bytes.",
     "raw": "The line's exact bytes (of a line over --max-line-bytes, its first 4 KiB).",
-    "reason": "Every problem found, as one text.",
+    "reason": "Every problem found, as one text (with the field, and where a duplicate was first seen).",
     "problems": "The problems, one struct each: the field, a code and a message.",
+}
+_REJECTS = {
+    col.BATCH_ID: _QUARANTINE[col.BATCH_ID],
+    col.SOURCE_FILE: _QUARANTINE[col.SOURCE_FILE],
+    col.SOURCE_LINE: _QUARANTINE[col.SOURCE_LINE],
+    "code": "The first problem's code, stable across lines and versions (invalid_json, duplicate, missing...).",
+    "field": "The first problem's field ('' for the line as a whole).",
+    "reason": _QUARANTINE["reason"],
+    "line": "The line as text (bytes that are not UTF-8 escaped); raw has its exact bytes.",
+    "raw": _QUARANTINE["raw"],
+    "problems": _QUARANTINE["problems"],
+    col.FILE_SHA256: _QUARANTINE[col.FILE_SHA256],
+}
+_REJECT_REASONS = {
+    "code": _REJECTS["code"],
+    "field": _REJECTS["field"],
+    "lines": "Quarantined lines with this code and field.",
+    "batches": "Batches they are in.",
+    "first_at": "The first such line, as file:line.",
+    "example": "That line's first problem, in words.",
 }
 _VERSIONS = {
     "version": "The lake version (Delta table version), from 0.",
@@ -191,9 +211,21 @@ VIEWS: Final = MappingProxyType(
             ViewDoc("files", "One row per ingested file.", "ingested_at, path", MappingProxyType(_FILES)),
             ViewDoc(
                 "rejects",
-                "One row per quarantined line of the batches that are not retired.",
+                "One row per quarantined line of the batches that are not retired: its reason code and text first.",
                 "batch (as in batches), then source_line",
                 MappingProxyType(_REJECTS),
+            ),
+            ViewDoc(
+                "reject_reasons",
+                "The quarantine summarised: one row per reason code and field, with a count and an example.",
+                "lines, most first",
+                MappingProxyType(_REJECT_REASONS),
+            ),
+            ViewDoc(
+                "quarantine",
+                "The quarantine files as stored (rejects reads them): one row per quarantined line.",
+                "batch (as in batches), then source_line",
+                MappingProxyType(_QUARANTINE),
             ),
             ViewDoc(
                 "versions",

@@ -49,6 +49,20 @@ QUARANTINE_SCHEMA = pa.schema(
     ]
 )
 
+# The quarantine as users read it: a stable reason code (the first problem's) beside the full reason, the line as
+# text (a line that is not UTF-8 shown with its bytes escaped; no line end) and, last, its exact bytes. Views over
+# the quarantine's files (a registered dataset on a sandboxed connection): nothing is read until a query asks.
+REJECTS_SQL: Final = f"""
+    SELECT {col.BATCH_ID}, {col.SOURCE_FILE}, {col.SOURCE_LINE}, problems[1].code AS code, problems[1].field AS field,
+           reason, rtrim(coalesce(try(decode(raw)), CAST(raw AS VARCHAR)), chr(13) || chr(10)) AS line, raw, problems,
+           {col.FILE_SHA256}
+    FROM quarantine"""
+REJECT_REASONS_SQL: Final = f"""
+    SELECT code, field, count(*) AS lines, count(DISTINCT {col.BATCH_ID}) AS batches,
+           arg_min({col.SOURCE_FILE} || ':' || {col.SOURCE_LINE}, ({col.SOURCE_FILE}, {col.SOURCE_LINE})) AS first_at,
+           arg_min(problems[1].message, ({col.SOURCE_FILE}, {col.SOURCE_LINE})) AS example
+    FROM rejects GROUP BY code, field ORDER BY lines DESC, code, field"""
+
 DEFAULT_TIMEOUT_S: Final = 300.0
 DEFAULT_MEMORY_LIMIT: Final = "25%"
 NO_HOME: Final = "/nonexistent"
@@ -148,7 +162,9 @@ def register(
     )
     kept = con.execute("SELECT batch_id FROM batches WHERE NOT retired ORDER BY lake_version, batch_id").fetchall()
     quarantined = layout.within(path for (batch,) in kept if (path := layout.quarantine_file(batch)).is_file())
-    _show(con, "rejects", quarantined, QUARANTINE_SCHEMA, sandbox=sandbox, missing=[()] * len(quarantined))
+    _show(con, "quarantine", quarantined, QUARANTINE_SCHEMA, sandbox=sandbox, missing=[()] * len(quarantined))
+    con.execute(f"CREATE OR REPLACE TEMP VIEW rejects AS {REJECTS_SQL}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW reject_reasons AS {REJECT_REASONS_SQL}")
     con.execute(
         f"""
         CREATE OR REPLACE TEMP VIEW games AS

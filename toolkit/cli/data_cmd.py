@@ -139,9 +139,9 @@ def ingest(
     """Validate logs and add them to the lake: one batch per file, bad lines to quarantine.
 
     Regular files only; - reads standard input once (plain, gzip or zstd), recorded as <stdin>. Exit code 0 when
-    every file was ingested, quarantined lines or not (they are kept, byte for byte: `distill sql "FROM rejects"`);
-    1 when a file could not be read, or, with --strict, when any line was quarantined. `distill validate` checks
-    without ingesting and exits 1 on any bad line.
+    every file was ingested, quarantined lines or not (they are kept, byte for byte; `distill sql "FROM
+    reject_reasons"` counts them by reason); 1 when a file could not be read, or, with --strict, when any line was
+    quarantined. `distill validate` checks without ingesting and exits 1 on any bad line.
     """
     from toolkit.ingest.config import IngestConfig
     from toolkit.ingest.ingest import ingest_paths
@@ -159,10 +159,14 @@ def ingest(
         for file in result.files:
             if file.note and file.status != "failed":
                 console.print(f"{Path(file.path).name}: {file.note}", markup=False)
-        console.print(
-            f"{result.rows_valid:,} rows in {len(result.batches)} new batch(es); "
-            f'{result.rows_rejected:,} lines quarantined (distill sql "FROM rejects")'
-        )
+        new = f"{result.rows_valid:,} rows in {len(result.batches)} new batch(es)"
+        console.print(f"{new}; {result.rows_rejected:,} lines quarantined")
+        if result.rows_rejected:
+            console.print(
+                'by reason: distill sql "FROM reject_reasons"; line by line: '
+                'distill sql "SELECT source_file, source_line, code, line FROM rejects"',
+                markup=False,
+            )
     for file in result.failed:
         err_console.print(
             f"[red]error:[/red] {escape(file.path)}: {escape(file.note)} (nothing of it was ingested)",
@@ -210,7 +214,9 @@ def sql(
     games (one row per game),
     batches (one per ingested batch: review status, retirement),
     files (one per ingested file),
-    rejects (one per quarantined line),
+    rejects (one per quarantined line: reason code, text, exact bytes),
+    reject_reasons (the quarantine counted by reason code),
+    quarantine (the quarantine files as stored),
     versions (the lake's history, one row per version),
     generations (one record per loop generation: evaluations, gains, gates, data, ratings),
     label_scores (one per decision of every build distill check labels scored).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import faulthandler
+
 # Each import registers its commands on `app`.
 from toolkit.cli import (  # noqa: E402,F401
     ablate_cmd,
@@ -23,5 +25,7 @@ from toolkit.cli.app import app
 
 
 def main() -> None:
-    """Run the CLI (errors are mapped to messages and exit codes by the root group)."""
+    """Run the CLI (errors are mapped to messages and exit codes by the root group). A crash below Python (a
+    segfault in a native library) still prints the Python stack on stderr, so a loop's log says where it died."""
+    faulthandler.enable()
     app()

@@ -173,10 +173,7 @@ class EngineProcess:
     def exit_status(self, *, ended: bool = False) -> str:
         """How the engine ended: its exit code or signal (a process that closed its output is given a moment to
         exit, so that its code, not "still running", is what the error shows)."""
-        try:
-            code = self.proc.wait(1.0) if ended or self.eof else self.proc.poll()
-        except subprocess.TimeoutExpired:
-            code = None
+        code = self.peek(1.0 if ended or self.eof else 0.0)
         if code is None:
             return "still running"
         return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
@@ -192,10 +189,7 @@ class EngineProcess:
         group killed if it is still there after ``grace`` seconds; returns its exit code (None: it was killed)."""
         with contextlib.suppress(OSError, ValueError):
             self.stdin.close()
-        try:
-            code: int | None = self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = self.peek(grace)
         self.kill()
         self._drain.join(1.0)
         if self._log is not None:
@@ -203,10 +197,30 @@ class EngineProcess:
             self._log = None
         return code
 
+    def peek(self, timeout: float) -> int | None:
+        """The engine's exit code (negative: the signal that killed it) once it has exited, waiting up to
+        ``timeout`` seconds; None while it runs. It is never reaped here: until :meth:`kill` reaps it, its
+        process id, which is its group's id, cannot be given to another process, so the group kill can only
+        reach the engine's own group."""
+        deadline = time.monotonic() + timeout
+        while self.proc.returncode is None:
+            try:
+                info = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped by someone else
+                return self.proc.poll()
+            if info is not None and info.si_pid:
+                return -info.si_status if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else info.si_status
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+        return self.proc.returncode
+
     def kill(self) -> None:
-        """Kill the engine's process group (it and anything it started)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        """Kill the engine's process group (it and anything it started), then reap it. The group is killed
+        only while its leader is unreaped: a reaped leader's id may already name another process's group."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
         for stream in (self.proc.stdout, self.proc.stderr):

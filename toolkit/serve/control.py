@@ -17,6 +17,8 @@ takes one of the server's :class:`~toolkit.serve.admission.LoopSlots`.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import subprocess
 import sys
 import threading
@@ -197,7 +199,7 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
             start_new_session=True,
             close_fds=True,
         )
-    threading.Thread(target=process.wait, daemon=True).start()  # reaps it when it ends
+    threading.Thread(target=_reap, args=(process, run.log_path), daemon=True).start()
     deadline = time.monotonic() + SPAWN_WAIT_S
     while time.monotonic() < deadline:
         if run.process() == process.pid and run.exists():  # the loop saves its state just after taking the lock
@@ -211,6 +213,24 @@ def _spawn(layout: Layout, run: RunFolder, args: list[str]) -> None:
     raise ControlError(
         f"the loop process {process.pid} did not take its run within {SPAWN_WAIT_S:.0f} s", hint=f"see {run.log_path}"
     )
+
+
+def _reap(process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Wait for a loop process and, where it did not exit cleanly, say how it ended at the end of its log (a
+    loop killed from outside, by the kernel's out-of-memory killer say, writes no last words of its own)."""
+    code = process.wait()
+    if code == 0:
+        return
+    how = f"was killed by signal {-code} ({_signal_name(-code)})" if code < 0 else f"exited with code {code}"
+    with contextlib.suppress(OSError), open(log_path, "a", encoding="utf-8", opener=no_follow) as log:
+        log.write(f"distill serve: the loop process {process.pid} {how}\n")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
 
 
 def _lake_args(layout: Layout) -> list[str]:
