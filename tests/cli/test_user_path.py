@@ -61,7 +61,8 @@ def test_the_lake_page_has_a_title_and_keeps_batch_ids_in_quarantine_reasons(tmp
     rows = game_records("g-0")
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    second.write_text("".join(json.dumps(r) + "\n" for r in [*game_records("g-1"), rows[0]]))  # one duplicate
+    clash = {**rows[0], "reward": 0.125}  # rows[0]'s decision with other content: a duplicate, not a copy
+    second.write_text("".join(json.dumps(r) + "\n" for r in [*game_records("g-1"), clash]))
     for log in (first, second):
         assert runner.invoke(app, ["--home", str(home), "ingest", str(log)]).exit_code == 0
     layout = Layout.at(home)

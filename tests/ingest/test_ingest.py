@@ -104,14 +104,43 @@ def test_reingesting_the_same_content_is_a_noop_that_says_so(write_log, layout: 
     assert query(layout, "SELECT count(*) FROM batches") == [(1,)]
 
 
-def test_a_changed_file_becomes_a_new_batch_and_its_old_lines_are_duplicates(write_log, layout: Layout) -> None:
+def test_a_log_appended_to_and_ingested_again_adds_its_new_lines_and_leaves_the_copies(
+    write_log, layout: Layout
+) -> None:
     path = write_log("a.jsonl", [good(i) for i in range(4)])
-    ingest_paths([path], layout)
+    [first] = ingest_paths([path], layout).batches
     write_log("a.jsonl", [good(i) for i in range(8)])
-    second = ingest_paths([path], layout)
-    assert second.files[0].status == "ingested" and second.files[0].duplicates == 4
+    [second] = ingest_paths([path], layout).files
+    assert (second.status, second.duplicates, second.held, second.held_by) == ("ingested", 0, 4, [first])
+    assert (second.report.valid, second.report.invalid) == (4, 0) and "4 of its decisions" in second.note
     assert query(layout, "SELECT count(*), count(DISTINCT batch_id) FROM decisions") == [(8, 2)]
-    assert query(layout, "SELECT count(*) FROM rejects WHERE reason LIKE '%duplicate%batch%'") == [(4,)]
+    assert query(layout, "SELECT count(*) FROM rejects") == [(0,)]  # a copy is not bad data
+
+
+def test_a_repeat_of_a_lake_decision_with_other_content_is_quarantined_as_a_duplicate(
+    write_log, layout: Layout
+) -> None:
+    [first] = ingest_paths([write_log("a.jsonl", [good(i) for i in range(8)])], layout).batches
+    copies = [good(i) for i in range(4)]  # game g0, as logged before
+    clashes = [dict(good(i), reward=0.5) for i in range(4, 8)]  # game g1's keys, another game's content
+    fresh = [good(i, "h") for i in range(4)]
+    [second] = ingest_paths([write_log("b.jsonl", copies + clashes + fresh)], layout).files
+    assert (second.held, second.held_by, second.duplicates, second.report.valid) == (4, [first], 4, 4)
+    assert query(layout, "SELECT source_line, code FROM rejects ORDER BY 1") == [(i, "duplicate") for i in range(5, 9)]
+    assert query(layout, f"SELECT count(*) FROM rejects WHERE reason LIKE '%(batch {first})'") == [(4,)]
+
+
+def test_a_file_of_copies_of_lake_rows_only_ingests_nothing_and_names_the_batches_that_hold_them(
+    write_log, layout: Layout
+) -> None:
+    """The same games logged again in another file (another run that reused a seed, another compression): the
+    lake has them; nothing is quarantined, no empty batch is made, and the result says which batches hold them."""
+    [first] = ingest_paths([write_log("a.jsonl", [good(i) for i in range(8)])], layout).batches
+    again = list(reversed([good(i) for i in range(4)]))  # another file: the same decisions in another order
+    [result] = ingest_paths([write_log("b.jsonl", again)], layout).files
+    assert (result.status, result.batch_id, result.held, result.held_by) == ("already_ingested", None, 4, [first])
+    assert "all in the lake already" in result.note and first in result.note
+    assert query(layout, "SELECT count(*) FROM batches UNION ALL SELECT count(*) FROM rejects") == [(1,), (0,)]
 
 
 def test_forced_source_is_applied_on_both_paths(write_log, layout: Layout) -> None:
@@ -245,7 +274,8 @@ def test_rejects_stream_to_the_quarantine_in_row_groups_with_duplicates_last(wri
 
 def test_a_line_repeating_both_the_lake_and_its_own_file_points_at_the_lake(write_log, layout: Layout) -> None:
     first = ingest_paths([write_log("a.jsonl", [good(0), good(1)])], layout).batches[0]
-    result = ingest_paths([write_log("b.jsonl", [good(1), good(2), good(1), good(2)])], layout)
+    other = dict(good(1), reward=0.25)  # good(1)'s key with other content: a clash, not a copy
+    result = ingest_paths([write_log("b.jsonl", [other, good(2), other, good(2)])], layout)
     assert (result.rows_valid, result.files[0].duplicates) == (1, 3)
     reasons = query(layout, "SELECT source_line, reason FROM rejects ORDER BY 1")
     assert [line for line, _ in reasons] == [1, 3, 4]

@@ -363,6 +363,25 @@ def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_pat
     assert bootstrap and bootstrap <= first  # one batch per shard of the bootstrap's games
     for record in RunFolder(home, "fourth").records():
         assert bootstrap <= set(record["attempts"][0]["steps"]["build"]["batches"])
+    # Same seed, fewer bootstrap games: other logs (or the same, shard by shard), each game one "first" played.
+    # The lake holds every decision already: no batch is added, nothing is quarantined, and the run names the
+    # batches that hold its games and trains on them.
+    lake_before = _lake_counts(home)
+    fifth = run_loop(home, tiny(name="fifth", bootstrap={"games": 20}, max_generations=1))
+    assert fifth.status == "finished", fifth.message
+    steps = RunFolder(home, "fifth").records()[0]["attempts"][0]["steps"]
+    assert steps["ingest"]["held"] > 0 and steps["ingest"]["rejected"] == 0
+    holding = {*steps["ingest"]["batches"], *steps["ingest"]["held_by"]}
+    assert steps["ingest"]["held_by"] and holding <= first and holding <= set(steps["build"]["batches"])
+    assert _lake_counts(home)[1:] == lake_before[1:]  # (its self-play adds a batch of its own)
+
+
+def _lake_counts(layout: Layout) -> tuple[int, ...]:
+    with Catalog.open(layout) as catalog:
+        return catalog.con.execute(
+            "SELECT (SELECT count(*) FROM batches), (SELECT count(*) FROM rejects), "
+            "(SELECT count(*) FROM files WHERE path LIKE '%/simulate/%')"
+        ).fetchone()
 
 
 def test_the_loop_never_trains_on_a_batch_retired_while_it_runs(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ files, which carry the keys and lineage anyway.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +87,7 @@ class Duplicate:
     first_file: str
     first_line: int
     first_batch: str | None
+    same: bool = False  # a copy of that lake row, every field alike (only where asked for: see DuplicateSet)
 
     def message(self) -> str:
         where = f"{self.first_file}:{self.first_line}"
@@ -120,14 +121,24 @@ class DuplicateSet:
             of the input files, or the staged lake files of one input file.
         existing: a relation with the key columns plus batch_id, source_file
             and source_line.
+        compare: columns of the key files and ``existing`` that a duplicate of a lake row is compared on: equal
+            in all of them, it is a copy of that row (:attr:`Duplicate.same`), counted in :attr:`same`.
     """
 
     _TABLE = "_duplicates"
     _FETCH_ROWS = 8192
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, key_files: list[Path], *, existing: str | None = None) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        key_files: list[Path],
+        *,
+        existing: str | None = None,
+        compare: Sequence[str] = (),
+    ) -> None:
         self.con = con
         self.count = 0
+        self.same = 0
         if not key_files:
             return
         con.execute(f"SET memory_limit = '{QUERY_MEMORY_LIMIT}'")
@@ -141,11 +152,31 @@ class DuplicateSet:
             query = self._query(existing)
             if query is None:
                 return
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {self._TABLE} AS {query}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {self._TABLE} AS SELECT *, false AS same FROM ({query})")
+            if existing is not None and compare:
+                self._mark_copies(paths, existing, compare)
         finally:
             con.execute("DROP VIEW IF EXISTS _new_keys")
-        found = con.execute(f"SELECT count(*) FROM {self._TABLE}").fetchone()
-        self.count = int(found[0]) if found else 0
+        found = con.execute(f"SELECT count(*), count(*) FILTER (same) FROM {self._TABLE}").fetchone()
+        self.count, self.same = (int(found[0]), int(found[1])) if found else (0, 0)
+
+    def _mark_copies(self, paths: str, existing: str, compare: Sequence[str]) -> None:
+        """Mark the duplicates of lake rows whose ``compare`` columns all equal that row's: the same decision
+        logged again (the same games played again from the same seed), not a clash. Run only when some line
+        repeats a lake row, on those lines' keys only."""
+        lake_lines = f"SELECT {_FILE}, {_LINE} FROM {self._TABLE} WHERE first_batch IS NOT NULL"
+        if not self.con.execute(f"SELECT count(*) FROM ({lake_lines})").fetchone()[0]:  # type: ignore[index]
+            return
+        alike = " AND ".join(f'n."{c}" IS NOT DISTINCT FROM e."{c}"' for c in compare)
+        self.con.execute(
+            f"""UPDATE {self._TABLE} d SET same = true FROM (
+                    SELECT n.{_FILE}, n.{_LINE}
+                    FROM (SELECT * FROM read_parquet([{paths}]) SEMI JOIN ({lake_lines}) USING ({_FILE}, {_LINE})) n
+                    JOIN (SELECT * FROM {existing}
+                          SEMI JOIN (SELECT {_KEY} FROM read_parquet([{paths}])) USING ({_KEY})) e USING ({_KEY})
+                    GROUP BY n.{_FILE}, n.{_LINE} HAVING bool_and({alike})
+                ) c WHERE d.{_FILE} = c.{_FILE} AND d.{_LINE} = c.{_LINE}"""
+        )
 
     def _query(self, existing: str | None) -> str | None:
         """The query of the duplicates; None when there can be none."""
@@ -175,7 +206,7 @@ class DuplicateSet:
                    SELECT * FROM lake UNION ALL (SELECT * FROM within ANTI JOIN lake USING ({_FILE}, {_LINE}))"""
 
     def lines(self) -> np.ndarray:
-        """The line numbers of the duplicates (of every file), ascending."""
+        """The line numbers of the duplicates (of every file, copies of lake rows included), ascending."""
         if not self.count:
             return np.empty(0, dtype=np.int64)
         found = self.con.execute(f"SELECT {_LINE} FROM {self._TABLE} ORDER BY 1").fetchnumpy()
@@ -186,11 +217,20 @@ class DuplicateSet:
         if not self.count:
             return
         result = self.con.execute(
-            f"SELECT {_FILE}, {_LINE}, first_file, first_line, first_batch FROM {self._TABLE} ORDER BY 1, 2"
+            f"SELECT {_FILE}, {_LINE}, first_file, first_line, first_batch, same FROM {self._TABLE} ORDER BY 1, 2"
         )
         while rows := result.fetchmany(self._FETCH_ROWS):
-            for file, line, first_file, first_line, first_batch in rows:
-                yield Duplicate(file, line, first_file, first_line, first_batch)
+            for file, line, first_file, first_line, first_batch, same in rows:
+                yield Duplicate(file, line, first_file, first_line, first_batch, same)
+
+    def held_by(self) -> dict[str, int]:
+        """The lake's batches holding copies of lines (see ``compare``), with how many each."""
+        if not self.same:
+            return {}
+        rows = self.con.execute(
+            f"SELECT first_batch, count(*) FROM {self._TABLE} WHERE same GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        return {batch: int(n) for batch, n in rows}
 
     def close(self) -> None:
         self.con.execute(f"DROP TABLE IF EXISTS {self._TABLE}")

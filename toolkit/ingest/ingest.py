@@ -3,7 +3,9 @@
 Each file becomes one batch (its id derives from the file's content hash):
 validated rows go to the lake with lineage columns, bad lines go byte for
 byte to the quarantine, duplicates of decisions already seen (in the file or
-in the lake) are quarantined with a pointer to the first. A file whose
+in the lake) are quarantined with a pointer to the first, except copies of
+lake rows, every field alike (the same games logged again): those are left
+out, counted against the batch that holds them. A file whose
 content was ingested before is a no-op that says so.
 
 Memory stays flat whatever a file holds: lines are read in bounded chunks
@@ -15,11 +17,13 @@ a time. Only regular files are read, and standard input once (see
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +46,7 @@ from toolkit.ingest.staging import Lineage, StagedBatch
 from toolkit.ingest.validate import validate_file
 from toolkit.layout import Layout
 from toolkit.progress import Progress, ProgressFn
+from toolkit.schema.arrow import snapshot_schema
 from toolkit.storage import file_sha256
 
 
@@ -54,6 +59,8 @@ class FileIngest(BaseModel):
     batch_id: str | None
     report: FileReport
     duplicates: int = 0
+    held: int = Field(0, description="Decisions left out as copies of lake rows (the same games logged again).")
+    held_by: list[str] = Field(default_factory=list, description="The lake's batches holding those copies.")
     note: str = ""
 
     @model_serializer(mode="wrap")
@@ -180,6 +187,8 @@ def _skipped(skipped: SkippedFile) -> FileIngest:
 # stalls validation until the hash is done. A reject weighs as much as
 # REJECT_WEIGHT packed rows (its line and problems, ~1-3 KB, stay Python objects).
 ROWS_BEFORE_HASH = 262_144
+# What a decision is, beside its lineage: a repeat of a lake row alike in all of these is a copy of it.
+_DECISION_COLUMNS = tuple(snapshot_schema().names)
 REJECT_WEIGHT = 8
 
 
@@ -278,13 +287,26 @@ def _stage_and_publish(
         staged.finish_rows()
         duplicates = _quarantine_duplicates(source, staged, lake.view, report, config)
         staged.close()
+        held = {"held": sum(duplicates.held_by.values()), "held_by": sorted(duplicates.held_by)}
+        if report.valid == 0 and not staged.rejected:  # every decision of it is in the lake already
+            shutil.rmtree(staged.root, ignore_errors=True)
+            return FileIngest(
+                path=source.name,
+                sha256=sha,
+                status="already_ingested",
+                batch_id=None,
+                report=report,
+                **held,
+                note=f"its {held['held']:,} decisions are all in the lake already, every field alike (the same "
+                f"games, logged before): held by batch {', '.join(held['held_by'])}; nothing new to ingest",
+            )
     except BaseException:
         shutil.rmtree(staged.root, ignore_errors=True)
         raise
     try:
         lake.append(
             staged.root,
-            _batch_record(batch_id, sha, staged, report, duplicates, config),
+            _batch_record(batch_id, sha, staged, report, duplicates.quarantined, config),
             _file_record(source, recorded, sha, batch_id, report),
         )
     except BatchCommittedElsewhere:  # a shared lake: another data root committed this batch at the same moment
@@ -300,8 +322,21 @@ def _stage_and_publish(
             report=report,
             note=f"same content committed as batch {batch_id} by another data root at the same moment",
         )
+    note = (
+        f"{held['held']:,} of its decisions are in the lake already, every field alike (held by batch "
+        f"{', '.join(held['held_by'])}): left out"
+        if held["held"]
+        else ""
+    )
     return FileIngest(
-        path=source.name, sha256=sha, status="ingested", batch_id=batch_id, report=report, duplicates=duplicates
+        path=source.name,
+        sha256=sha,
+        status="ingested",
+        batch_id=batch_id,
+        report=report,
+        duplicates=duplicates.quarantined,
+        **held,
+        note=note,
     )
 
 
@@ -310,24 +345,35 @@ def _recorded(layout: Layout, source: Input) -> str:
     return source.name if source.is_stdin else layout.stored(source.path)
 
 
+@dataclass(frozen=True)
+class _Duplicates:
+    quarantined: int = 0  # repeats of a decision with other content, or repeated within the file
+    held_by: dict[str, int] = dataclasses.field(default_factory=dict)  # copies of lake rows, by the batch holding them
+
+
 def _quarantine_duplicates(
     source: Input, staged: StagedBatch, catalog: Catalog, report: FileReport, config: IngestConfig
-) -> int:
-    """Move the rows that repeat a decision (of the file or the lake) to the quarantine, their lines read
-    again from the file, a batch of duplicates at a time."""
-    # The staged lake files carry every accepted row's key and line.
+) -> _Duplicates:
+    """Take out the rows that repeat a decision (of the file or the lake). A row that is a copy of a lake row,
+    every field alike (the same game logged again: a run that reused another's seed), is already in the lake: it
+    is left out and counted against the batch that holds it, not quarantined. Any other repeat goes to the
+    quarantine, its line read again from the file, a batch of duplicates at a time."""
+    # The staged lake files carry every accepted row's key, content and line.
     catalog.require_readable()
-    with DuplicateSet(catalog.con, staged.lake_files, existing="decisions") as found:
+    with DuplicateSet(catalog.con, staged.lake_files, existing="decisions", compare=_DECISION_COLUMNS) as found:
         if not found.count:
-            return 0
+            return _Duplicates()
         staged.drop_lines(found.lines())
-        duplicates, wanted = itertools.tee(found)  # one pass over both: the tee holds a duplicate or two
+        held_by = found.held_by()
+        clashes = (d for d in found if not d.same)
+        duplicates, wanted = itertools.tee(clashes)  # one pass over both: the tee holds a duplicate or two
         raws = read_raw_lines(source.path, (d.line for d in wanted), config.read.max_line_bytes)
         for duplicate, raw in zip(duplicates, raws, strict=True):
             problem = duplicate.problem()
             staged.quarantine.add([Reject(source.name, duplicate.line, raw, [problem])])
             report.demote(problem)
-        return found.count
+        report.valid -= found.same
+        return _Duplicates(found.count - found.same, held_by)
 
 
 def _batch_record(

@@ -323,15 +323,18 @@ class _Loop:
             simulate.SimulateResult,
         )
         ingested = self._ingest(logs.files, own=logs.simulated)
-        found = ingested.batches
-        if ingested.rows == 0:
+        found = ingested.batches  # the batches this run ingested: its gates set their status, never another run's
+        if ingested.rows == 0 and not ingested.held:
             self._set_status(found, "rejected", "no valid decisions")
             gen.outcome, gen.reason = "failed", _no_decisions(ingested)
             self.state.status, self.state.message = "failed", gen.reason
             self.run_folder.save(self.state)
             return
-        data = self._step(
-            StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult
+        data = self._step(  # gated: all the data the run trains on, the lake's copies of its games included
+            StepName.DATA_GATE,
+            data_gate.run,
+            data_gate.DataGateInput(batches=sorted({*found, *ingested.held_by})),
+            data_gate.DataGateResult,
         )
         if not data.passed:
             self._set_status(found, "rejected", f"data gate: {data.reason}")
@@ -607,8 +610,8 @@ def _no_decisions(ingested: ingest.IngestStepResult) -> str:
     """Why a bootstrap whose logs gave no lake row cannot train a first student."""
     unreadable = f"; {len(ingested.failed)} file(s) could not be read: {', '.join(ingested.failed)}"
     return (
-        f"the bootstrap logs gave no valid decisions: {ingested.rejected} lines rejected, see "
-        f'`distill sql "select * from rejects"`{unreadable if ingested.failed else ""}'
+        f"the bootstrap logs gave no valid decisions: {ingested.rejected} lines rejected, counted by reason in "
+        f'`distill sql "FROM reject_reasons"`{unreadable if ingested.failed else ""}'
     )
 
 

@@ -92,9 +92,13 @@ class GenerationState(BaseModel):
     reason: str | None = None
 
     def batches(self) -> set[str]:
-        """The batches this generation's ingest steps recorded (every attempt)."""
+        """The batches this generation's ingest steps recorded (every attempt), with the lake's batches that held
+        some of their files' decisions already (the same games, logged before)."""
         return {
-            batch for step in self.steps.values() if step.name == "ingest" for batch in step.result.get("batches", [])
+            batch
+            for step in self.steps.values()
+            if step.name == "ingest"
+            for batch in [*step.result.get("batches", []), *step.result.get("held_by", [])]
         }
 
 

@@ -17,6 +17,8 @@ class IngestStepResult(BaseModel):
     rows: int  # the batches' rows and rejected lines, as the catalog records them
     rejected: int
     failed: list[str] = []  # files that could not be read at all (nothing of them is in the lake)
+    held: int = 0  # decisions of the files the lake held already (the same games, logged before): not ingested again
+    held_by: list[str] = []  # the batches holding them (another run's, say, that played the same seed)
 
 
 def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
@@ -38,4 +40,6 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
         rows=sum(b.rows_valid for b in recorded),
         rejected=sum(b.rows_rejected for b in recorded),
         failed=[ctx.layout.stored(f.path) for f in result.failed],
+        held=sum(f.held for f in result.files),
+        held_by=sorted({b for f in result.files for b in f.held_by} - set(batches)),
     )
