@@ -109,3 +109,31 @@ def test_the_quarantine_reads_as_reason_codes_and_text_and_the_hint_summarises(t
     assert texts["\u00e9t\u00e9 {"]["raw"] == "\u00e9t\u00e9 {\n".encode().hex().upper()  # the bytes, unchanged
     with Lake.open(Layout.at(tmp_path / "home")) as lake:  # the same views outside the SQL sandbox
         assert lake.view.read("SELECT sum(lines) AS n FROM reject_reasons")["n"].to_pylist() == [5]
+
+
+def test_ids_times_and_intervals_are_whole_at_80_columns(loop_home: Layout) -> None:
+    """Piped, in CI or make, a terminal is 80 columns: a table too wide for its words prints one block per row
+    instead of cutting a batch id, a fingerprint, a time or an interval with an ellipsis."""
+    import json
+
+    home = ["--home", str(loop_home.home)]
+
+    def shown(*args: str) -> str:
+        result = runner.invoke(app, [*home, *args], env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        assert "\u2026" not in result.stdout, result.stdout  # no ellipsis
+        assert max(map(len, result.stdout.splitlines())) <= 80, result.stdout
+        return result.stdout
+
+    batches = json.loads(runner.invoke(app, [*home, "sql", "--json", "SELECT batch_id FROM batches"]).stdout)
+    history = shown("lake", "history")
+    assert all(b["batch_id"] in history for b in batches)
+    [build] = json.loads(runner.invoke(app, [*home, "datasets", "list", "--json"]).stdout)[:1]
+    assert build["fingerprint"] in shown("datasets", "list", "--all")
+    looped = " ".join(shown("loop", "history", "--name", "tiny").split())  # a block may wrap between words
+    gains = [r["student_gain"]["heuristic"] for r in RunFolder(loop_home, "tiny").records() if r["student_gain"]]
+    assert gains
+    for gain in gains:
+        assert f"[{100 * gain['low']:+.1f}, {100 * gain['high']:+.1f}]" in looped, looped
+    shown("loop", "status", "--name", "tiny")
+    shown("sql", "SELECT batch_id, created_at, file_sha256 FROM batches")

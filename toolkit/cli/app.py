@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
@@ -49,6 +49,30 @@ class Table(RichTable):
 
     def add_row(self, *renderables: Any, **kwargs: Any) -> None:
         super().add_row(*map(_verbatim, renderables), **kwargs)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The table, where each of its words fits its column whole; else (a narrow terminal, a pipe at 80
+        columns) one block per row, ``header  value`` a line: an id, a time or an interval is never cut."""
+        if not self.rows or self._narrowest(console, options) <= options.max_width:
+            yield from super().__rich_console__(console, options)
+            return
+        if self.title is not None:
+            yield self.title
+        headers = [column.header for column in self.columns]
+        cells = [list(column.cells) for column in self.columns]
+        for row in range(len(self.rows)):
+            block = RichTable(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+            block.add_column(style="bold", no_wrap=True)
+            block.add_column(overflow="fold")
+            for header, column in zip(headers, cells, strict=True):
+                block.add_row(header, column[row] if row < len(column) else "")
+            yield Text(f"[{row + 1}]", style="dim")
+            yield block
+
+    def _narrowest(self, console: Console, options: ConsoleOptions) -> int:
+        """The width the table needs for its longest word in each column to fit whole."""
+        wide = options.update_width(1 << 16)
+        return sum(self._measure_column(console, wide, column).minimum for column in self.columns) + self._extra_width
 
 
 def _verbatim(value: Any) -> Any:
