@@ -161,3 +161,40 @@ def test_a_real_loop_runs_promoted_models_protect_the_builds_they_were_trained_o
     refused = _distill(loop_home, "datasets", "rm", "loop-tiny", named[0]["fingerprint"])
     assert refused.exit_code == 1 and "named by promoted models" in refused.stderr
     assert named[0]["fingerprint"] in build_fingerprints(loop_home, "loop-tiny")
+
+
+def test_one_build_reference_names_the_same_build_in_every_command(layout: Layout, builds: list[str]) -> None:
+    """NAME@FINGERPRINT means that build wherever a build is named; NAME alone, the latest."""
+    oldest, middle, newest = builds
+    ref = f"d@{oldest}"
+    shown = json.loads(_distill(layout, "datasets", "show", ref, "--json").stdout)
+    assert shown["fingerprint"] == oldest
+    assert json.loads(_distill(layout, "datasets", "show", "d", "--json").stdout)["fingerprint"] == newest
+    assert _distill(layout, "datasets", "show", ref, "--fingerprint", oldest).exit_code == 0  # the same, twice
+    twice = _distill(layout, "datasets", "show", ref, "--fingerprint", newest)
+    assert twice.exit_code == 2 and "two builds named" in twice.stderr
+
+    checked = json.loads(_distill(layout, "check", "dataset", ref, "--json", "--no-write").stdout)
+    assert checked["scope"] == {"name": "d", "fingerprint": oldest}
+    assert json.loads(_distill(layout, "datasets", "diff", ref, f"d@{newest}", "--json").stdout)["before"] == oldest
+    assert json.loads(_distill(layout, "datasets", "diff", ref, newest, "--json").stdout)["after"] == newest
+    assert json.loads(_distill(layout, "datasets", "diff", ref, "d", "--json").stdout)["after"] == newest
+    assert json.loads(_distill(layout, "datasets", "diff", "d", oldest, middle, "--json").stdout)["after"] == middle
+    trained = _distill(layout, "train", "bc", "--dataset", ref, "--epochs", "1", "--json")
+    assert trained.exit_code == 0, trained.output
+    assert json.loads(trained.stdout)["fingerprint"] == oldest
+    removed = json.loads(_distill(layout, "datasets", "rm", f"d@{middle}", "--dry-run", "--json").stdout)
+    assert removed["removed"] == [middle]
+
+    missing = _distill(layout, "datasets", "show", "d@0123456789abcdef")
+    assert missing.exit_code == 1 and "no build 0123456789abcdef of dataset 'd'" in missing.stderr
+    assert "--name d@" not in missing.stderr  # the hint names the dataset, not the reference
+    for bad, why in (
+        ("d@", "not a build fingerprint"),
+        ("d@../x", "not a build fingerprint"),
+        ("D@ab", "dataset name"),
+    ):
+        refused = _distill(layout, "datasets", "show", bad)
+        assert refused.exit_code == 2 and why in refused.stderr, (bad, refused.stderr)
+    bare = _distill(layout, "datasets", "rm", "d")
+    assert bare.exit_code == 2 and "NAME@FINGERPRINT" in bare.stderr

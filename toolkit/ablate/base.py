@@ -95,18 +95,19 @@ def load_base_file(kind: Literal["build", "loop"], path: Any) -> BuildConfig | L
 
 def _named_build(layout: Layout, ref: str) -> Base:
     from toolkit.datasets.dataset import open_dataset
+    from toolkit.datasets.ref import BuildRef
     from toolkit.errors import BuildError
 
-    name, _, fingerprint = ref.partition("@")
     try:
-        dataset = open_dataset(layout, name, fingerprint or None)
+        build = BuildRef.parse(ref)
+        dataset = open_dataset(layout, build.name, build.fingerprint)
     except BuildError as error:
         raise ConfigError(error.message, hint=error.hint or "name a build `distill datasets list` shows") from None
     data = dataset.manifest.config
     if data.batches is None:  # the batches it read, not whatever the lake holds now
         data = data.model_copy(update={"batches": [i.batch_id for i in dataset.manifest.inputs]})
     subject = BuildSubject(data=data)
-    return Base("build", f"build {name}@{dataset.fingerprint}", BuildSubject, subject.model_dump(mode="json"))
+    return Base("build", f"build {build.name}@{dataset.fingerprint}", BuildSubject, subject.model_dump(mode="json"))
 
 
 def _loop_base(layout: Layout, loop: LoopConfig, description: str) -> Base:

@@ -144,6 +144,11 @@ def _root(
 
 # Options every command shares, defined once.
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON) on stdout.")]
+# A build, wherever a command takes one: NAME (its latest build) or NAME@FINGERPRINT (toolkit.datasets.ref).
+BuildArg = Annotated[str, typer.Argument(help="A build: NAME (its latest) or NAME@FINGERPRINT.", show_default=False)]
+FingerprintOpt = Annotated[
+    str | None, typer.Option("--fingerprint", help="A build other than the latest (same as NAME@FINGERPRINT).")
+]
 BackendOpt = Annotated[
     str,
     typer.Option(

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from toolkit.cli.app import JsonOpt, Table, app, console, layout, print_json, progress_bar
+from toolkit.cli.app import BuildArg, FingerprintOpt, JsonOpt, Table, app, console, layout, print_json, progress_bar
 from toolkit.config import validation_message
 from toolkit.limits import MAX_EPOCHS, MAX_GENERATION, MAX_ROWS, MAX_SEED
 
@@ -93,8 +93,8 @@ def check_lake(
 
 @check_app.command("dataset")
 def check_dataset(
-    name: Annotated[str, typer.Argument(help="Dataset name (its latest build).")],
-    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
+    build: BuildArg,
+    fingerprint: FingerprintOpt = None,
     suite: SuiteOpt = None,
     entropy_floor: FloorOpt = None,
     baseline: BaselineOpt = None,
@@ -105,10 +105,11 @@ def check_dataset(
 ) -> None:
     """Check a built dataset; exit 1 if a blocking expectation fails."""
     from toolkit.checks.gate import check_dataset as run
+    from toolkit.datasets.ref import BuildRef
 
-    report = run(
-        layout(), name, _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows), fingerprint
-    )
+    ref = BuildRef.parse(build, fingerprint)
+    config = _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows)
+    report = run(layout(), ref.name, config, ref.fingerprint)
     _finish(report, as_json)
 
 
@@ -165,8 +166,8 @@ def _render(report: GateReport) -> None:
 
 @check_app.command("labels")
 def check_labels(
-    name: Annotated[str, typer.Argument(help="Dataset name (its latest build).")],
-    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
+    build: BuildArg,
+    fingerprint: FingerprintOpt = None,
     teacher: Annotated[
         Path | None,
         typer.Option("--teacher", help="A bc or flat ppo checkpoint: its probability of each logged action, and KL."),
@@ -196,13 +197,15 @@ def check_labels(
     """
     from pydantic import ValidationError
 
+    from toolkit.datasets.ref import BuildRef
     from toolkit.errors import ConfigError
     from toolkit.quality.labels import LabelCheckConfig
     from toolkit.quality.labels import check_labels as run
 
+    ref = BuildRef.parse(build, fingerprint)
     try:
         config = LabelCheckConfig(
-            fingerprint=fingerprint,
+            fingerprint=ref.fingerprint,
             teacher=teacher,
             folds=folds,
             seed=seed,
@@ -213,7 +216,7 @@ def check_labels(
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, as_flags=True)) from None
     with progress_bar("check labels: k-fold models", enabled=not as_json) as progress:
-        result = run(layout(), name, config, progress)
+        result = run(layout(), ref.name, config, progress)
     if as_json:
         print_json(result.model_dump(mode="json"))
         return

@@ -7,19 +7,23 @@ models, through their checkpoint cards (:func:`promoted_models`).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from toolkit.cli.app import JsonOpt, Table, app, console, err_console, layout, print_json
+from toolkit.cli.app import BuildArg, FingerprintOpt, JsonOpt, Table, app, console, err_console, layout, print_json
 from toolkit.cli.build_cmd import show_manifest
+from toolkit.errors import UsageError
+from toolkit.layout import FINGERPRINT_PATTERN
 from toolkit.limits import MAX_VERSION
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.datasets.diff import BuildDiff
     from toolkit.datasets.inventory import BuildEntry, ModelRef
+    from toolkit.datasets.ref import BuildRef
     from toolkit.datasets.remove import Removal
     from toolkit.layout import Layout
     from toolkit.train.checkpoints import Card
@@ -140,16 +144,14 @@ def _list_table(entries: list[BuildEntry], where: Path, every: bool) -> None:
 
 
 @datasets_app.command("show")
-def show_dataset(
-    name: NameArg,
-    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A build other than the latest.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Summarise a dataset's manifest (``--json`` prints the whole manifest)."""
+def show_dataset(build: BuildArg, fingerprint: FingerprintOpt = None, as_json: JsonOpt = False) -> None:
+    """Summarise a build's manifest (``--json`` prints the whole manifest)."""
     from toolkit.datasets.dataset import open_dataset
     from toolkit.datasets.inventory import retired_inputs
+    from toolkit.datasets.ref import BuildRef
 
-    dataset = open_dataset(layout(), name, fingerprint)
+    name = BuildRef.parse(build, fingerprint).name
+    dataset = open_dataset(layout(), build, fingerprint)
     _warn(
         [
             f"batch {r.batch_id}, which this build read, was retired from the lake since ({r.reason}): a build "
@@ -170,16 +172,26 @@ def show_dataset(
 
 @datasets_app.command("rm")
 def remove(
-    name: NameArg,
-    fingerprint: Annotated[str, typer.Argument(help="The build's fingerprint (see `distill datasets list --all`).")],
+    build: Annotated[str, typer.Argument(help="The build: NAME@FINGERPRINT (`distill datasets list --all`).")],
+    fingerprint: Annotated[
+        str | None, typer.Argument(help="Its fingerprint, where BUILD is a NAME alone.", show_default=False)
+    ] = None,
     force: ForceOpt = False,
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Remove one build. Refused (exit 1, nothing changed) when a promoted model's card names it, unless --force;
     LATEST moves to the newest build left."""
+    from toolkit.datasets.ref import BuildRef
     from toolkit.datasets.remove import remove_build
 
+    ref = BuildRef.parse(build, fingerprint)
+    if ref.fingerprint is None:
+        raise UsageError(
+            f"{build!r} is not a build to remove: a dataset's name alone names its latest build",
+            hint=f"give NAME@FINGERPRINT, e.g. {ref.name}@<fingerprint> (`distill datasets list --all`)",
+        )
+    name, fingerprint = ref.name, ref.fingerprint
     home = layout()
     models, warnings = promoted_models(home)
     _warn(warnings)
@@ -223,20 +235,43 @@ def _show_removal(removal: Removal, as_json: bool) -> None:
 
 @datasets_app.command("diff")
 def diff(
-    name: NameArg,
-    before: Annotated[str, typer.Argument(help="Fingerprint of the first build (before).")],
-    after: Annotated[str, typer.Argument(help="Fingerprint of the second build (after).")],
+    before: Annotated[str, typer.Argument(help="The first build: NAME@FINGERPRINT (or NAME, its latest).")],
+    after: Annotated[
+        str, typer.Argument(help="The second: NAME@FINGERPRINT, NAME, or a FINGERPRINT of the same NAME.")
+    ],
+    third: Annotated[
+        str | None, typer.Argument(help="(NAME BEFORE AFTER: fingerprints of one NAME.)", show_default=False)
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """What changed from one build of NAME to another: rows by source, generation and batch; labels per source;
-    config; versions; whether the holdout is the same."""
+    """What changed from one build of a dataset to another: rows by source, generation and batch; labels per
+    source; config; versions; whether the holdout is the same."""
     from toolkit.datasets.diff import diff_builds
+    from toolkit.datasets.ref import SEPARATOR, BuildRef
 
-    result = diff_builds(layout(), name, before, after)
+    if third is not None:  # NAME FP FP
+        before, after = f"{before}{SEPARATOR}{after}", f"{before}{SEPARATOR}{third}"
+    first = BuildRef.parse(before)
+    second = BuildRef.parse(f"{first.name}{SEPARATOR}{after}" if _is_build_of(first.name, after) else after)
+    if first.name != second.name:
+        raise UsageError(f"{first} and {second} are builds of two datasets", hint="diff two builds of one name")
+    result = diff_builds(layout(), first.name, _fingerprint(first), _fingerprint(second))
     if as_json:
         print_json(result.model_dump(mode="json"))
         return
     _show_diff(result)
+
+
+def _is_build_of(name: str, text: str) -> bool:
+    """Whether ``text`` is the fingerprint of a build of ``name`` (else it names a dataset, or NAME@FINGERPRINT)."""
+    return re.fullmatch(FINGERPRINT_PATTERN, text) is not None and layout().build_dir(name, text).is_dir()
+
+
+def _fingerprint(ref: BuildRef) -> str:
+    """The build's fingerprint: the one named, or the latest build's."""
+    from toolkit.datasets.dataset import open_dataset
+
+    return ref.fingerprint or open_dataset(layout(), ref.name).fingerprint
 
 
 def _show_diff(result: BuildDiff) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from toolkit.cli.app import JsonOpt, app, console, layout, print_json
+from toolkit.cli.app import BuildArg, FingerprintOpt, JsonOpt, app, console, layout, print_json
 from toolkit.errors import UsageError
 from toolkit.limits import MAX_VERSION
 
@@ -17,14 +17,14 @@ FORMATS = ("minari",)
 
 @app.command()
 def export(
-    name: Annotated[str, typer.Argument(help="The dataset (its latest build).")],
+    build: BuildArg,
     fmt: Annotated[str, typer.Option("--format", help="Target format: minari.")] = "minari",
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Minari datasets root (default $MINARI_DATASETS_PATH or ~/.minari/datasets)."),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="train or holdout.")] = "train",
-    fingerprint: Annotated[str | None, typer.Option("--fingerprint", help="A specific build of NAME.")] = None,
+    fingerprint: FingerprintOpt = None,
     version: Annotated[
         int, typer.Option("--version", max=MAX_VERSION, min=0, help="The -vN of the exported dataset id.")
     ] = 0,
@@ -37,7 +37,7 @@ def export(
         raise UsageError(f"--split {split!r} is not a split", hint="use train or holdout")
     from toolkit.export.minari import MinariExportConfig, export_minari
 
-    config = MinariExportConfig(name=name, fingerprint=fingerprint, split=split, out=out, version=version)
+    config = MinariExportConfig(name=build, fingerprint=fingerprint, split=split, out=out, version=version)
     result = export_minari(layout(), config)
     if as_json:
         print_json(result.model_dump(mode="json"))

@@ -13,6 +13,7 @@ from toolkit.cli.app import (
     BackendOpt,
     EngineOpt,
     EngineProcessesOpt,
+    FingerprintOpt,
     JsonOpt,
     MaxRoundsOpt,
     ShardOpt,
@@ -74,11 +75,11 @@ def _league(value: str | None) -> list[str] | None:
 
 @train_app.command("bc")
 def train_bc_command(
-    dataset: Annotated[str | None, typer.Option("--dataset", help="Name of the built dataset.")] = None,
-    config: ConfigOpt = None,
-    fingerprint: Annotated[
-        str | None, typer.Option("--fingerprint", help="A specific build (default: latest).")
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", help="The build: NAME (its latest) or NAME@FINGERPRINT.")
     ] = None,
+    config: ConfigOpt = None,
+    fingerprint: FingerprintOpt = None,
     epochs: Annotated[int | None, typer.Option("--epochs", max=MAX_EPOCHS, help="Most epochs.")] = None,
     batch_size: Annotated[int | None, typer.Option("--batch-size", max=MAX_BATCH, help="Rows per step.")] = None,
     lr: Annotated[float | None, typer.Option("--lr", max=MAX_RATE, help="Learning rate.")] = None,

@@ -319,11 +319,17 @@ def read_manifest(root: Path) -> Manifest:
 
 
 def open_dataset(layout: Layout, name: str, fingerprint: str | None = None) -> Dataset:
-    """The build ``name`` (its latest one, or the one with ``fingerprint``).
+    """The build ``name`` (its latest one, or the one with ``fingerprint``); ``name`` may be ``NAME@FINGERPRINT``
+    (:class:`~toolkit.datasets.ref.BuildRef`).
 
     Raises:
         BuildError: when no such build exists (the hint names the builds of ``name`` that do).
+        UsageError: ``name`` and ``fingerprint`` name two builds, or are not a name and a fingerprint.
     """
+    from toolkit.datasets.ref import BuildRef
+
+    ref = BuildRef.parse(name, fingerprint)
+    name, fingerprint = ref.name, ref.fingerprint
     if fingerprint is None:
         fingerprint = read_latest(layout, name)
         if fingerprint is None:

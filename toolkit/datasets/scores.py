@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.datasets.config import LabelIssueFilter
 from toolkit.datasets.dataset import Dataset, list_builds, open_dataset
+from toolkit.datasets.ref import BuildRef
 from toolkit.errors import BuildError
 from toolkit.layout import LABEL_SCORES_FORMAT_VERSION, Layout
 from toolkit.schema import columns as col
@@ -122,7 +123,8 @@ def scored_build(layout: Layout, name: str, wanted: str | None) -> tuple[Dataset
     Raises:
         BuildError: no such build, or it has no label scores (the hint names the command).
     """
-    target, _, fingerprint = (wanted or name).partition("@")
+    ref = BuildRef.parse(wanted or name)
+    target, fingerprint = ref.name, ref.fingerprint
     if fingerprint:
         dataset = open_dataset(layout, target, fingerprint)
         info = read_scores_info(layout, dataset)
@@ -132,8 +134,7 @@ def scored_build(layout: Layout, name: str, wanted: str | None) -> tuple[Dataset
     if dataset is None or info is None:
         raise BuildError(
             f"no label scores for dataset {target!r}{' build ' + fingerprint if fingerprint else ''}",
-            hint=f"score it first: distill check labels {target}"
-            + (f" --fingerprint {fingerprint}" if fingerprint else ""),
+            hint=f"score it first: distill check labels {ref}",
         )
     if file_sha256(scores_path(layout, dataset)) != info.scores_sha256:
         raise BuildError(

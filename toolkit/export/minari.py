@@ -43,10 +43,11 @@ import duckdb
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.catalog.lake import Lake
 from toolkit.datasets.dataset import Dataset, open_dataset
+from toolkit.datasets.ref import split_build_field
 from toolkit.errors import ExportError
 from toolkit.layout import Layout
 from toolkit.limits import MAX_VERSION
@@ -94,6 +95,11 @@ class MinariExportConfig(BaseModel):
         None, description="Minari's datasets root; default $MINARI_DATASETS_PATH or ~/.minari/datasets."
     )
     version: int = Field(0, ge=0, le=MAX_VERSION, description="The `-vN` of the dataset id.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_build_reference(cls, data: Any) -> Any:
+        return split_build_field(data, "name")
 
 
 class MinariExportResult(BaseModel):

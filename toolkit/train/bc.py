@@ -35,9 +35,10 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, SAMPLE_WEIGHT, TRAIN, Dataset, open_dataset
+from toolkit.datasets.ref import split_build_field
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import Layout
@@ -56,8 +57,14 @@ class BCConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dataset: str = Field(description="Name of the built dataset (--dataset).")
+    dataset: str = Field(description="The built dataset's name (--dataset NAME, or NAME@FINGERPRINT).")
     fingerprint: str | None = Field(None, description="A specific build of it; default: its latest (--fingerprint).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_build_reference(cls, data: Any) -> Any:
+        return split_build_field(data, "dataset")
+
     allow_retired: bool = Field(
         False,
         description="Train on a build that read batches the lake has retired since (--allow-retired); without it, "
