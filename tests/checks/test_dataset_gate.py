@@ -128,6 +128,18 @@ def test_a_weighted_source_without_train_rows_fails(home: Layout) -> None:
     assert failed_ids(report) == {"shares.sources-nonempty"}
 
 
+def test_a_build_without_a_reference_source_has_an_empty_holdout_and_fails_saying_why(home: Layout) -> None:
+    from toolkit.datasets.build import build_dataset
+    from toolkit.datasets.config import BuildConfig
+
+    build_dataset(home, BuildConfig(name="ppo-only", weights={"ppo": 1.0}, sources=["ppo"]))
+    report = check_dataset(home, "ppo-only", NO_WRITE)
+    assert "splits.holdout-nonempty" in failed_ids(report)
+    (result,) = [r for r in report.results if r.id == "splits.holdout-nonempty"]
+    assert result.observed["holdout_rows"] == 0 and result.observed["reference_sources"] == ["forge"]
+    assert result.sample == [{"holdout_rows": 0, "reference_sources": "forge", "sources_in_build": "ppo"}]
+
+
 def test_too_many_inferred_labels_fail(home: Layout) -> None:
     _every_train_row(home, "ratio", lambda row: row.update(label_source="card_role"))
     report = check_dataset(home, "ratio", NO_WRITE)

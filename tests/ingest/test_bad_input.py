@@ -108,12 +108,12 @@ def test_a_record_of_no_known_dialect_is_rejected(write_log) -> None:
 
 def test_an_illegal_chosen_action_is_rejected(write_log) -> None:
     path = write_log("illegal.jsonl", [good(0, legal_actions=[False] + [True] * 7)])
-    assert problems(path) == [(1, "action.index", "rule")]
+    assert problems(path) == [(1, "action.index", "inconsistent")]
 
 
 def test_an_acting_seat_outside_the_pod_is_rejected(write_log) -> None:
     path = write_log("seat.jsonl", [good(0, seat=4, winner_seat=None, seat_won=None)])
-    assert (1, "seat", "rule") in problems(path)
+    assert (1, "seat", "inconsistent") in problems(path)
 
 
 def test_duplicates_within_a_file_point_at_the_first(write_log) -> None:

@@ -125,7 +125,7 @@ _REJECTS = {
     col.BATCH_ID: _QUARANTINE[col.BATCH_ID],
     col.SOURCE_FILE: _QUARANTINE[col.SOURCE_FILE],
     col.SOURCE_LINE: _QUARANTINE[col.SOURCE_LINE],
-    "code": "The first problem's code, stable across lines and versions (invalid_json, duplicate, missing...).",
+    "code": "The first problem's code, one per kind of problem (invalid_json, duplicate, inconsistent, missing...).",
     "field": "The first problem's field ('' for the line as a whole).",
     "reason": _QUARANTINE["reason"],
     "line": "The line as text (bytes that are not UTF-8 escaped); raw has its exact bytes.",

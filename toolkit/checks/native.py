@@ -403,6 +403,31 @@ def _nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     return Outcome(not empty, observed, len(wanted), len(empty), [{"source": s, "train_rows": 0} for s in empty])
 
 
+@native("holdout_nonempty", ("dataset",))
+def _holdout_nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+    """The holdout has rows: the accuracy gate and BC's early stopping read it. It holds out games of the reference
+    sources only (the manifest's ``holdout.sources``), so a build without one of their games has none."""
+    rows, games = ctx.con.execute(
+        f"SELECT count(*), count(DISTINCT {col.GAME_ID}) FROM {ROWS} WHERE {SPLIT} = '{HOLDOUT}'"
+    ).fetchone()  # type: ignore[misc]
+    sources = list(_dataset(ctx).manifest.holdout.sources)
+    found = dict(ctx.con.execute(f"SELECT {col.SOURCE}, count(*) FROM {ROWS} GROUP BY ALL").fetchall())
+    observed = {
+        "holdout_rows": rows,
+        "holdout_games": games,
+        "reference_sources": sources,
+        "reference_source_rows": {s: int(found.get(s, 0)) for s in sources},
+    }
+    why = [
+        {
+            "holdout_rows": 0,
+            "reference_sources": ", ".join(sources) or "none",
+            "sources_in_build": ", ".join(sorted(found)) or "none",
+        }
+    ]
+    return Outcome(rows > 0, observed, 1, 0 if rows else 1, [] if rows else why)
+
+
 @native("inferred_label_share_at_most", ("dataset",))
 def _inferred(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     """The share of train rows whose label was inferred (card role, default, mana rule) is at most ``max_share``."""

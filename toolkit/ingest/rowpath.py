@@ -128,7 +128,7 @@ def problems_from(error: ValidationError) -> list[Problem]:
             # Cross-field rules: one "field: reason" per line (see models.py).
             for line in message.removeprefix("Value error, ").splitlines():
                 rule_field, _, reason = line.partition(": ")
-                problems.append(Problem(rule_field, "rule", reason))
+                problems.append(Problem(rule_field, "inconsistent", reason))  # fields that contradict each other
             continue
         problems.append(Problem(field, detail["type"], message))
     return problems
