@@ -92,3 +92,18 @@ def test_a_tournament_plays_every_lineup_in_every_seat_rotation_and_rates_random
     pool.rate("t", games)
     elo = {r.name: r.elo for r in pool.table()}
     assert elo["random"] < elo["heuristic"] < elo["tuned"] and elo["heuristic"] == 1500.0
+
+
+def test_neighbours_say_how_sure_the_order_of_the_standings_is() -> None:
+    from toolkit.ratings import Standing, neighbours
+
+    def player(name: str, elo: float, se: float) -> Standing:
+        return Standing(name=name, elo=elo, elo_se=se, mu=0, sigma=0, ordinal=0, games=10, wins=1)
+
+    clear, close = neighbours([player("a", 1800, 30), player("b", 1600, 40), player("c", 1590, 40)])
+    assert (clear.above, clear.below, clear.elo_diff) == ("a", "b", 200.0)
+    assert clear.low == pytest.approx(200 - 1.96 * 50, abs=0.1) and clear.verdict == "better"
+    assert clear.p_stronger > 0.9999
+    assert close.verdict == "no detectable difference" and close.p_stronger == pytest.approx(0.5702, abs=1e-3)
+    [tie] = neighbours([player("x", 1500, 0), player("y", 1500, 0)])
+    assert tie.p_stronger == 0.5 and tie.verdict == "no detectable difference"

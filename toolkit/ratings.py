@@ -46,6 +46,7 @@ from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import POOL_FORMAT_VERSION
 from toolkit.limits import MAX_BATCH, MAX_DEALS, MAX_SEED
+from toolkit.stats import Z95, interval_verdict, probability_above_zero
 from toolkit.storage import read_versioned, write_text_atomic
 
 if TYPE_CHECKING:
@@ -401,6 +402,44 @@ def standings(pool: RatingPool) -> list[Standing]:
         )
         for r in pool.table()
     ]
+
+
+class Pairing(BaseModel):
+    """One player against the next below it in the standings: their Elo difference with its 95% interval, the
+    probability that the one above is the stronger, and what the interval says."""
+
+    model_config = ConfigDict(frozen=True)
+
+    above: str
+    below: str
+    elo_diff: float
+    low: float
+    high: float
+    p_stronger: float = Field(description="P(the player above is stronger), normal approximation of the fit.")
+    verdict: str = Field(description="better (the interval lies above 0) or no detectable difference.")
+
+
+def neighbours(table: Sequence[Standing]) -> list[Pairing]:
+    """Each player of ``table`` (best first) against the next: is the order real? The difference's standard error
+    takes the two ratings' as independent (the fit's covariance is left out: a slight overstatement where two
+    players met often)."""
+    pairs = []
+    for above, below in itertools.pairwise(table):
+        diff = above.elo - below.elo
+        se = math.hypot(above.elo_se, below.elo_se)
+        low, high = diff - Z95 * se, diff + Z95 * se
+        pairs.append(
+            Pairing(
+                above=above.name,
+                below=below.name,
+                elo_diff=round(diff, 1),
+                low=round(low, 1),
+                high=round(high, 1),
+                p_stronger=round(probability_above_zero(diff, se), 4),
+                verdict=interval_verdict(low, high),
+            )
+        )
+    return pairs
 
 
 class LineupTruncations(BaseModel):

@@ -147,6 +147,14 @@ class MeanSPRT(_WaldTest):
         return self.decision
 
 
+def probability_above_zero(estimate: float, se: float) -> float:
+    """The probability that a difference estimated as ``estimate`` with standard error ``se`` is above 0 (normal
+    approximation); 1 or 0 where the estimate is exact."""
+    if se <= 0:
+        return 0.5 if estimate == 0 else float(estimate > 0)
+    return 0.5 * (1.0 + math.erf(estimate / (se * math.sqrt(2.0))))
+
+
 def interval_verdict(low: float, high: float) -> str:
     """What a 95% interval of a difference says, in words: ``better`` (it lies above 0), ``worse`` (below 0), or
     ``no detectable difference`` (it holds 0)."""

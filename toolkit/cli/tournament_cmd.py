@@ -74,7 +74,7 @@ def tournament_command(
     same on every back end for the same seed. With --engine the games are played in that engine on the same
     deals: player types sit as its own AI profiles, checkpoints as Distill's seats.
     """
-    from toolkit.ratings import RatingPool, TournamentConfig, count_truncations, play_tournament, standings
+    from toolkit.ratings import RatingPool, TournamentConfig, count_truncations, neighbours, play_tournament, standings
     from toolkit.train.agents import player_from_ref, player_refs
 
     labels: dict[str, str] = {}
@@ -116,13 +116,15 @@ def tournament_command(
                 "games_sha256": digest,
                 "truncations": truncations.model_dump(mode="json"),
                 "standings": [s.model_dump(mode="json") for s in table],
+                "neighbours": [p.model_dump(mode="json") for p in neighbours(table)],
             }
         )
         return
     shown = Table(title=f"tournament {tournament}: {len(games)} games")
-    for column in ("player", "elo", "± se", "ordinal", "games", "wins", "truncated"):
-        shown.add_column(column, justify="left" if column == "player" else "right")
-    for s in table:
+    for column in ("player", "elo", "± se", "ordinal", "games", "wins", "truncated", "vs next below"):
+        shown.add_column(column, justify="left" if column in ("player", "vs next below") else "right")
+    pairs = [*neighbours(table), None]
+    for s, pair in zip(table, pairs, strict=True):
         shown.add_row(
             s.name,
             f"{s.elo:.0f}",
@@ -131,6 +133,9 @@ def tournament_command(
             str(s.games),
             str(s.wins),
             f"{s.truncated} ({s.truncated / max(s.games, 1):.0%})",
+            ""
+            if pair is None
+            else f"{pair.elo_diff:+.0f} [{pair.low:+.0f},{pair.high:+.0f}] P={pair.p_stronger:.2f} {pair.verdict}",
         )
     console.print(shown)
     console.print(
