@@ -177,3 +177,23 @@ def test_the_sql_view_reads_the_scores(noisy: Noisy) -> None:
         pq.read_metadata(noisy.layout.label_scores(noisy.dataset.name, noisy.dataset.fingerprint)).num_rows,
         noisy.result.flagged,
     )
+
+
+def test_the_result_says_what_its_rate_means_and_what_to_do_and_names_the_actions(noisy: Noisy) -> None:
+    from toolkit.quality.rates import CLEAN_RATE, read_rate
+    from toolkit.schema.vocab import MACRO_ACTIONS
+
+    assert read_rate(0.005, (0.004, 0.006)).startswith("about what clean logs")
+    assert read_rate(0.03, (0.025, 0.035)).startswith("above what clean logs")
+    assert read_rate(0.2, (0.18, 0.22)).startswith("far above") and "5% alarm" in read_rate(0.2, (0.18, 0.22))
+    result = noisy.result  # planted flips: far above what clean logs give
+    assert result.rate_interval[0] > 2 * CLEAN_RATE and "labels are likely wrong" in result.reading
+    look, drop, _ = result.next_steps
+    assert f"--drop-label-issues --label-scores {result.dataset}@{result.fingerprint}" in drop
+    query = look.split('distill sql "', 1)[1].rstrip('"')
+    out = CliRunner().invoke(app, ["--home", str(noisy.layout.home), "sql", query, "--json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert len(rows) == min(20, result.flagged)
+    assert all(r["label_action"] in MACRO_ACTIONS and r["predicted_action"] in MACRO_ACTIONS for r in rows)
+    assert [r["label_quality"] for r in rows] == sorted(r["label_quality"] for r in rows)

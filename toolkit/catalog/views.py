@@ -32,6 +32,7 @@ from toolkit.layout import FINGERPRINT_PATTERN, LABEL_SCORES_FILE, NAME_PATTERN,
 from toolkit.schema import columns as col
 from toolkit.schema import scores
 from toolkit.schema.arrow import lake_schema
+from toolkit.schema.vocab import MACRO_ACTIONS
 
 QUARANTINE_SCHEMA = pa.schema(
     [
@@ -208,13 +209,20 @@ def _show(
     sandbox: bool,
     missing: Sequence[Sequence[str]],
     partitions: Sequence[Mapping[str, object]] | None = None,
+    extra: str = "",
 ) -> None:
-    """The view ``name`` of ``files`` (see :func:`relation`); on a sandboxed connection, the files opened now as an
-    Arrow dataset registered as ``name``, which DuckDB scans later without a path it could misuse (a partition
-    column a file lacks takes its value from the file's partition expression, as Delta readers give it)."""
+    """The view ``name`` of ``files`` (see :func:`relation`), with the columns ``extra`` computes after the files'
+    (SQL select items); on a sandboxed connection, the files opened now as an Arrow dataset registered as ``name``
+    (or, with ``extra``, under ``_name`` that the view reads), which DuckDB scans later without a path it could
+    misuse (a partition column a file lacks takes its value from the file's partition expression, as Delta
+    readers give it)."""
     if not sandbox:
         source = relation(con, name, files, schema, missing=missing, partitions=partitions)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {source}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *{', ' + extra if extra else ''} FROM {source}")
+        return
+    if extra:
+        _show(con, f"_{name}", files, schema, sandbox=True, missing=missing, partitions=partitions)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *, {extra} FROM _{name}")
     elif files:
         import pyarrow.dataset as ds
         import pyarrow.fs as pafs
@@ -417,7 +425,17 @@ def _register_label_scores(con: duckdb.DuckDBPyConnection, layout: Layout, *, sa
         for path in sorted(layout.builds.glob(f"*/*/{LABEL_SCORES_FILE}"))
         if re.fullmatch(NAME_PATTERN, path.parent.parent.name) and re.fullmatch(FINGERPRINT_PATTERN, path.parent.name)
     )
-    _show(con, "label_scores", [Path(p) for p in found], scores.SCHEMA, sandbox=sandbox, missing=[()] * len(found))
+    names = "[" + ", ".join(f"'{sql_literal(a)}'" for a in MACRO_ACTIONS) + "]"
+    _show(
+        con,
+        "label_scores",
+        [Path(p) for p in found],
+        scores.SCHEMA,
+        sandbox=sandbox,
+        missing=[()] * len(found),
+        extra=f"{names}[{scores.LABEL} + 1] AS {scores.LABEL_ACTION}, "
+        f"{names}[{scores.PREDICTED} + 1] AS {scores.PREDICTED_ACTION}",
+    )
 
 
 def copy_to_memory(source: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -42,6 +42,7 @@ th{background:#f5f5f5}td.num,th.num{text-align:right;font-variant-numeric:tabula
 table.kv th{background:none;font-weight:normal;color:#555}table.facts th{width:9em}
 .verdict{padding:1em 1.4em;border-left:10px solid;border-radius:4px}.verdict p{margin:.3em 0 0;font-size:1.1em}
 .verdict.pass{background:#e9f6ec;border-color:#176f2c}.verdict.fail{background:#fdecee;border-color:#b00020}
+.verdict.note{background:#fff6e0;border-color:#e0a000}
 .pass{color:#176f2c}.fail{color:#b00020}.warn{color:#a15c00}
 .result{border:1px solid #ddd;border-left:6px solid;border-radius:4px;padding:.8em 1em;margin:1em 0}
 .result.is-fail{border-left-color:#b00020}.result.is-warn{border-left-color:#e0a000}.result p{margin:.3em 0}

@@ -229,6 +229,7 @@ def check_labels(
         f"({result.seconds:.1f} s)",
         markup=True,
     )
+    console.print(f"what it means: {result.reading}", markup=False)
     table = Table(title="by source and generation", title_justify="left")
     for column in ("source", "gen", "decisions", "with a choice", "flagged", "rate", "95% CI", "in conflicts"):
         table.add_column(column, justify="left" if column == "source" else "right")
@@ -254,3 +255,6 @@ def check_labels(
             markup=False,
             soft_wrap=True,
         )
+    console.print("next:", markup=False)
+    for step in result.next_steps:
+        console.print(f"  {step}", markup=False, soft_wrap=True)

@@ -32,7 +32,7 @@ from typing import Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolkit import __version__
 from toolkit.datasets.dataset import FEATURES, LABEL, LEGAL_MASK, SAMPLE_WEIGHT, SPLITS, Dataset, open_dataset
@@ -44,6 +44,7 @@ from toolkit.limits import MAX_BATCH, MAX_SEED, MAX_UPDATES
 from toolkit.progress import Progress, ProgressFn
 from toolkit.quality.duplicates import conflicts
 from toolkit.quality.folds import assign_folds, fold_steps, out_of_sample_probabilities
+from toolkit.quality.rates import read_rate
 from toolkit.quality.teacher import load_teacher, teacher_kl, teacher_probability
 from toolkit.schema import columns as col
 from toolkit.schema import scores as sc
@@ -125,6 +126,29 @@ class LabelCheckResult(BaseModel):
     paths: dict[str, str] = Field(default_factory=dict, description="scores, record, html (stored paths).")
     config: LabelCheckConfig
     seconds: float
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reading(self) -> str:
+        """What the rate means, against what clean logs give."""
+        return read_rate(self.rate, self.rate_interval)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def next_steps(self) -> list[str]:
+        """What to do with the flagged decisions: look at them, leave them out, test whether that helps."""
+        build = f"{self.dataset}@{self.fingerprint}"
+        worst = (
+            f"SELECT game_id, seat, decision_index, source, label_action, predicted_action, label_quality "
+            f"FROM label_scores WHERE flagged AND dataset = '{self.dataset}' AND fingerprint = '{self.fingerprint}' "
+            "ORDER BY label_quality LIMIT 20"
+        )
+        return [
+            f'look at the worst: distill sql "{worst}"',
+            f"leave them out of train: distill build --name {self.dataset} --drop-label-issues --label-scores {build}",
+            "whether that makes the student stronger: distill ablate, a variant with data.label_issues set (README, "
+            '"Does cleaning help?": on this game it did not)',
+        ]
 
 
 def check_labels(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 from toolkit.charts_svg import Bar, bar_chart
 from toolkit.checks.report_html import CSS
 from toolkit.layout import Layout
+from toolkit.quality.rates import ALARM_RATE, CLEAN_RATE
 from toolkit.storage import write_text_atomic
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from toolkit.quality.labels import LabelCheckResult
 
 ISSUE_ROWS: Final = 50
-ALARM_RATE: Final = 0.05  # the verdict turns red above it (the default suites warn above it too)
 
 
 def write_report(layout: Layout, result: LabelCheckResult, info: LabelScoresInfo) -> Path:
@@ -50,13 +50,16 @@ def render_html(result: LabelCheckResult, info: LabelScoresInfo) -> str:
 
 
 def _verdict(r: LabelCheckResult) -> str:
-    state = "pass" if r.rate <= ALARM_RATE else "fail"
+    # Green only where the rate is what clean logs give; amber above it; red above the alarm.
+    state = "pass" if r.rate_interval[0] <= 2 * CLEAN_RATE else "note" if r.rate <= ALARM_RATE else "fail"
     low, high = r.rate_interval
+    steps = "".join(f"<li><code>{escape(step)}</code></li>" for step in r.next_steps)
     return (
         f'<div class="verdict {state}"><h1>{r.flagged:,} label issues</h1>'
         f"<p>{r.rate:.2%} of {r.scored:,} decisions with a choice (95% interval {low:.2%} - {high:.2%}); "
         f"{r.conflicts_within_source:,} in conflicting duplicates within a source, "
-        f"{r.conflicts_across_sources:,} across sources</p></div>"
+        f"{r.conflicts_across_sources:,} across sources</p><p>{escape(r.reading)}.</p></div>"
+        f"<h2>Next</h2><ul>{steps}</ul>"
     )
 
 

@@ -31,6 +31,9 @@ CONFLICT_WITHIN_SOURCE: Final = "conflict_within_source"
 CONFLICT_ACROSS_SOURCES: Final = "conflict_across_sources"
 TEACHER_P_LABEL: Final = "teacher_p_label"
 TEACHER_KL: Final = "teacher_kl"
+# Computed by the label_scores view (not stored): the two actions by name.
+LABEL_ACTION: Final = "label_action"
+PREDICTED_ACTION: Final = "predicted_action"
 
 SCHEMA: Final = pa.schema(
     [
@@ -82,4 +85,6 @@ COLUMN_DOCS: Final[dict[str, str]] = {
     CONFLICT_ACROSS_SOURCES: "A decision of another source has the same feature vector and another label.",
     TEACHER_P_LABEL: "The teacher's probability of the logged action (with --teacher).",
     TEACHER_KL: "KL(teacher || logged one-hot) = -log p_teacher(logged), nats (with --teacher).",
+    LABEL_ACTION: "The logged action, by name (label is its index).",
+    PREDICTED_ACTION: "The models' most likely legal action, by name (predicted is its index).",
 }
