@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import duckdb
@@ -45,7 +46,14 @@ def test_composition_counts_the_students_rows_by_source(client: TestClient, loop
     for point, record in zip(points, records, strict=True):
         assert point["rows"] == record["rows_by_source"]
         assert sum(point["share"].values()) == pytest.approx(1.0)
+        # what the generation trained on: its build, named as every command names one, and the lake version it read
+        build = record["attempts"][-1]["steps"]["build"]
+        assert (point["dataset"], point["fingerprint"]) == (build["name"], build["fingerprint"])
+        manifest = json.loads((loop_home.resolve(build["path"]) / "manifest.json").read_text())
+        assert point["lake_version"] == manifest["lake_version"] is not None
     assert points[0]["forge_share"] == 1.0 and points[1]["teacher_share"] > 0
+    page = client.get("/runs/tiny").text
+    assert f"<code>{points[-1]['dataset']}@{points[-1]['fingerprint']}</code>" in page
 
 
 def test_the_lake_summary_matches_the_catalog(client: TestClient, loop_home: Layout) -> None:

@@ -43,6 +43,11 @@ def test_start_pause_resume_stop_a_real_loop(tmp_path) -> None:
         assert again.status_code == 409 and "exists" in again.json()["detail"]
         twice = client.post("/api/distill/resume", json={"name": "live"})
         assert twice.status_code == 409 and "running" in twice.json()["detail"]
+        # the status says which step runs now, in words, on the API and the run page
+        busy = wait_for(layout, "live", lambda s: s.running_step is not None)
+        step = busy.running_step.split(":")[1]
+        assert busy.now.startswith(f"running: {step} (generation ") and busy.now.endswith(", attempt 0)")
+        assert 'data-field="now">running' in client.get("/runs/live").text  # (between two steps: "running after")
 
         # reading never waits for the loop's writes: poll while it ingests, gates and builds generation 0
         answers = 0

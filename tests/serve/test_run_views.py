@@ -136,7 +136,15 @@ def test_the_comparison_puts_runs_side_by_side(two_runs: Layout, web: TestClient
         next(c for c in compared.charts if c.id == "compare-composition").lines[0].data
         == compared.runs[0].teacher_share
     )
-    assert web.get("/compare?runs=tiny,kept").status_code == 200
+    page = web.get("/compare?runs=tiny,kept")
+    assert page.status_code == 200
+    # the page picks its runs: a checkbox per run of the data root, the compared ones checked
+    import re
+
+    boxes = re.findall(r'<input type="checkbox" name="runs" value="([^"]+)"( checked)?>', page.text)
+    assert {name for name, _ in boxes} >= {"tiny", "kept"} and all(
+        checked for name, checked in boxes if name in ("tiny", "kept")
+    )
     assert web.get("/compare?runs=tiny&runs=kept").status_code == 200
     assert web.get("/api/distill/compare?runs=tiny,kept").json()["runs"][1]["name"] == "kept"
     assert web.get("/compare?runs=tiny").status_code == 422

@@ -239,4 +239,4 @@ def _gate(result: dict[str, Any] | None) -> str:
         return "floor FAIL"
     if verdict["passed"] and not result["passed"]:
         return "scripted floor FAIL"
-    return f"{'pass' if verdict['passed'] else 'FAIL'} {verdict['diff'] * 100:+.1f} pts/{verdict['deals']}d"
+    return f"{'pass' if verdict['passed'] else 'FAIL'} {verdict['diff'] * 100:+.1f} points/{verdict['deals']} deals"

@@ -208,7 +208,7 @@ def _verdict(
     pods = len(config.opponents) + 1
     deals = len(wins_c)
     mean, half = _mean_interval((wins_c - wins_b) / pods)
-    shown = f"{mean:+.1%} wins per game over {deals} paired deals"
+    shown = f"{100 * mean:+.1f} points of win rate over {deals} paired deals"
     h1, h0 = _hypotheses(config)
     reason = {
         "accept_h1": f"{h1}: {shown} (GSPRT)",
@@ -343,7 +343,7 @@ def head_to_head_gate(
         for k in (0, 1)
     ]  # per deal, summed over the tables: the candidate's, the previous model's
     mean, half = _mean_interval(units)
-    shown = f"{mean:+.1%} wins per game over {used} paired deals at {len(tables)} table(s)"
+    shown = f"{100 * mean:+.1f} points of win rate over {used} paired deals at {len(tables)} table(s)"
     reason = {
         "accept_h1": f"beats the previous model head to head: {shown} (GSPRT)",
         "accept_h0": f"does not beat the previous model head to head: {shown} (GSPRT)",

@@ -251,6 +251,8 @@ class _Loop:
             gen.attempt,
             WriterWait(None, on_wait=lambda seconds: self._say_waiting(name, seconds)),
         )
+        self.state.running_step = key  # what "running" is doing now, for the status and the dashboard
+        self.run_folder.save(self.state)
         started = time.perf_counter()
         result = fn(context, step_input)
         record = StepRecord(
@@ -262,6 +264,7 @@ class _Loop:
             result=result.model_dump(mode="json"),
         )
         gen.steps[key] = record
+        self.state.running_step = None
         self.run_folder.save(self.state)
         self.run_folder.append(
             self.run_folder.events_path,

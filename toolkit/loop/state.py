@@ -114,6 +114,9 @@ class LoopState(BaseModel):
     started_at: str
     updated_at: str
     generations: list[GenerationState] = Field(default_factory=list)
+    running_step: str | None = Field(
+        None, description="The step under way, '<attempt>:<step>' of the current generation (None between steps)."
+    )
     current_student: str | None = Field(None, description="Card of the promoted student (relative to the root).")
     current_ppo: str | None = Field(None, description="Card of the promoted PPO model (relative to the root).")
     promoted: list[PromotedModel] = Field(default_factory=list, description="Every promotion, in order.")

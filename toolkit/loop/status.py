@@ -29,6 +29,10 @@ class RunStatus(BaseModel):
     generation: int = Field(description="The generation being run (or the last one, once the run ended).")
     attempt: int
     last_step: str | None = Field(description="The last finished step of the current generation, '<attempt>:<step>'.")
+    running_step: str | None = Field(
+        None, description="The step a running loop is in now, '<attempt>:<step>' (None when no process runs it)."
+    )
+    now: str = Field("", description="What the run does now, in words: 'running: selfplay (generation 1, attempt 0)'.")
     steps_done: int = Field(description="Finished steps of the current generation, all attempts.")
     generations_recorded: int = Field(description="Generations with a complete record (the history's length).")
     last_outcome: str | None = Field(description="Outcome and reason of the last recorded generation.")
@@ -60,6 +64,7 @@ def run_status(layout: Layout, name: str) -> RunStatus:
     last = records[-1] if records else None
     requested = run.requested()
     shown = "interrupted" if state.status == "running" and pid is None else state.status
+    running = state.running_step if pid is not None and state.status == "running" else None
     return RunStatus(
         name=state.name,
         status=shown,
@@ -68,6 +73,8 @@ def run_status(layout: Layout, name: str) -> RunStatus:
         generation=state.generation,
         attempt=gen.attempt if gen else 0,
         last_step=done[-1] if done else None,
+        running_step=running,
+        now=_now(shown, running, state.generation, done[-1] if done else None),
         steps_done=len(done),
         generations_recorded=len(records),
         last_outcome=f"gen {last['generation']}: {last['outcome']} - {last['reason']}" if last else None,
@@ -101,3 +108,14 @@ def list_runs(layout: Layout) -> list[RunStatus]:
         if re.fullmatch(NAME_PATTERN, p.name) and (p / "state.json").exists()
     ]
     return sorted(found, key=lambda s: s.updated_at, reverse=True)
+
+
+def _now(shown: str, running: str | None, generation: int, last: str | None) -> str:
+    """The status in words: the step under way while running, else where the run stands."""
+    if running is not None:
+        attempt, _, step = running.partition(":")
+        return f"running: {step} (generation {generation}, attempt {attempt})"
+    if last is None:
+        return shown
+    attempt, _, step = last.partition(":")
+    return f"{shown} after {step} (generation {generation}, attempt {attempt})"

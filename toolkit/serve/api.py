@@ -96,7 +96,8 @@ def ratings(request: Request, name: Name = "demo") -> list[views.RatingsPoint]:
 )
 def composition(request: Request, name: Name = "demo") -> list[views.CompositionPoint]:
     run_status(_layout(request), name)
-    return views.composition(views.generations(_layout(request), name))
+    layout = _layout(request)
+    return views.composition(views.generations(layout, name), layout)
 
 
 @router.get("/distill/run", response_model=views.RunDetail, summary="Everything the run page shows")

@@ -60,7 +60,7 @@ def comparison(layout: Layout, names: Sequence[str]) -> Comparison:
         RunFolder(layout, name).load()  # an unknown run: RunNotFoundError (404)
         records = generations(layout, name)
         config = run_config(layout, name)
-        shares = composition(records)
+        shares = composition(records, layout)
         rated = [r for r in records if r.ratings]
         runs.append(
             ComparedRun(

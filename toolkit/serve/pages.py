@@ -72,7 +72,9 @@ def gate_page(request: Request, name: str, generation: int, gate: str) -> HTMLRe
 def compare_page(request: Request, runs: list[str] = Query(default=[])) -> HTMLResponse:  # noqa: B008
     """Two or more runs side by side: ``/compare?runs=a,b`` (or ``?runs=a&runs=b``, as the index's form sends)."""
     names = parse_runs(runs)
-    return _page(request, "compare.html", names=names, compared=comparison(request.app.state.layout, names))
+    layout = request.app.state.layout
+    every = [r.name for r in list_runs(layout)]
+    return _page(request, "compare.html", names=names, compared=comparison(layout, names), every=every)
 
 
 @router.get("/lake", response_class=HTMLResponse)

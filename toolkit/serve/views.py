@@ -8,6 +8,7 @@ snapshot, so a page never waits for a loop that is ingesting or building.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -17,8 +18,9 @@ from toolkit.analysis.errors import NothingToShowError
 from toolkit.catalog.lake import Lake
 from toolkit.catalog.lifecycle import history
 from toolkit.catalog.records import BatchRecord
-from toolkit.datasets.dataset import list_builds
+from toolkit.datasets.dataset import list_builds, read_manifest
 from toolkit.datasets.scores import GroupRate, read_scores_info
+from toolkit.errors import DistillError
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.record import GenerationRecord
@@ -44,6 +46,9 @@ class CompositionPoint(BaseModel):
     share: dict[str, float] = Field(description="rows / all rows of the generation, per source.")
     teacher_share: float = Field(description="Share of the teacher's (PPO) rows.")
     forge_share: float = Field(description="Share of the Forge-role rows.")
+    dataset: str | None = Field(None, description="The build the student trained on: its name...")
+    fingerprint: str | None = Field(None, description="... its fingerprint (NAME@FINGERPRINT names it anywhere)...")
+    lake_version: int | None = Field(None, description="... and the lake version it read (None: not recorded).")
 
 
 class GateLink(BaseModel):
@@ -157,12 +162,15 @@ def ratings(records: list[GenerationRecord]) -> list[RatingsPoint]:
     return [RatingsPoint(generation=r.generation, standings=r.ratings) for r in records if r.ratings]
 
 
-def composition(records: list[GenerationRecord]) -> list[CompositionPoint]:
+def composition(records: list[GenerationRecord], layout: Layout | None = None) -> list[CompositionPoint]:
+    """Each generation's training rows by source, and the build they are (with ``layout``, the lake version it
+    read, from its manifest)."""
     points = []
     for r in records:
         rows = r.rows_by_source or {}
         total = sum(rows.values())
         share = {source: n / total for source, n in rows.items()} if total else {}
+        build = r.attempts[-1].steps.get("build") if r.attempts else None
         points.append(
             CompositionPoint(
                 generation=r.generation,
@@ -170,9 +178,20 @@ def composition(records: list[GenerationRecord]) -> list[CompositionPoint]:
                 share=share,
                 teacher_share=share.get("ppo", 0.0),
                 forge_share=share.get("forge", 0.0),
+                dataset=build.get("name") if build else None,
+                fingerprint=build.get("fingerprint") if build else None,
+                lake_version=_lake_version(layout, build) if build and layout else None,
             )
         )
     return points
+
+
+def _lake_version(layout: Layout, build: dict[str, Any]) -> int | None:
+    """The lake version a loop's build read, from its manifest (None where the build is gone or unreadable)."""
+    try:
+        return read_manifest(layout.resolve(build["path"])).lake_version
+    except (DistillError, OSError, KeyError, TypeError):
+        return None
 
 
 def run_detail(layout: Layout, name: str) -> RunDetail:
@@ -184,7 +203,7 @@ def run_detail(layout: Layout, name: str) -> RunDetail:
     rejected = loop_frames.rejected_batches(layout, name).to_dicts() if layout.catalog.exists() else []
     rows = generation_rows(records)
     points = ratings(records)
-    shares = composition(records)
+    shares = composition(records, layout)
     tensorboard, install = tensorboard_note(run)
     return RunDetail(
         name=name,
