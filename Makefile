@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
 DEMO_HOME ?= datasets
 
-.PHONY: setup java demo test lint bench bench-studies notebooks clean-demo chromium serve
+.PHONY: setup java demo test lint docs bench bench-studies notebooks clean-demo chromium serve
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,13 +31,19 @@ demo: $(STAMP)
 # fixtures are built once. `make test TEST_WORKERS=0` runs it in this one process.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
 
-test: $(STAMP) java chromium lint
+test: $(STAMP) java chromium lint docs
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
+# The documentation site into site/: its generated pages first (home from README.md, the CLI and contract
+# references), then MkDocs with --strict, so a broken link, a missing page or a bad nav entry fails.
+docs: $(STAMP)
+	$(BIN)/python docs/gen_pages.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Habits: ruff's lint (pycodestyle, pyflakes, import order) and format check, and the import layers.
 lint: $(STAMP)
-	$(BIN)/ruff check toolkit tests bench notebooks
-	$(BIN)/ruff format --check toolkit tests bench notebooks
+	$(BIN)/ruff check toolkit tests bench notebooks docs
+	$(BIN)/ruff format --check toolkit tests bench notebooks docs
 	$(BIN)/lint-imports
 
 # The dashboard's browser tests drive Debian's Chromium (never a downloaded browser); install it when missing.

@@ -271,12 +271,15 @@ def test_help_names_every_view() -> None:
     assert all(re.search(rf"^\W*{name} \(", shown, re.MULTILINE) for name in VIEWS), shown
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+MANUAL = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]  # the README and the documentation site
 
 
-def test_the_readmes_sql_examples_run(home: Path) -> None:
-    """Every ``distill sql`` line of the README's shell examples (an --as-of version: the lake's last one)."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+def test_the_manuals_sql_examples_run(home: Path) -> None:
+    """Every ``distill sql`` line of the README's and the docs' shell examples (an --as-of version: the lake's
+    last one)."""
+    text = "".join(page.read_text(encoding="utf-8") for page in MANUAL if "reference" not in page.parts)
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
     examples = [line for block in blocks for line in block.splitlines() if line.startswith("distill sql ")]
     assert len(examples) >= 4
     for example in examples:

@@ -133,7 +133,7 @@ def test_the_readmes_loading_snippets_run_as_written_hugging_face_datasets_inclu
 
     import datasets  # the dev extra installs it
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "export.md").read_text(encoding="utf-8")
     [block] = [b for b in readme.split("```python\n")[1:] if "datasets.load_dataset(" in b.split("```")[0]]
     snippet = block.split("```")[0]
     lake("a.jsonl", *_games("f", 20))
@@ -144,7 +144,7 @@ def test_the_readmes_loading_snippets_run_as_written_hugging_face_datasets_inclu
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf"))
     names = {"polars": polars, "pandas": pandas, "duckdb": duckdb, "pyarrow": pyarrow, "datasets": datasets}
     results = [
-        eval(compile(ast.Expression(statement.value), "README.md", "eval"), names)  # noqa: S307 (our own README)
+        eval(compile(ast.Expression(statement.value), "docs/export.md", "eval"), names)  # noqa: S307 (our docs)
         for statement in ast.parse(snippet.replace("<fp>", ds.fingerprint)).body
         if isinstance(statement, ast.Expr)
     ]
