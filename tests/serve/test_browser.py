@@ -27,6 +27,10 @@ from toolkit.serve.admission import LoopSlots
 pytestmark = pytest.mark.slow
 CHROMIUM = Path(os.environ.get("DISTILL_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = Path(os.environ.get("DISTILL_TEST_ARTIFACTS", Path(__file__).parents[2] / "test-artifacts"))
+# The lines each Start form label's text takes (its first text node's boxes).
+LABEL_LINES = """() => [...document.querySelectorAll('form.start label')].map(label => {
+    const range = document.createRange(); range.selectNodeContents(label.firstChild);
+    return range.getClientRects().length; })"""
 # Chromium's own background traffic (updates, sync, field trials) off: the machine is offline and the test counts
 # every request that leaves the server.
 FLAGS = [
@@ -174,6 +178,9 @@ def test_the_run_page_answers_is_it_working_at_a_glance(browser, two_runs) -> No
         assert page.evaluate(CANVAS_DRAWN, "compare-composition") > 200
         assert page.locator("table.ratings").count() == 2
         page.screenshot(path=ARTIFACTS / "compare-page.png", full_page=True)
+        page.goto(base + "/lake")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        page.screenshot(path=ARTIFACTS / "lake-page.png", full_page=True)
 
         narrow = browser.new_page(viewport={"width": 420, "height": 900})
         escaped += _offline(narrow, base)
@@ -188,6 +195,8 @@ def test_the_run_page_answers_is_it_working_at_a_glance(browser, two_runs) -> No
             if narrow.locator("canvas").count():
                 narrow.wait_for_function("document.body.dataset.drawn !== undefined")
             assert narrow.evaluate("document.documentElement.scrollWidth") <= 420, f"{path} is wider than 420 px"
+            if path == "/":  # each Start form label on one line, its field under it
+                assert set(narrow.evaluate(LABEL_LINES)) == {1}, narrow.evaluate(LABEL_LINES)
             if shot:
                 narrow.screenshot(path=ARTIFACTS / shot, full_page=True)
         assert escaped == [], f"requests left the server: {escaped}"

@@ -213,35 +213,43 @@ def _show(
 ) -> None:
     """The view ``name`` of ``files`` (see :func:`relation`), with the columns ``extra`` computes after the files'
     (SQL select items); on a sandboxed connection, the files opened now as an Arrow dataset registered as ``name``
-    (or, with ``extra``, under ``_name`` that the view reads), which DuckDB scans later without a path it could
-    misuse (a partition column a file lacks takes its value from the file's partition expression, as Delta
-    readers give it)."""
+    (with ``extra``, a view of a relation over it, so no second name shows), which DuckDB scans later without a
+    path it could misuse (a partition column a file lacks takes its value from the file's partition expression, as
+    Delta readers give it)."""
     if not sandbox:
         source = relation(con, name, files, schema, missing=missing, partitions=partitions)
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *{', ' + extra if extra else ''} FROM {source}")
         return
+    arrow = _arrow_source(files, schema, missing=missing, partitions=partitions)
     if extra:
-        _show(con, f"_{name}", files, schema, sandbox=True, missing=missing, partitions=partitions)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT *, {extra} FROM _{name}")
-    elif files:
-        import pyarrow.dataset as ds
-        import pyarrow.fs as pafs
+        con.from_arrow(arrow).project(f"*, {extra}").create_view(name, replace=True)
+    else:
+        con.register(name, arrow)
 
-        fills = [_fill(m, p) for m, p in zip(missing, partitions or [{}] * len(files), strict=True)]
-        if not any(fills):
-            con.register(name, ds.dataset([str(f) for f in files], schema=schema, format="parquet"))
-            return
-        expressions = [_expression(fill) for fill in fills]
-        dataset = ds.FileSystemDataset.from_paths(
-            [str(f) for f in files],
-            schema=schema,
-            format=ds.ParquetFileFormat(),
-            filesystem=pafs.LocalFileSystem(),
-            partitions=expressions,
-        )
-        con.register(name, dataset)
-    else:  # from_batches: no pandas import
-        con.register(name, pa.Table.from_batches([], schema=schema))
+
+def _arrow_source(
+    files: Sequence[Path],
+    schema: pa.Schema,
+    *,
+    missing: Sequence[Sequence[str]],
+    partitions: Sequence[Mapping[str, object]] | None,
+) -> object:
+    """``files`` as one Arrow dataset of ``schema`` (an empty table when there are none: no pandas import)."""
+    if not files:
+        return pa.Table.from_batches([], schema=schema)
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    fills = [_fill(m, p) for m, p in zip(missing, partitions or [{}] * len(files), strict=True)]
+    if not any(fills):
+        return ds.dataset([str(f) for f in files], schema=schema, format="parquet")
+    return ds.FileSystemDataset.from_paths(
+        [str(f) for f in files],
+        schema=schema,
+        format=ds.ParquetFileFormat(),
+        filesystem=pafs.LocalFileSystem(),
+        partitions=[_expression(fill) for fill in fills],
+    )
 
 
 def _drop_index(con: duckdb.DuckDBPyConnection) -> None:
