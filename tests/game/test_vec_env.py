@@ -38,7 +38,7 @@ def test_the_vectorised_env_matches_single_envs_move_for_move(pool: str, seat: i
     rng = np.random.default_rng(0)
     ended = 0
     returns = np.zeros(n)
-    for _ in range(200):
+    for _ in range(80):  # about 35 episodes: several per env, resets included
         masks = vec.action_masks()
         assert np.array_equal(masks, np.stack([e.action_masks() for e in singles]))
         actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
@@ -55,7 +55,7 @@ def test_the_vectorised_env_matches_single_envs_move_for_move(pool: str, seat: i
                 returns[i] = 0.0
                 o, _ = env.reset()
             assert np.array_equal(o, obs[i])
-    assert ended > n  # several episodes per env, resets included
+    assert ended > 3 * n  # several episodes per env, resets included
 
 
 def test_masks_are_never_violated_and_episodes_end_with_the_outcome_reward() -> None:

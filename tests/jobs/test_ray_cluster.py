@@ -104,7 +104,7 @@ def _running_tasks() -> list[int]:
 
 
 def test_a_worker_killed_mid_job_loses_and_duplicates_no_row(cluster: Cluster, tmp_path: Path) -> None:
-    args = ["simulate", "--games", "3000", "--shard-games", "200", "--players", "heuristic,tuned,random,heuristic"]
+    args = ["simulate", "--games", "1200", "--shard-games", "100", "--players", "heuristic,tuned,random,heuristic"]
     driver = subprocess.Popen(
         [sys.executable, "-m", "toolkit", "--home", str(tmp_path / "home"), *args, "--seed", "9"]
         + ["--out", str(tmp_path / "ray"), "--backend", "ray", "--address", cluster.address, "--json"],
