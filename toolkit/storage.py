@@ -63,6 +63,7 @@ def read_versioned(
     error: type[DistillError],
     hint: str,
     upgrades: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    unversioned: int | None = None,
 ) -> M:
     """A versioned JSON file (one with a ``format_version`` field) as ``model``, the one way Distill reads them.
 
@@ -73,7 +74,10 @@ def read_versioned(
     named); or of another format version than ``version`` and ``upgrades``
     (hint: the Distill version that wrote it). ``hint`` says how to get a
     good file back. ``upgrades`` maps an older version to the function that
-    turns its content into ``version``'s.
+    turns its content into ``version``'s. ``unversioned``: the version of a
+    file written before the format carried one (None: such a file is
+    refused). A version outside what this Distill reads (a newer Distill's)
+    is refused naming the file, its version and the versions read.
     """
     if path.exists() and not path.is_file():  # a FIFO or a device would hang or stream forever
         raise error(f"{path} is not a regular file, so not a {what}", hint=hint)
@@ -95,6 +99,8 @@ def read_versioned(
         raise invalid(f"not JSON ({problem})") from None
     if not isinstance(raw, dict):
         raise invalid(f"a JSON object is expected, not {type(raw).__name__}")
+    if "format_version" not in raw and unversioned is not None:
+        raw = {**raw, "format_version": unversioned}
     found = raw.get("format_version")
     if type(found) is not int:
         raise invalid(f"format_version: {'missing' if found is None else 'an integer is expected, not ' + repr(found)}")
@@ -102,8 +108,10 @@ def read_versioned(
     if upgrade is not None:
         raw, found = {**upgrade(raw), "format_version": version}, version
     if found != version:
+        oldest = min([version, *(upgrades or {})])
+        reads = f"version {version}" if oldest == version else f"versions {oldest} to {version}"
         raise error(
-            f"{path} is a {what} of format version {found!r}; this Distill reads version {version}",
+            f"{path} is a {what} of format version {found!r}; this Distill reads {reads}",
             hint=f"use the Distill version that wrote it, or: {hint}",
         )
     try:

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from tests.serve.conftest import live_config, serving, wait_for
-from toolkit.loop.config import LoopConfig
 from toolkit.loop.state import RunFolder
 from toolkit.serve import control
 from toolkit.serve.admission import LoopSlots
@@ -136,7 +135,7 @@ def _offline(page, base: str) -> list[str]:  # noqa: ANN001 - a Playwright page
 
 def test_the_run_page_answers_is_it_working_at_a_glance(browser, two_runs) -> None:  # noqa: ANN001
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    tables = len(LoopConfig.model_validate_json((two_runs.runs / "kept" / "config.json").read_text()).evaluation.tables)
+    tables = len(RunFolder(two_runs, "kept").config().evaluation.tables)
     with serving(two_runs) as base:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         escaped = _offline(page, base)

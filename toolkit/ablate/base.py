@@ -76,7 +76,7 @@ def resolve_base(layout: Layout, config: AblateConfig) -> Base:
                 f"no loop run named {config.loop!r} in {layout.home}",
                 hint="name a run `distill loop status` lists with --loop, or give --loop-config FILE",
             )
-        loop = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
+        loop = run.config()
         return _loop_base(layout, loop, f"loop run {config.loop}")
     assert config.loop_config is not None  # the config's validator asks for exactly one base
     return _loop_base(layout, config.loop_config, f"loop config {config.loop_config.name}")

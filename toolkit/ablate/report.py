@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from toolkit.ablate.grid import show
-from toolkit.ablate.result import AblationResult, TableScore, VariantResult
+from toolkit.ablate.result import AblationResult, VariantResult, VariantTable
 from toolkit.charts_svg import Bar, bar_chart
 from toolkit.checks.report_html import CSS
 from toolkit.errors import ConfigError
@@ -108,7 +108,7 @@ def _table_section(table: AblationResult, name: str) -> str:
     )
 
 
-def _row(v: VariantResult, s: TableScore) -> str:
+def _row(v: VariantResult, s: VariantTable) -> str:
     shares = ", ".join(f"{k} {x:.0%}" for k, x in sorted(v.shares.items()) if x > 0)
     cells = [
         f"<td>{v.index + 1}</td>",

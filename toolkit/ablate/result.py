@@ -26,7 +26,7 @@ class VariantRun(BaseModel):
     seconds: float
 
 
-class TableScore(BaseModel):
+class VariantTable(BaseModel):
     """One student against one table, and its paired difference to the first variant's student."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,7 +66,7 @@ class VariantResult(BaseModel):
     checkpoint: str = Field(description="The student's card, relative to the data root.")
     resumed: bool = Field(description="Finished by an earlier run of the same ablation (not redone).")
     seconds: float
-    tables: dict[str, TableScore]
+    tables: dict[str, VariantTable]
 
 
 class AblationResult(BaseModel):

@@ -25,7 +25,7 @@ from toolkit.ablate.config import AblateConfig
 from toolkit.ablate.grid import Variant, make_grid
 from toolkit.ablate.job import VariantJob, finished, run_variant, seat_player
 from toolkit.ablate.report import write_ablation
-from toolkit.ablate.result import AblationResult, TableScore, VariantResult, VariantRun
+from toolkit.ablate.result import AblationResult, VariantResult, VariantRun, VariantTable
 from toolkit.datasets.build import BuildInfo, build_dataset
 from toolkit.errors import ConfigError
 from toolkit.jobs.plan import shards
@@ -164,7 +164,7 @@ def _results(
         tables = {}
         for table, played in mine.items():
             paired = compare(played, first[table]) if variant.index else None
-            tables[table] = TableScore(
+            tables[table] = VariantTable(
                 opponents=played.opponents,
                 games=played.games,
                 wins=played.wins,
@@ -187,7 +187,7 @@ def _variant_result(
     info: BuildInfo,
     job: VariantJob,
     run: VariantRun,
-    tables: dict[str, TableScore],
+    tables: dict[str, VariantTable],
     resumed: bool,
 ) -> VariantResult:
     m = info.manifest

@@ -4,7 +4,7 @@ Each check is registered by name with the targets it applies to (``lake``,
 ``dataset``) and receives a :class:`CheckContext`: a DuckDB connection where
 the gate registered the rows in scope as :data:`ROWS` (a dataset's rows carry
 a ``split`` column), the Parquet files behind them, the built dataset when
-there is one, and the metrics. Checks return an :class:`Outcome`; the gate
+there is one, and the metrics. Checks return an :class:`CheckOutcome`; the gate
 turns it into an :class:`~toolkit.checks.report.ExpectationResult`.
 """
 
@@ -76,7 +76,7 @@ class CheckContext:
 
 
 @dataclass
-class Outcome:
+class CheckOutcome:
     """What a native check found."""
 
     success: bool
@@ -87,7 +87,7 @@ class Outcome:
     caveat: str | None = None  # a passing check that could not decide everything says so
 
 
-CheckFn = Callable[[CheckContext, dict[str, Any]], Outcome]
+CheckFn = Callable[[CheckContext, dict[str, Any]], CheckOutcome]
 
 
 @dataclass(frozen=True)
@@ -115,11 +115,11 @@ def native(name: str, targets: tuple[str, ...], engine: str = "duckdb") -> Calla
     return register
 
 
-def _offenders(ctx: CheckContext, condition: str, total_sql: str = f"SELECT count(*) FROM {ROWS}") -> Outcome:
+def _offenders(ctx: CheckContext, condition: str, total_sql: str = f"SELECT count(*) FROM {ROWS}") -> CheckOutcome:
     """A row-level condition: rows where ``condition`` holds are offending."""
     bad = ctx.scalar(f"SELECT count(*) FROM {ROWS} WHERE {condition}")
     keys = ", ".join(ctx.key_columns)
-    return Outcome(
+    return CheckOutcome(
         bad == 0,
         {"offending_rows": bad},
         ctx.scalar(total_sql),
@@ -132,7 +132,7 @@ def _offenders(ctx: CheckContext, condition: str, total_sql: str = f"SELECT coun
 
 
 @native("parquet_schema_matches_contract", ("lake", "dataset"), engine="arrow")
-def _schema_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _schema_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Every Parquet file has the contract's columns with the contract's types (footers only). A lake file
     written before contract version 2 may lack the columns version 2 added: they read as null."""
     expected = lake_schema() if ctx.target == "lake" else DATASET_SCHEMA
@@ -149,7 +149,7 @@ def _schema_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         diffs += [f"{name}: not in the contract" for name in found.names if name not in expected.names]
         if diffs:
             problems.append({"file": str(path), "problems": diffs[:5]})
-    return Outcome(
+    return CheckOutcome(
         not problems,
         {"files": len(ctx.files), "files_off_contract": len(problems)},
         len(ctx.files),
@@ -178,12 +178,12 @@ def _same_type(found: pa.DataType, expected: pa.DataType) -> bool:
 
 
 @native("decision_key_unique", ("lake", "dataset"))
-def _key_unique(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _key_unique(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """No two rows share (game, seat, decision index)."""
     keys = ", ".join(col.DECISION_KEY)
     dupes = f"SELECT {keys}, count(*) AS copies FROM {ROWS} GROUP BY {keys} HAVING count(*) > 1"
     bad = ctx.scalar(f"SELECT count(*) FROM ({dupes})")
-    return Outcome(
+    return CheckOutcome(
         bad == 0,
         {"duplicated_keys": bad},
         ctx.scalar(f"SELECT count(*) FROM {ROWS}"),
@@ -201,13 +201,13 @@ _CHOSEN: Final = {
 
 
 @native("chosen_action_legal", ("lake", "dataset"))
-def _chosen_legal(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _chosen_legal(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """The chosen action is legal wherever a legal-action mask exists."""
     return _offenders(ctx, _CHOSEN[ctx.target])
 
 
 @native("action_entropy_at_least", ("lake", "dataset"))
-def _entropy_floor(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _entropy_floor(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Each group's action entropy, as a ratio to log2(8), is at least ``min_ratio`` (collapse otherwise), by evidence.
 
     A group fails when even the upper 95% bound of its entropy
@@ -252,7 +252,7 @@ def _entropy_floor(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         caveat = "too few rows to tell whether the action entropy collapsed: " + ", ".join(
             f"{m.key} ({m.rows:,} rows, ratio {m.entropy_ratio:.2f} < {floor})" for m in unclear
         )
-    return Outcome(not low, observed, len(groups), len(low), sample[: ctx.sample_rows], caveat)
+    return CheckOutcome(not low, observed, len(groups), len(low), sample[: ctx.sample_rows], caveat)
 
 
 def _pooled_actions(ctx: CheckContext, group: GroupMetrics) -> list[int] | None:
@@ -274,7 +274,7 @@ def _pooled_actions(ctx: CheckContext, group: GroupMetrics) -> list[int] | None:
 
 
 @native("action_drift_at_most", ("lake", "dataset"))
-def _drift(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _drift(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Jensen-Shannon divergence of each group's actions from its reference is at most ``max_js`` bits."""
     limit = float(kwargs["max_js"])
     with_ref = [m for m in _metric_groups(ctx, kwargs, keep_all=True) if m.drift is not None]
@@ -283,7 +283,7 @@ def _drift(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     if not with_ref:
         observed["note"] = "no reference to compare with (no previous build, generation or baseline report)"
     sample = [{"group": m.key, "js_bits": m.drift.js_bits, "reference": m.drift.reference} for m in high]  # type: ignore[union-attr]
-    return Outcome(not high, observed, len(with_ref), len(high), sample[: ctx.sample_rows])
+    return CheckOutcome(not high, observed, len(with_ref), len(high), sample[: ctx.sample_rows])
 
 
 def _metric_groups(ctx: CheckContext, kwargs: dict[str, Any], keep_all: bool = False) -> list[GroupMetrics]:
@@ -299,7 +299,7 @@ def _metric_groups(ctx: CheckContext, kwargs: dict[str, Any], keep_all: bool = F
 
 
 @native("action_index_matches_macro", ("lake",))
-def _index_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _index_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """action.index is the position of action.macro in the shared vocabulary (unknown macros and
     out-of-range indexes are left to the allowed-set and range expectations)."""
     names = ", ".join(f"'{name}'" for name in MACRO_ACTIONS)
@@ -311,13 +311,13 @@ def _index_matches(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
 
 
 @native("players_match_pod", ("lake",))
-def _players_match(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _players_match(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Every row has one players entry per seat of its pod (a missing list counts as a mismatch)."""
     return _offenders(ctx, f"len({col.PLAYERS}) IS DISTINCT FROM {col.POD_SIZE}")
 
 
 @native("one_episode_end_per_seat", ("lake",))
-def _one_end(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _one_end(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """In every complete game, each seat that acted has exactly one terminal-or-truncated decision.
 
     A game is complete when its end is in the log: a terminal or truncated
@@ -334,7 +334,7 @@ def _one_end(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         GROUP BY {col.GAME_ID}, {col.SEAT}"""
     bad_sql = f"SELECT * FROM ({episodes}) WHERE episode_ends <> 1 ORDER BY {col.GAME_ID}, {col.SEAT}"
     total, bad = ctx.con.execute(f"SELECT count(*), count(*) FILTER (episode_ends <> 1) FROM ({episodes})").fetchone()  # type: ignore[misc]
-    return Outcome(
+    return CheckOutcome(
         bad == 0, {"episodes": total, "episodes_without_one_end": bad}, total, bad, ctx.sample(bad_sql) if bad else []
     )
 
@@ -348,7 +348,7 @@ def _dataset(ctx: CheckContext) -> Dataset:
 
 
 @native("splits_disjoint_by_game", ("dataset",))
-def _disjoint(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _disjoint(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """No game has rows in both train and holdout."""
     both = (
         f"SELECT {col.GAME_ID} FROM {ROWS} WHERE {SPLIT} = '{TRAIN}' INTERSECT "
@@ -356,7 +356,7 @@ def _disjoint(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     )
     bad = ctx.scalar(f"SELECT count(*) FROM ({both})")
     games = ctx.scalar(f"SELECT count(DISTINCT {col.GAME_ID}) FROM {ROWS}")
-    return Outcome(
+    return CheckOutcome(
         bad == 0,
         {"games_in_both_splits": bad},
         games,
@@ -378,7 +378,7 @@ def _targets(ctx: CheckContext) -> dict[str, float]:
 
 
 @native("source_shares_within_tolerance", ("dataset",))
-def _shares(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _shares(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Each source's share of the weighted train rows is within ``tolerance`` of its configured target."""
     tolerance = float(kwargs["tolerance"])
     weights = _train_weights(ctx)
@@ -386,13 +386,13 @@ def _shares(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     targets = _targets(ctx)
     observed = {s: {"target": t, "measured": round(weights.get(s, (0, 0.0))[1] / total, 6)} for s, t in targets.items()}
     off = [{"source": s, **v} for s, v in observed.items() if abs(v["measured"] - v["target"]) > tolerance]
-    return Outcome(
+    return CheckOutcome(
         not off, observed or {"note": "the build set no share targets"}, len(targets), len(off), off[: ctx.sample_rows]
     )
 
 
 @native("weighted_sources_nonempty", ("dataset",))
-def _nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Every source given a positive share (share mode) or a positive weight (ratio mode) has train rows."""
     weights = _train_weights(ctx)
     config = _dataset(ctx).manifest.config
@@ -400,11 +400,11 @@ def _nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     wanted = sorted({s for s, t in _targets(ctx).items() if t > 0} | {s for s, w in ratio_weights.items() if w > 0})
     empty = [s for s in wanted if weights.get(s, (0, 0.0))[0] == 0]
     observed = {s: weights.get(s, (0, 0.0))[0] for s in wanted}
-    return Outcome(not empty, observed, len(wanted), len(empty), [{"source": s, "train_rows": 0} for s in empty])
+    return CheckOutcome(not empty, observed, len(wanted), len(empty), [{"source": s, "train_rows": 0} for s in empty])
 
 
 @native("holdout_nonempty", ("dataset",))
-def _holdout_nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _holdout_nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """The holdout has rows: the accuracy gate and BC's early stopping read it. It holds out games of the reference
     sources only (the manifest's ``holdout.sources``), so a build without one of their games has none."""
     rows, games = ctx.con.execute(
@@ -425,11 +425,11 @@ def _holdout_nonempty(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
             "sources_in_build": ", ".join(sorted(found)) or "none",
         }
     ]
-    return Outcome(rows > 0, observed, 1, 0 if rows else 1, [] if rows else why)
+    return CheckOutcome(rows > 0, observed, 1, 0 if rows else 1, [] if rows else why)
 
 
 @native("inferred_label_share_at_most", ("dataset",))
-def _inferred(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _inferred(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """The share of train rows whose label was inferred (card role, default, mana rule) is at most ``max_share``."""
     limit = float(kwargs["max_share"])
     inferred = ", ".join(f"'{s}'" for s in sorted(INFERRED_LABEL_SOURCES))
@@ -440,7 +440,7 @@ def _inferred(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     shares = {str(source): (k / n if n else 0.0) for total_row, source, n, k in rows if not total_row}
     total, overall = next(((n, k / n if n else 0.0) for total_row, _, n, k in rows if total_row), (0, 0.0))
     bad = overall > limit
-    return Outcome(
+    return CheckOutcome(
         not bad,
         {"max_share": limit, "share": round(overall, 6), "by_source": {s: round(v, 6) for s, v in shares.items()}},
         total,
@@ -450,7 +450,7 @@ def _inferred(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
 
 
 @native("row_counts_match_manifest", ("dataset",))
-def _counts(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _counts(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Rows and games per split, and rows per part file, equal what the manifest declares."""
     manifest = _dataset(ctx).manifest
     found = {s: (0, 0) for s in SPLITS}
@@ -475,11 +475,11 @@ def _counts(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
             if rows != part.rows:
                 off.append({"file": part.path, "manifest_rows": part.rows, "rows": rows})
     observed = {s: {"rows": found[s][0], "games": found[s][1]} for s in SPLITS}
-    return Outcome(not off, observed, len(SPLITS), len(off), off[: ctx.sample_rows])
+    return CheckOutcome(not off, observed, len(SPLITS), len(off), off[: ctx.sample_rows])
 
 
 @native("features_sized_and_finite", ("dataset",), engine="arrow")
-def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """Feature vectors have the manifest's declared length and only finite values (streamed, never all in memory)."""
     declared = _dataset(ctx).manifest.features.size
     bad, total, sample, wrong_size = 0, 0, [], []
@@ -506,13 +506,13 @@ def _features(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         if offenders:  # the keys are read only where there is something to show (a third of the read otherwise)
             sample.extend(parquet.read(columns=list(col.DECISION_KEY)).take(offenders).to_pylist())
     observed = {"declared_size": declared, "rows_with_non_finite": bad, "files_of_wrong_size": len(wrong_size)}
-    return Outcome(
+    return CheckOutcome(
         bad == 0 and not wrong_size, observed, total, bad + len(wrong_size), (wrong_size + sample)[: ctx.sample_rows]
     )
 
 
 @native("label_issue_rate_at_most", ("lake", "dataset"))
-def _label_issue_rate(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
+def _label_issue_rate(ctx: CheckContext, kwargs: dict[str, Any]) -> CheckOutcome:
     """At most ``max_rate`` of the scored decisions in scope are label issues (``distill check labels``).
 
     A dataset is judged by its own scores; the lake by the scores of every
@@ -523,7 +523,7 @@ def _label_issue_rate(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
     limit = float(kwargs["max_rate"])
     if not ctx.label_scores:  # nothing scored yet: nothing to judge (the observed value says how to score it)
         name = ctx.dataset.name if ctx.dataset is not None else "NAME"
-        return Outcome(True, {"max_rate": limit, "scored": 0, "score_with": f"distill check labels {name}"})
+        return CheckOutcome(True, {"max_rate": limit, "scored": 0, "score_with": f"distill check labels {name}"})
     ranks = ", ".join(f"('{str(p).replace(chr(39), chr(39) * 2)}', {i})" for i, p in enumerate(ctx.label_scores))
     files = "[" + ", ".join(f"'{str(p).replace(chr(39), chr(39) * 2)}'" for p in ctx.label_scores) + "]"
     newest = (
@@ -545,4 +545,4 @@ def _label_issue_rate(ctx: CheckContext, kwargs: dict[str, Any]) -> Outcome:
         "interval_95": [round(low, 6), round(high, 6)],
         "scores": len(ctx.label_scores),
     }
-    return Outcome(rate <= limit, observed, scored, flagged)
+    return CheckOutcome(rate <= limit, observed, scored, flagged)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command
     from toolkit.datasets.ref import BuildRef
     from toolkit.datasets.remove import Removal
     from toolkit.layout import Layout
-    from toolkit.train.checkpoints import Card
+    from toolkit.train.checkpoints import ModelCard
 
 datasets_app = typer.Typer(
     help="List built datasets, show their manifests, remove or prune builds, compare two builds.",
@@ -79,16 +79,11 @@ def promoted_models(home: Layout) -> tuple[list[ModelRef], list[str]]:
     return refs, warnings
 
 
-def _read_card(path: Path) -> Card:
+def _read_card(path: Path) -> ModelCard:
     """A checkpoint's card as written (features of another version are fine: only its dataset is read)."""
-    from toolkit.errors import TrainError
-    from toolkit.layout import CARD_FORMAT_VERSION
-    from toolkit.storage import read_versioned
-    from toolkit.train.checkpoints import Card, card_path
+    from toolkit.train.checkpoints import read_card_as_written
 
-    return read_versioned(
-        card_path(path), Card, CARD_FORMAT_VERSION, what="checkpoint card", error=TrainError, hint="see the loop run"
-    )
+    return read_card_as_written(path, "see the loop run")
 
 
 def _warn(warnings: list[str]) -> None:

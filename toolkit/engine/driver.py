@@ -93,7 +93,7 @@ class GameSpec:
     seats: tuple[dict[str, Any], ...]  # {"player": "distill"} or {"player": "engine", "profile": ...}
     turn_limit: int
     policies: dict[int, str] = field(default_factory=dict)  # seat -> key of its decider
-    records: bool = False  # ask the engine for its own AI's decisions (GameResult.records)
+    records: bool = False  # ask the engine for its own AI's decisions (EngineGame.records)
 
     @property
     def pod_size(self) -> int:
@@ -112,7 +112,7 @@ class GameSpec:
 
 
 @dataclass(frozen=True)
-class GameResult:
+class EngineGame:
     spec: GameSpec
     winner_seat: int | None
     placements: tuple[int | None, ...]
@@ -244,10 +244,10 @@ class EngineDriver:
 
     def play(
         self, games: Iterable[GameSpec], deciders: dict[str, Decider], *, record: bool = False, ordered: bool = False
-    ) -> Iterator[GameResult]:
+    ) -> Iterator[EngineGame]:
         """Play ``games``, yielding each result as its game ends (in no particular order; with ``ordered``, in the
         order of ``games``, each held until the games before it are in). With ``record``, each result holds the
-        rows Distill's seats answered and their actions (:attr:`GameResult.played`; a voided game's are dropped
+        rows Distill's seats answered and their actions (:attr:`EngineGame.played`; a voided game's are dropped
         with it).
 
         Raises:
@@ -263,7 +263,7 @@ class EngineDriver:
         if not ordered:
             yield from results
             return
-        held: dict[int, GameResult] = {}
+        held: dict[int, EngineGame] = {}
         next_ = 0
         for result in results:
             held[position[result.spec.game]] = result
@@ -271,13 +271,13 @@ class EngineDriver:
                 yield held.pop(next_)
                 next_ += 1
 
-    def _play(self, pending: deque[GameSpec], deciders: dict[str, Decider]) -> Iterator[GameResult]:
+    def _play(self, pending: deque[GameSpec], deciders: dict[str, Decider]) -> Iterator[EngineGame]:
         with selectors.DefaultSelector() as selector, _one_torch_thread():
             for i, engine in enumerate(self.engines):
                 selector.register(engine.process.fd, selectors.EVENT_READ, i)
             while pending or any(e.games for e in self.engines):
                 self._fill(pending)
-                finished: list[GameResult] = []
+                finished: list[EngineGame] = []
                 requests: list[_Asked] = []
                 for key, _ in selector.select(self._wait()):
                     i = key.data
@@ -320,7 +320,7 @@ class EngineDriver:
         except EngineError as error:
             self._fault(self.engines.index(engine), str(error), self._pending, self._selector)
 
-    def exchange(self, deciders: dict[str, Decider], held: str) -> tuple[list[Held], list[GameResult], list[GameSpec]]:
+    def exchange(self, deciders: dict[str, Decider], held: str) -> tuple[list[Held], list[EngineGame], list[GameSpec]]:
         """One round: read every engine that has something, answer the requests of every policy but ``held`` in
         one pass each, and return the requests of ``held`` (to :meth:`reply` to), the games that ended, and the
         games voided by an engine's fault since the last round (not replayed: the caller starts what it wants).
@@ -328,7 +328,7 @@ class EngineDriver:
         Raises:
             EngineError: as :meth:`play`.
         """
-        finished: list[GameResult] = []
+        finished: list[EngineGame] = []
         requests: list[_Asked] = []
         with _one_torch_thread():
             for key, _ in self._selector.select(self._wait()):
@@ -405,7 +405,7 @@ class EngineDriver:
         busy = [e.heard + self.config.frame_seconds - now for e in self.engines if e.games and not e.held]
         return max(0.0, min(busy, default=1.0))
 
-    def _read(self, i: int, requests: list[_Asked], finished: list[GameResult]) -> None:
+    def _read(self, i: int, requests: list[_Asked], finished: list[EngineGame]) -> None:
         """Read engine ``i``'s frames: its requests onto ``requests``, the games it ended onto ``finished``.
 
         Raises:
@@ -449,7 +449,7 @@ class EngineDriver:
             raise process.error(f"exited ({process.exit_status()}) with {len(engine.games)} games in flight", "game")
         requests.extend(asked)
 
-    def _result(self, engine: _Engine, message: dict[str, Any]) -> GameResult:
+    def _result(self, engine: _Engine, message: dict[str, Any]) -> EngineGame:
         game = message.get("game")
         if game not in engine.games:
             raise self._breach(engine, f"reported the result of a game it was not playing: {game!r}")
@@ -457,7 +457,7 @@ class EngineDriver:
         placements = tuple(message.get("placements") or ())
         if len(placements) != spec.pod_size:
             raise engine.process.error(f"reported {len(placements)} placements for a pod of {spec.pod_size}", "game")
-        return GameResult(
+        return EngineGame(
             spec=spec,
             winner_seat=message.get("winner_seat"),
             placements=placements,

@@ -26,7 +26,7 @@ from toolkit import features
 from toolkit.schema.vocab import N_ACTIONS, PHASES
 
 
-class Player(msgspec.Struct):
+class WirePlayer(msgspec.Struct):
     """What the encoder reads of one player (its fields in :data:`toolkit.features.SEAT_FIELDS` order first)."""
 
     life: float | None = None
@@ -51,24 +51,24 @@ class Row(msgspec.Struct):
     pod_size: int
     turn: int
     phase: str
-    players: list[Player]
+    players: list[WirePlayer]
     legal_actions: list[bool]
 
 
-class Request(msgspec.Struct):
+class WireRequest(msgspec.Struct):
     game: str
     request: int
     row: Row
 
 
-class Decisions(msgspec.Struct, tag="decisions", tag_field="type"):
-    requests: list[Request]
+class WireDecisions(msgspec.Struct, tag="decisions", tag_field="type"):
+    requests: list[WireRequest]
 
 
-_DECODER: Final = msgspec.json.Decoder(Decisions)
+_DECODER: Final = msgspec.json.Decoder(WireDecisions)
 
 
-def read_decisions(frame: bytes) -> list[Request] | None:
+def read_decisions(frame: bytes) -> list[WireRequest] | None:
     """The requests of a well-formed ``decisions`` frame; None for any other frame (read it the generic way)."""
     try:
         return _DECODER.decode(frame).requests
@@ -153,8 +153,8 @@ _ROW_KEYS: Final = operator.itemgetter(*_ROW_FIELDS)
 _SEAT_ATTRS: Final = operator.attrgetter(*features.SEAT_FIELDS)
 _SEAT_KEYS: Final = operator.itemgetter(*features.SEAT_FIELDS)
 _PHASE_INDEX: Final = {name: i for i, name in enumerate(PHASES)}
-if Player.__struct_fields__[: len(features.SEAT_FIELDS)] != features.SEAT_FIELDS:  # pragma: no cover
-    raise RuntimeError(f"the seat fields changed ({features.SEAT_FIELDS}): update toolkit.engine.rows.Player")
+if WirePlayer.__struct_fields__[: len(features.SEAT_FIELDS)] != features.SEAT_FIELDS:  # pragma: no cover
+    raise RuntimeError(f"the seat fields changed ({features.SEAT_FIELDS}): update toolkit.engine.rows.WirePlayer")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -25,7 +25,7 @@ from toolkit.datasets.config import HoldoutConfig
 from toolkit.engine.driver import EngineConfig
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.jobs.config import BackendConfig
-from toolkit.layout import NAME_PATTERN, Layout
+from toolkit.layout import NAME_PATTERN, RUN_CONFIG_FORMAT_VERSION, Layout
 from toolkit.limits import (
     MAX_BATCH,
     MAX_COEF,
@@ -473,3 +473,13 @@ class LoopConfig(_Config):
         named: list[Path] = []
         map_paths(self, lambda _where, path: named.append(path) or path)
         return named
+
+
+class RecordedConfig(LoopConfig):
+    """A run's ``config.json``: the config it started with, and the file's format version (read by
+    :meth:`toolkit.loop.state.RunFolder.config`)."""
+
+    format_version: int = RUN_CONFIG_FORMAT_VERSION
+
+    def config(self) -> LoopConfig:
+        return LoopConfig.model_validate(self.model_dump(exclude={"format_version"}))

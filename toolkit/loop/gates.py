@@ -258,7 +258,7 @@ def _hypotheses(config: SequentialConfig) -> tuple[str, str]:
     return "better than its baseline", "no better than its baseline"
 
 
-class TableScore(BaseModel):
+class HeadToHeadTable(BaseModel):
     """One head-to-head table: the candidate's and the previous model's games in the same seats."""
 
     opponents: list[str] = Field(description="The other seats, in order after the measured seat.")
@@ -278,7 +278,7 @@ class HeadToHeadVerdict(_SequentialTest):
     reason: str
     candidate: str
     baseline: str
-    tables: list[TableScore]
+    tables: list[HeadToHeadTable]
     deals: int = Field(description="Deals fed to the test (each at every table, in every seat, by both).")
 
 
@@ -372,7 +372,7 @@ def _ref_name(ref: PlayerRef) -> str:
 
 def _table_scores(
     tables: list[tuple[PlayerRef, ...]], played: list[list[tuple[EvaluationResult, EvaluationResult]]], used: int
-) -> tuple[list[TableScore], np.ndarray]:
+) -> tuple[list[HeadToHeadTable], np.ndarray]:
     """Each table's figures over the first ``used`` deals, and the paired unit of each of those deals."""
     scores, units = [], np.zeros(used)
     for table, pairs in zip(tables, played, strict=True):
@@ -383,7 +383,7 @@ def _table_scores(
         units += (won_c - won_b).reshape(used, POD).mean(1) / len(tables)
         decided = sum(not o.truncated for o in games_c)
         scores.append(
-            TableScore(
+            HeadToHeadTable(
                 opponents=[_ref_name(p) for p in table],
                 games=len(games_c),
                 candidate_win_rate=round(float(won_c.mean()), 4),

@@ -44,10 +44,9 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from toolkit.catalog.connect import WriterWait
-from toolkit.config import validation_message
 from toolkit.errors import ConfigError
 from toolkit.game.league import keep_past, pairwise_win_rate, pfsp_weights
 from toolkit.layout import Layout, generation_label
@@ -72,7 +71,6 @@ from toolkit.loop.steps import (
 )
 from toolkit.loop.steps.base import SeedSlot, StepContext, StepName, derive_seed
 from toolkit.progress import Progress, ProgressFn
-from toolkit.storage import write_text_atomic
 
 Result = TypeVar("Result", bound=BaseModel)
 Input = TypeVar("Input", bound=BaseModel)
@@ -112,7 +110,7 @@ def run_loop(layout: Layout, config: LoopConfig, *, progress: ProgressFn | None 
         if run.exists():  # started by another process meanwhile
             raise _exists(config.name, run)
         run.clear_requests()
-        write_text_atomic(run.config_path, config.model_dump_json(indent=1))
+        run.write_config(config)
         state = LoopState(name=config.name, started_at=now(), updated_at=now())
         run.save(state)
         return _Loop(layout, config, run, state, progress).run()
@@ -132,36 +130,13 @@ def resume_loop(layout: Layout, name: str, *, progress: ProgressFn | None = None
     run.load()  # refuses an unknown run before taking its lock
     with run.hold():
         state = run.load()
-        config = saved_config(run)
+        config = run.own_config()
         run.clear_requests()
         if state.status in ("finished", "converged"):
             return state
         state.status, state.message = "running", None
         run.save(state)
         return _Loop(layout, config, run, state, progress).run()
-
-
-def saved_config(run: RunFolder) -> LoopConfig:
-    """The config a run recorded when it started (``config.json``), the one its resume runs.
-
-    Raises:
-        ConfigError: it is missing, invalid, or names another run than its folder's.
-    """
-    hint = "restore the run's folder from a backup, or start a new run with another --name"
-    try:
-        config = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigError(f"{run.config_path} cannot be read: {error.strerror}", hint=hint) from None
-    except ValidationError as error:
-        raise ConfigError(
-            f"{run.config_path} is not a valid loop config: {validation_message(error)}",
-            hint=hint,
-        ) from None
-    if config.name != run.root.name:
-        raise ConfigError(
-            f"{run.config_path} is the config of run {config.name!r}, not of {run.root.name!r}", hint=hint
-        )
-    return config
 
 
 def stop_idle(layout: Layout, name: str) -> LoopState:
@@ -323,7 +298,7 @@ class _Loop:
             StepName.SIMULATE,
             simulate.run,
             simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=[str(p) for p in boot.logs]),
-            simulate.SimulateResult,
+            simulate.SimulateStepResult,
         )
         ingested = self._ingest(logs.files, own=logs.simulated)
         found = ingested.batches  # the batches this run ingested: its gates set their status, never another run's

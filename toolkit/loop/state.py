@@ -2,7 +2,7 @@
 
 ``runs/<name>/`` holds::
 
-    config.json          the config the run started with (resume reuses it)
+    config.json          the config the run started with, with its format version (resume reuses it)
     state.json           every generation's steps, their typed inputs and results (rewritten atomically after each step)
     generations.jsonl    one complete record per finished generation (the view `generations` in distill sql)
     events.jsonl         one line per finished step, with its timing
@@ -31,13 +31,13 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
-from toolkit.layout import STATE_FORMAT_VERSION, Layout, checked_name, generation_label
+from toolkit.layout import RUN_CONFIG_FORMAT_VERSION, STATE_FORMAT_VERSION, Layout, checked_name, generation_label
 from toolkit.storage import (
     LockHeldError,
     exclusive_lock,
@@ -47,6 +47,10 @@ from toolkit.storage import (
     write_text_atomic,
 )
 
+if TYPE_CHECKING:
+    from toolkit.loop.config import LoopConfig
+
+_CONFIG_HINT: Final = "restore the run's folder from a backup, or start a new run with another --name"
 STOP: Final = "STOP"
 PAUSE: Final = "PAUSE"
 Status = Literal["running", "paused", "stopped", "converged", "finished", "failed"]
@@ -195,6 +199,45 @@ class RunFolder:
             hint="start a new run with another --name",
             upgrades={2: lambda raw: reroot(raw, self.root.name)},
         )
+
+    def config(self) -> LoopConfig:
+        """The config the run started with (``config.json``); a file from before the format carried a version is
+        read as version 1.
+
+        Raises:
+            ConfigError: it is missing, invalid, or of a format version this Distill does not read (a newer one's).
+        """
+        from toolkit.loop.config import RecordedConfig
+
+        return read_versioned(
+            self.config_path,
+            RecordedConfig,
+            RUN_CONFIG_FORMAT_VERSION,
+            what="loop config",
+            error=ConfigError,
+            hint=_CONFIG_HINT,
+            upgrades={1: dict},  # version 2 added the format_version alone
+            unversioned=1,
+        ).config()
+
+    def own_config(self) -> LoopConfig:
+        """The config a resume of this run runs: :meth:`config`, which must be this run's.
+
+        Raises:
+            ConfigError: as :meth:`config`, or it is the config of another run than its folder's.
+        """
+        config = self.config()
+        if config.name != self.root.name:
+            raise ConfigError(
+                f"{self.config_path} is the config of run {config.name!r}, not of {self.root.name!r}",
+                hint=_CONFIG_HINT,
+            )
+        return config
+
+    def write_config(self, config: LoopConfig) -> None:
+        """Record the config the run starts with, with its format version."""
+        body = {"format_version": RUN_CONFIG_FORMAT_VERSION, **config.model_dump(mode="json")}
+        write_text_atomic(self.config_path, json.dumps(body, indent=1) + "\n")
 
     def save(self, state: LoopState) -> None:
         state.updated_at = now()

@@ -27,16 +27,12 @@ def load_teacher(path: Path, dataset: Dataset) -> ActorNet:
         LabelCheckError: the checkpoint is unreadable, of other features than the build, or recurrent.
     """
     from toolkit.errors import TrainError
-    from toolkit.layout import CARD_FORMAT_VERSION
-    from toolkit.storage import read_versioned
     from toolkit.train.agents import load_agent
-    from toolkit.train.checkpoints import Card, card_path
+    from toolkit.train.checkpoints import read_card_as_written
 
     hint = "pass --teacher a bc or flat ppo checkpoint trained on a build of these features (or drop --teacher)"
     try:
-        card = read_versioned(
-            card_path(path), Card, CARD_FORMAT_VERSION, what="checkpoint card", error=TrainError, hint=hint
-        )
+        card = read_card_as_written(path, hint)
     except TrainError as error:
         raise LabelCheckError(f"--teacher {path}: {error.message}", hint=hint) from None
     spec = dataset.manifest.features

@@ -19,7 +19,7 @@ from toolkit.loop.config import NAME_PATTERN
 from toolkit.loop.record import GenerationRecord
 from toolkit.loop.status import RunStatus, list_runs, run_status
 from toolkit.serve import control, views
-from toolkit.serve.compare import Comparison, comparison, parse_runs
+from toolkit.serve.compare import RunComparison, comparison, parse_runs
 
 router = APIRouter(prefix="/api", tags=["api"])
 Name = Annotated[str, Query(pattern=NAME_PATTERN, description="The loop run (folder runs/<name>).")]
@@ -123,12 +123,12 @@ class ApiError(BaseModel):
 
 @router.get(
     "/distill/compare",
-    response_model=Comparison,
+    response_model=RunComparison,
     responses={422: {"model": ApiError, "description": "Invalid names, or not 2 to 8 runs."}},
     summary="Two or more runs side by side: strength per generation, composition, ratings",
 )
 def compare(
     request: Request,
     runs: Annotated[list[str], Query(description="Run names: runs=a,b or runs=a&runs=b (2 to 8).")],
-) -> Comparison:
+) -> RunComparison:
     return comparison(_layout(request), parse_runs(runs))

@@ -30,7 +30,7 @@ class ComparedRun(BaseModel):
     ratings: list[Standing]
 
 
-class Comparison(BaseModel):
+class RunComparison(BaseModel):
     runs: list[ComparedRun]
     tables: dict[str, str] = Field(description="Evaluation tables the runs share -> their opponents in words.")
     charts: list[specs.Chart]
@@ -53,7 +53,7 @@ def parse_runs(values: Sequence[str]) -> list[str]:
     return names
 
 
-def comparison(layout: Layout, names: Sequence[str]) -> Comparison:
+def comparison(layout: Layout, names: Sequence[str]) -> RunComparison:
     """The runs ``names`` side by side (raises RunNotFoundError for an unknown one)."""
     runs, tables = [], None
     for name in names:
@@ -75,7 +75,7 @@ def comparison(layout: Layout, names: Sequence[str]) -> Comparison:
         named = {t: tuple(o) for t, o in config.evaluation.tables.items()}
         tables = named if tables is None else {t: o for t, o in tables.items() if named.get(t) == o}
     shared = tables or {}
-    return Comparison(runs=runs, tables={t: table_label(o) for t, o in shared.items()}, charts=_charts(runs, shared))
+    return RunComparison(runs=runs, tables={t: table_label(o) for t, o in shared.items()}, charts=_charts(runs, shared))
 
 
 def _charts(runs: list[ComparedRun], tables: dict[str, tuple[str, ...]]) -> list[specs.Chart]:

@@ -33,7 +33,7 @@ from toolkit.config import load_config
 from toolkit.errors import ConfigError, DistillError
 from toolkit.layout import Layout
 from toolkit.loop.config import NAME_PATTERN, LoopConfig
-from toolkit.loop.run import request, saved_config, stop_idle
+from toolkit.loop.run import request, stop_idle
 from toolkit.loop.state import RunFolder
 from toolkit.loop.status import RunStatus, run_status
 from toolkit.serve.admission import LoopSlots, admit_config
@@ -109,7 +109,7 @@ def resume(layout: Layout, name: str, slots: LoopSlots) -> ControlResult:
         LoopLimitError: the server runs as many loops as ``slots`` allow.
     """
     _allowed(layout, name, "resume")
-    admit_config(layout, saved_config(RunFolder(layout, name)))  # what it recorded, admitted as a start is
+    admit_config(layout, RunFolder(layout, name).own_config())  # what it recorded, admitted as a start is
     with slots.claim(layout, name), _spawn_lock:
         _allowed(layout, name, "resume")
         _spawn(layout, RunFolder(layout, name), ["loop", "resume", "--name", name])

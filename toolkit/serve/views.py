@@ -229,7 +229,7 @@ def run_detail(layout: Layout, name: str) -> RunDetail:
 
 def run_config(layout: Layout, name: str) -> LoopConfig:
     """The config run ``name`` started with."""
-    return LoopConfig.model_validate_json(RunFolder(layout, name).config_path.read_text(encoding="utf-8"))
+    return RunFolder(layout, name).config()
 
 
 def rating_charts(points: list[RatingsPoint]) -> list[specs.Chart]:
@@ -301,7 +301,7 @@ def label_issue_rates(layout: Layout, name: str) -> list[GroupRate]:
     run = RunFolder(layout, name)
     if not run.config_path.exists():
         return []
-    dataset = LoopConfig.model_validate_json(run.config_path.read_text(encoding="utf-8")).dataset
+    dataset = run.config().dataset
     for build in reversed(list_builds(layout, dataset)):
         info = read_scores_info(layout, build)
         if info is not None:

@@ -31,7 +31,7 @@ from toolkit.game.lineup import Entrant, entrant_of
 from toolkit.game.players import PLAYER_TYPES, DecisionBatch, Player, PolicyPlayer, make_player, policy_targets
 from toolkit.jobs.worker import cached
 from toolkit.layout import generation_label
-from toolkit.train.checkpoints import Card, card_path, load_tensors, read_weights, tensors_from_bytes
+from toolkit.train.checkpoints import ModelCard, card_path, load_tensors, read_weights, tensors_from_bytes
 from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, check_spec, greedy_policy
 
 FALLBACK_ACTION = rules.PASS  # what an illegal request becomes: always legal
@@ -42,7 +42,7 @@ DEFAULT_LSTM_HIDDEN = 128  # a recurrent card that names no LSTM size
 class Agent:
     """A loaded checkpoint: its card and its network."""
 
-    card: Card
+    card: ModelCard
     path: Path
     actor: ActorNet | None = None
     recurrent: Any = None  # sb3-contrib RecurrentActorCriticPolicy
@@ -103,7 +103,7 @@ def agent_from_blob(blob: PolicyBlob) -> Agent:
     """The agent of ``blob``, built once per process (kept under its kind and weights' sha256)."""
 
     def build() -> Agent:
-        card = Card.model_validate_json(blob.card)
+        card = ModelCard.model_validate_json(blob.card)
         if hashlib.sha256(blob.weights).hexdigest() != card.weights_sha256:
             raise TrainError(f"weights of {blob.name} do not match their card's sha256", hint="re-send the checkpoint")
         return _agent(card, tensors_from_bytes(blob.weights, blob.name), Path(blob.name))
@@ -128,7 +128,7 @@ def entrant(ref: PlayerRef) -> Entrant:
     its generation's model version (none outside a loop) and its stem."""
     if isinstance(ref, str):
         return entrant_of(ref)
-    card = Card.model_validate_json(ref.card)
+    card = ModelCard.model_validate_json(ref.card)
     version = None if card.generation is None else generation_label(card.generation)
     return Entrant(card.kind, ref.name, version)
 
@@ -175,7 +175,7 @@ def ref_name(ref: PlayerRef) -> str:
     return ref if isinstance(ref, str) else ref.name
 
 
-def _agent(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> Agent:
+def _agent(card: ModelCard, tensors: dict[str, torch.Tensor], path: Path) -> Agent:
     spec = card.arch.spec
     if card.kind == "ppo-recurrent":
         _check_recurrent_sizes(card, tensors, path)
@@ -197,7 +197,7 @@ def _agent(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> Agent:
     return Agent(card, path, actor=actor)
 
 
-def _check_recurrent_sizes(card: Card, tensors: dict[str, torch.Tensor], path: Path) -> None:
+def _check_recurrent_sizes(card: ModelCard, tensors: dict[str, torch.Tensor], path: Path) -> None:
     """Refuse a recurrent card whose layer sizes are not its weights' before a network of its sizes is built
     (the weights were checked against the card's sha256: sizes they confirm are sizes that fit in memory)."""
     said = {

@@ -3,7 +3,7 @@
 A checkpoint is two files in one folder, named ``<kind>-<run_id>-<tag>``::
 
     bc-20250101T120000Z-3f2a9c-best.safetensors    the tensors (safetensors: no pickle on load)
-    bc-20250101T120000Z-3f2a9c-best.json           the card (:class:`Card`)
+    bc-20250101T120000Z-3f2a9c-best.json           the card (:class:`ModelCard`)
 
 ``kind`` is ``bc``, ``ppo`` or ``ppo-recurrent``; ``run_id`` is unique per
 run (UTC time + random suffix, or given by the caller, e.g. the loop's
@@ -62,7 +62,7 @@ class Arch(PolicySpec):
         return PolicySpec(pi=self.pi, vf=self.vf, activation=self.activation)
 
 
-class Card(BaseModel):
+class ModelCard(BaseModel):
     """Everything needed to trust, reload and compare a checkpoint."""
 
     model_config = ConfigDict(extra="forbid")
@@ -123,7 +123,7 @@ def save_checkpoint(
         kind, run_id, tag: name the checkpoint (see the module docstring).
         arch: the network shape for the card.
         replace: allow replacing this run's checkpoint of the same tag (e.g. ``best``).
-        card_fields: further :class:`Card` fields (dataset, generation, parent, config, metrics).
+        card_fields: further :class:`ModelCard` fields (dataset, generation, parent, config, metrics).
 
     Raises:
         TrainError: if the checkpoint exists and ``replace`` is false.
@@ -144,7 +144,7 @@ def save_checkpoint(
     os.chmod(tmp, 0o666 & ~_umask())  # safetensors writes 0600; weights are as readable as their card
     digest = file_sha256(tmp)
     os.replace(tmp, weights)
-    card = Card(
+    card = ModelCard(
         kind=kind,
         run_id=run_id,
         tag=tag,
@@ -177,23 +177,30 @@ def card_path(path: Path) -> Path:
     return path.with_name(path.name + CARD_SUFFIX)
 
 
-def read_card(path: Path) -> Card:
-    """The card of the checkpoint at ``path`` (card, weights or stem).
+READ_CARD_HINT: Final = "pass the .json or .safetensors of a checkpoint, or re-train it"
+
+
+def read_card_as_written(path: Path, hint: str = READ_CARD_HINT) -> ModelCard:
+    """The card of the checkpoint at ``path`` (card, weights or stem) as written, whatever features it was
+    trained on (:func:`read_card` checks them).
 
     Raises:
         TrainError: missing or unreadable; not a valid checkpoint card (not JSON, nested too deep, a key twice, a
-            field out of its range: each named); of an unknown format; or for other features or actions than
-            this code's.
+            field out of its range: each named); of an unknown format. ``hint`` says what to do.
+    """
+    return read_versioned(
+        card_path(path), ModelCard, CARD_FORMAT_VERSION, what="checkpoint card", error=TrainError, hint=hint
+    )
+
+
+def read_card(path: Path) -> ModelCard:
+    """The card of the checkpoint at ``path`` (card, weights or stem), for the features this code encodes.
+
+    Raises:
+        TrainError: as :func:`read_card_as_written`; or for other features or actions than this code's.
     """
     card_file = card_path(path)
-    card = read_versioned(
-        card_file,
-        Card,
-        CARD_FORMAT_VERSION,
-        what="checkpoint card",
-        error=TrainError,
-        hint="pass the .json or .safetensors of a checkpoint, or re-train it",
-    )
+    card = read_card_as_written(path)
     if (card.feature_version, card.feature_size) != (FEATURE_VERSION, FEATURE_SIZE):
         raise TrainError(
             f"{card_file} was trained on features v{card.feature_version} ({card.feature_size} floats); "
@@ -208,7 +215,7 @@ def read_card(path: Path) -> Card:
     return card
 
 
-def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
+def load_tensors(path: Path) -> tuple[ModelCard, dict[str, torch.Tensor]]:
     """The card and tensors of a checkpoint, after checking the weights' sha256 against the card.
 
     The weights are read only from the card's own folder (a link that leads
@@ -222,7 +229,7 @@ def load_tensors(path: Path) -> tuple[Card, dict[str, torch.Tensor]]:
     return card, tensors_from_bytes(data, str(card_path(path).parent / card.weights))
 
 
-def read_weights(path: Path) -> tuple[Card, bytes]:
+def read_weights(path: Path) -> tuple[ModelCard, bytes]:
     """The card of a checkpoint and its weights' bytes (safetensors), checked against the card's sha256.
 
     Raises:

@@ -2,7 +2,7 @@
 
 A game played in an engine (:mod:`toolkit.engine`) with ``record=True``
 brings back every row the engine asked Distill's seats about and the action
-answered (:attr:`toolkit.engine.driver.GameResult.played`). Those rows are
+answered (:attr:`toolkit.engine.driver.EngineGame.played`). Those rows are
 the decision states of the contract without their labels; :func:`engine_records`
 completes them into version-2 records: the action as the label (``logged``:
 the policy's own choice, never substituted), the game's outcome for the
@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolkit.engine.driver import GameResult
+from toolkit.engine.driver import EngineGame
 from toolkit.engine.records import complete
 from toolkit.errors import EngineError
 from toolkit.game.lineup import Entrant, lineup_entries
@@ -32,7 +32,7 @@ from toolkit.schema.models import DecisionSnapshot
 
 
 def engine_records(
-    result: GameResult,
+    result: EngineGame,
     seats: Collection[int],
     *,
     game_id: str,

@@ -36,8 +36,7 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.engine.driver import EngineConfig
-from toolkit.engine.driver import GameResult as EngineGame
+from toolkit.engine.driver import EngineConfig, EngineGame
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord

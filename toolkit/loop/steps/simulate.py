@@ -14,18 +14,18 @@ class SimulateInput(BaseModel):
     logs: list[str]  # the config's logs, as recorded (relative to the data root inside it)
 
 
-class SimulateResult(BaseModel):
+class SimulateStepResult(BaseModel):
     files: list[str]  # as recorded: the simulated logs relative to the data root, or the config's logs
     simulated: bool
     games: int | None = None
     decisions: int | None = None
 
 
-def run(ctx: StepContext, step: SimulateInput) -> SimulateResult:
+def run(ctx: StepContext, step: SimulateInput) -> SimulateStepResult:
     from toolkit.game.simulate import SimulateConfig, simulate
 
     if step.logs:
-        return SimulateResult(files=step.logs, simulated=False)
+        return SimulateStepResult(files=step.logs, simulated=False)
     config = SimulateConfig(
         games=step.games,
         players=tuple(step.players),
@@ -41,7 +41,7 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateResult:
         result = simulate_on_engine(config, engine)
     else:
         result = simulate(config, backend=ctx.config.backend)
-    return SimulateResult(
+    return SimulateStepResult(
         files=[ctx.layout.stored(f) for f in result.files],
         simulated=True,
         games=result.games,
