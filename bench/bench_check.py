@@ -55,7 +55,7 @@ from _common import Measurement, Tee, best_of, ratio, report_child, run_child, t
 from bench_build import OUT, lake_home, make_lake  # noqa: E402
 
 if TYPE_CHECKING:
-    from toolkit.checks.suite import ExpectationSpec
+    from toolkit.checks.spec import ExpectationSpec
 
 NAME = "bench-check"
 TARGET_S = 10.0

@@ -14,7 +14,7 @@ import pytest
 
 from tests.checks.conftest import Rows, failed_ids, first, rewrite, set_field
 from toolkit.checks.gate import CheckConfig, check_dataset
-from toolkit.checks.report import read_report
+from toolkit.checks.report_files import read_report
 from toolkit.datasets.dataset import HOLDOUT, MANIFEST_FILE, TRAIN, open_dataset
 from toolkit.errors import BuildError
 from toolkit.layout import Layout

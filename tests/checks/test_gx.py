@@ -7,7 +7,7 @@ import math
 import pyarrow as pa
 
 from toolkit.checks.gx import run_gx
-from toolkit.checks.suite import ExpectationSpec
+from toolkit.checks.spec import ExpectationSpec
 
 KEYS = ["game_id", "seat"]
 

@@ -15,10 +15,9 @@ from toolkit.checks.report import (
     ExpectationResult,
     GateReport,
     GroupMetrics,
-    read_report,
-    render_html,
-    write_report,
 )
+from toolkit.checks.report_files import read_report, write_report
+from toolkit.checks.report_html import render_html
 from toolkit.layout import Layout
 from toolkit.schema.vocab import MACRO_ACTIONS
 

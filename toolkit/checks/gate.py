@@ -32,8 +32,10 @@ from toolkit.catalog.views import relation
 from toolkit.checks import metrics as qm
 from toolkit.checks.gx import run_gx
 from toolkit.checks.native import NATIVE_CHECKS, ROWS, SPLIT, CheckContext
-from toolkit.checks.report import ExpectationResult, GateReport, read_report, write_report
-from toolkit.checks.suite import LIST_MARK, ExpectationSpec, Suite, default_suite_path, load_suite
+from toolkit.checks.report import ExpectationResult, GateReport
+from toolkit.checks.report_files import read_report, write_report
+from toolkit.checks.spec import LIST_MARK, ExpectationSpec
+from toolkit.checks.suite import Suite, default_suite_path, load_suite
 from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.errors import CheckError
 from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal

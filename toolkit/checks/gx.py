@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from toolkit.checks.report import ExpectationResult
-from toolkit.checks.suite import ExpectationSpec
+from toolkit.checks.spec import ExpectationSpec
 
 
 @cache

@@ -11,16 +11,13 @@ renamed: never half a file). The JSON is the record; the HTML
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.checks.report_html import render_html
-from toolkit.checks.suite import Severity
+from toolkit.checks.spec import Severity
 from toolkit.errors import GateFailedError
-from toolkit.layout import REPORT_FORMAT_VERSION, Layout
-from toolkit.storage import write_text_atomic
+from toolkit.layout import REPORT_FORMAT_VERSION
 
 
 class Distribution(BaseModel):
@@ -142,23 +139,6 @@ class GateReport(BaseModel):
             where = self.paths.get("html") or self.paths.get("json")
             hint = f"see {where} in the data root" if where else "see the report"
             raise GateFailedError(f"{self.target} gate failed: {names}", report=self, hint=hint)
-
-
-def write_report(report: GateReport, layout: Layout) -> GateReport:
-    """Write ``report`` as JSON and HTML under the data root's ``reports/``; returns it with ``paths`` set."""
-    layout.reports.mkdir(parents=True, exist_ok=True)
-    json_path = layout.reports / f"{report.report_id}.json"
-    html_path = layout.reports / f"{report.report_id}.html"
-    paths = {"json": layout.stored(json_path), "html": layout.stored(html_path)}
-    report = report.model_copy(update={"paths": paths})
-    write_text_atomic(json_path, report.model_dump_json(indent=2))
-    write_text_atomic(html_path, render_html(report))
-    return report
-
-
-def read_report(path: Path) -> GateReport:
-    """A report written by :func:`write_report`."""
-    return GateReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
 def short(value: Any, limit: int = 160) -> str:

@@ -22,44 +22,20 @@ import json
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from toolkit.checks.spec import LIST_MARK, ExpectationSpec
 from toolkit.config import validation_message
 from toolkit.datasets.dataset import SCHEMA as DATASET_SCHEMA
 from toolkit.errors import CheckError
 from toolkit.schema.arrow import lake_schema
 
-Severity = Literal["blocking", "warning"]
 Target = Literal["lake", "dataset"]
 SUITES_DIR: Final = Path(str(files("toolkit.checks").joinpath("suites")))  # package data: found by any install
 DEFAULT_SUITES: Final[dict[str, str]] = {"lake": "lake.json", "dataset": "dataset.json"}
-# kwargs of GX expectations that name columns (validated against the schema).
-_COLUMN_KWARGS: Final = ("column", "column_A", "column_B")
-LIST_MARK: Final = "[]."
-
-
-class ExpectationSpec(BaseModel):
-    """One expectation of a suite."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.\[\]-]*$", description="Unique within the suite; names the result.")
-    type: str = Field(description="A GX expectation type (expect_...) or a native check name.")
-    kwargs: dict[str, Any] = Field(default_factory=dict, description="Arguments of the expectation.")
-    severity: Severity = Field(description="blocking: the gate fails; warning: reported only.")
-    notes: str = Field("", description="Why this expectation exists, for the report.")
-
-    @property
-    def is_gx(self) -> bool:
-        return self.type.startswith("expect_")
-
-    @property
-    def columns(self) -> list[str]:
-        """Columns this expectation reads (GX kwargs that name columns)."""
-        return [self.kwargs[k] for k in _COLUMN_KWARGS if isinstance(self.kwargs.get(k), str)]
 
 
 class Suite(BaseModel):

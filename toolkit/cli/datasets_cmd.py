@@ -1,8 +1,7 @@
 """``distill datasets list | show | rm | prune | diff``: look at built datasets, remove old builds, compare two.
 
 Which builds promoted models name (listed, and protected from ``rm`` and
-``prune``) is read here, above the datasets layer: every loop run's promoted
-models, through their checkpoint cards (:func:`promoted_models`).
+``prune``) is :func:`toolkit.loop.promoted.promoted_models`.
 """
 
 from __future__ import annotations
@@ -22,11 +21,9 @@ from toolkit.limits import MAX_VERSION
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.datasets.diff import BuildDiff
-    from toolkit.datasets.inventory import BuildEntry, ModelRef
+    from toolkit.datasets.inventory import BuildEntry
     from toolkit.datasets.ref import BuildRef
     from toolkit.datasets.remove import Removal
-    from toolkit.layout import Layout
-    from toolkit.train.checkpoints import ModelCard
 
 datasets_app = typer.Typer(
     help="List built datasets, show their manifests, remove or prune builds, compare two builds.",
@@ -37,53 +34,6 @@ app.add_typer(datasets_app, name="datasets")
 NameArg = Annotated[str, typer.Argument(help="Dataset name.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Remove builds that promoted models' cards name too.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Say what would be removed; remove nothing.")]
-
-
-def promoted_models(home: Layout) -> tuple[list[ModelRef], list[str]]:
-    """The builds promoted models name: every loop run's promoted models, through their cards.
-
-    A card path relative to the data root is resolved under it. A run or a card
-    that cannot be read is a warning (its build is then not protected), never an error.
-    """
-    from toolkit.datasets.inventory import ModelRef
-    from toolkit.errors import DistillError
-    from toolkit.loop.state import RunFolder
-
-    refs: list[ModelRef] = []
-    warnings: list[str] = []
-    for run in sorted(p.name for p in home.runs.iterdir()) if home.runs.is_dir() else []:
-        try:
-            folder = RunFolder(home, run)
-        except DistillError:
-            continue  # not a loop run's name
-        if not folder.exists():
-            continue  # runs/train/ and other folders that are not loop runs
-        try:
-            promoted = folder.load().promoted
-        except DistillError as error:
-            warnings.append(f"loop run {run!r} skipped: {error.message}")
-            continue
-        for model in promoted:
-            try:
-                card = _read_card(home.resolve(model.checkpoint))
-            except DistillError as error:
-                warnings.append(
-                    f"{run}/{model.name}: its card cannot be read, so the build it names is not protected: "
-                    f"{error.message}"
-                )
-                continue
-            if card.dataset is not None:
-                refs.append(
-                    ModelRef(dataset=card.dataset.name, fingerprint=card.dataset.fingerprint, run=run, model=model.name)
-                )
-    return refs, warnings
-
-
-def _read_card(path: Path) -> ModelCard:
-    """A checkpoint's card as written (features of another version are fine: only its dataset is read)."""
-    from toolkit.train.checkpoints import read_card_as_written
-
-    return read_card_as_written(path, "see the loop run")
 
 
 def _warn(warnings: list[str]) -> None:
@@ -100,6 +50,7 @@ def list_datasets(
 
     A build folder that vanished or a manifest that cannot be read is a warning on stderr, never an error."""
     from toolkit.datasets.inventory import list_inventory
+    from toolkit.loop.promoted import promoted_models
 
     home = layout()
     models, model_warnings = promoted_models(home)
@@ -179,6 +130,7 @@ def remove(
     LATEST moves to the newest build left."""
     from toolkit.datasets.ref import BuildRef
     from toolkit.datasets.remove import remove_build
+    from toolkit.loop.promoted import promoted_models
 
     ref = BuildRef.parse(build, fingerprint)
     if ref.fingerprint is None:
@@ -203,6 +155,7 @@ def prune(
 ) -> None:
     """Remove every build of NAME but the --keep newest; builds a promoted model's card names stay unless --force."""
     from toolkit.datasets.remove import prune_builds
+    from toolkit.loop.promoted import promoted_models
 
     home = layout()
     models, warnings = promoted_models(home)

@@ -52,7 +52,7 @@ from toolkit.game.league import keep_past, pairwise_win_rate, pfsp_weights
 from toolkit.layout import Layout, generation_label
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.gates import GuardVerdict
-from toolkit.loop.record import GenerationRecord, generation_record
+from toolkit.loop.record import GenerationRecord
 from toolkit.loop.state import PAUSE, STOP, GenerationState, LoopState, PromotedModel, RunFolder, StepRecord, now
 from toolkit.loop.steps import (
     batches,
@@ -70,6 +70,7 @@ from toolkit.loop.steps import (
     student,
 )
 from toolkit.loop.steps.base import SeedSlot, StepContext, StepName, derive_seed
+from toolkit.loop.summary import generation_record
 from toolkit.progress import Progress, ProgressFn
 
 Result = TypeVar("Result", bound=BaseModel)

@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolkit import __version__
 from toolkit.datasets.dataset import FEATURES, LABEL, LEGAL_MASK, SAMPLE_WEIGHT, SPLITS, Dataset, open_dataset
@@ -40,115 +37,18 @@ from toolkit.datasets.scores import GroupRate, LabelScoresInfo, read_scores_info
 from toolkit.errors import LabelCheckError
 from toolkit.features import FEATURE_SIZE
 from toolkit.layout import Layout
-from toolkit.limits import MAX_BATCH, MAX_SEED, MAX_UPDATES
 from toolkit.progress import Progress, ProgressFn
 from toolkit.quality.duplicates import conflicts
 from toolkit.quality.folds import assign_folds, fold_steps, out_of_sample_probabilities
-from toolkit.quality.rates import read_rate
+from toolkit.quality.result import LabelCheckConfig, LabelCheckResult, LabelIssue
 from toolkit.quality.teacher import load_teacher, teacher_kl, teacher_probability
 from toolkit.schema import columns as col
 from toolkit.schema import scores as sc
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.stats import wilson_interval
-from toolkit.train.policy import PolicySpec
 
 MIN_SCORED_PER_FOLD = 20
 _KEYS = [col.GAME_ID, col.SEAT, col.DECISION_INDEX, col.SOURCE, col.GENERATION, col.BATCH_ID, col.SOURCE_LINE]
-
-
-class LabelCheckConfig(BaseModel):
-    """How ``distill check labels`` scores a build; each field is a flag or a YAML key."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    fingerprint: str | None = Field(None, description="A specific build; default: the latest (--fingerprint).")
-    folds: int = Field(5, ge=2, le=20, description="k of the k-fold models (--folds).")
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds the folds and the models (--seed).")
-    epochs: int = Field(10, ge=1, le=1000, description="Passes over a fold's training rows (--epochs) ...")
-    min_steps: int = Field(
-        2000, ge=1, le=MAX_UPDATES, description="... but at least this many gradient steps per fold model ..."
-    )
-    max_steps: int = Field(
-        4000, ge=1, le=MAX_UPDATES, description="... and at most this many (bounds the time on large builds)."
-    )
-    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per gradient step.")
-    learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate of the fold models.")
-    policy: PolicySpec = Field(default_factory=PolicySpec, description="The network: the student's (policy.pi).")
-    filter_by: Literal[
-        "low_self_confidence",
-        "low_normalized_margin",
-        "both",
-        "prune_by_noise_rate",
-        "prune_by_class",
-        "confident_learning",
-        "predicted_neq_given",
-    ] = Field("low_self_confidence", description="cleanlab's find_label_issues filter (--filter-by).")
-    quality_method: Literal["self_confidence", "normalized_margin", "confidence_weighted_entropy"] = Field(
-        "self_confidence", description="cleanlab's get_label_quality_scores method."
-    )
-    teacher: Path | None = Field(
-        None, description="A bc or flat ppo checkpoint to compare the labels with (--teacher)."
-    )
-    write: bool = Field(True, description="Write the scores beside the build and the HTML report (--no-write: not).")
-    torch_threads: int = Field(1, ge=1, le=64, description="torch threads (1 is fastest for small nets on 2 cores).")
-
-
-class LabelIssue(BaseModel):
-    """A flagged decision."""
-
-    game_id: str
-    seat: int
-    decision_index: int
-    source: str
-    split: str
-    label: str
-    predicted: str
-    score: float = Field(description="Its label quality (0 worst, 1 best).")
-
-
-class LabelCheckResult(BaseModel):
-    """What ``distill check labels`` found and wrote."""
-
-    dataset: str
-    fingerprint: str
-    rows: int
-    scored: int
-    flagged: int
-    rate: float
-    rate_interval: tuple[float, float]
-    conflicts_within_source: int
-    conflicts_across_sources: int
-    out_of_sample_accuracy: float = Field(description="Of the k-fold models on the scored decisions.")
-    teacher: str | None = None
-    teacher_mean_p_label: float | None = None
-    groups: list[GroupRate]
-    issues: list[LabelIssue]
-    paths: dict[str, str] = Field(default_factory=dict, description="scores, record, html (stored paths).")
-    config: LabelCheckConfig
-    seconds: float
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def reading(self) -> str:
-        """What the rate means, against what clean logs give."""
-        return read_rate(self.rate, self.rate_interval)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def next_steps(self) -> list[str]:
-        """What to do with the flagged decisions: look at them, leave them out, test whether that helps."""
-        build = f"{self.dataset}@{self.fingerprint}"
-        worst = (
-            f"SELECT game_id, seat, decision_index, source, label_action, predicted_action, label_quality "
-            f"FROM label_scores WHERE flagged AND dataset = '{self.dataset}' AND fingerprint = '{self.fingerprint}' "
-            "ORDER BY label_quality LIMIT 20"
-        )
-        return [
-            f'look at the worst: distill sql "{worst}"',
-            f"leave them out of train: distill build --name {self.dataset} --drop-label-issues --label-scores {build}",
-            "whether that makes the student stronger: distill ablate, a variant with data.label_issues set (README, "
-            '"Does cleaning help?": on this game it did not)',
-        ]
 
 
 def check_labels(

@@ -26,7 +26,7 @@ from toolkit.storage import write_text_atomic
 
 if TYPE_CHECKING:
     from toolkit.datasets.scores import LabelScoresInfo
-    from toolkit.quality.labels import LabelCheckResult
+    from toolkit.quality.result import LabelCheckResult
 
 ISSUE_ROWS: Final = 50
 

@@ -1,0 +1,29 @@
+"""A gate report on disk: its JSON (the record, read back) and its HTML page (for people), under the data root's
+``reports/``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from toolkit.checks.report import GateReport
+from toolkit.checks.report_html import render_html
+from toolkit.layout import Layout
+from toolkit.storage import write_text_atomic
+
+
+def write_report(report: GateReport, layout: Layout) -> GateReport:
+    """Write ``report`` as JSON and HTML under the data root's ``reports/``; returns it with ``paths`` set."""
+    layout.reports.mkdir(parents=True, exist_ok=True)
+    json_path = layout.reports / f"{report.report_id}.json"
+    html_path = layout.reports / f"{report.report_id}.html"
+    paths = {"json": layout.stored(json_path), "html": layout.stored(html_path)}
+    report = report.model_copy(update={"paths": paths})
+    write_text_atomic(json_path, report.model_dump_json(indent=2))
+    write_text_atomic(html_path, render_html(report))
+    return report
+
+
+def read_report(path: Path) -> GateReport:
+    """A report written by :func:`write_report`."""
+    return GateReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
