@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import time
 
 # Nothing may reach a model or dataset hub while the tests run (Hugging Face `datasets` reads these on import).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -99,3 +102,61 @@ def loop_home(tmp_path_factory: pytest.TempPathFactory) -> Layout:
     state = run_loop(layout, tiny())
     assert state.status == "finished", state.message
     return layout
+
+
+# -- no child process outlives the test that started it ----------------------------------------------------------
+
+# Children kept on purpose across tests: the process pool's workers (cached per worker count, as in a long-running
+# `distill serve`) and multiprocessing's resource tracker.
+_KEPT_CHILDREN = ("multiprocessing.spawn", "multiprocessing.resource_tracker", "multiprocessing.forkserver")
+_CHILD_GRACE_S = 10.0
+
+
+def _children() -> dict[int, str]:
+    """This process's live children (zombies are dead: only not yet reaped), by pid, with their command lines."""
+    me, found = os.getpid(), {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as handle:
+                stat = handle.read()
+            state, parent = stat[stat.rindex(")") + 2 :].split()[:2]
+            if int(parent) != me or state in ("Z", "X"):
+                continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, ValueError):
+            continue
+        if not any(kept in command for kept in _KEPT_CHILDREN):
+            found[int(entry.name)] = command
+    return found
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    before = _children()
+    try:
+        return (yield)
+    finally:  # what the fixtures started (a session's S3 server, a module's engine) is theirs to stop
+        item.stash[_EXPECTED] = set(before) | set(_children())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    result = yield
+    expected = item.stash.get(_EXPECTED, set())
+    deadline = time.monotonic() + _CHILD_GRACE_S
+    left = {pid: command for pid, command in _children().items() if pid not in expected}
+    while left and time.monotonic() < deadline:  # a process told to stop may take a moment to exit
+        time.sleep(0.1)
+        left = {pid: command for pid, command in _children().items() if pid in left}
+    if left:
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        pytest.fail(f"the test left child processes running (killed now): {left}", pytrace=False)
+    return result
+
+
+_EXPECTED = pytest.StashKey[set[int]]()

@@ -479,7 +479,7 @@ class RecordedConfig(LoopConfig):
     """A run's ``config.json``: the config it started with, and the file's format version (read by
     :meth:`toolkit.loop.state.RunFolder.config`)."""
 
-    format_version: int = RUN_CONFIG_FORMAT_VERSION
+    format_version: int = Field(RUN_CONFIG_FORMAT_VERSION, ge=1, le=RUN_CONFIG_FORMAT_VERSION)
 
     def config(self) -> LoopConfig:
         return LoopConfig.model_validate(self.model_dump(exclude={"format_version"}))
