@@ -437,6 +437,6 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, row: dict[str, object]) 
     con.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
 
 
-def now() -> dt.datetime:
+def naive_utc_now() -> dt.datetime:
     """UTC now, naive (how the catalog stores times)."""
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)

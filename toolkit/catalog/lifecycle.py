@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict
 from toolkit import __version__
 from toolkit.catalog import log, remote
 from toolkit.catalog.commit import CommitInfo
-from toolkit.catalog.index import RESTORE, RETIRE, VACUUM, now
+from toolkit.catalog.index import RESTORE, RETIRE, VACUUM, naive_utc_now
 from toolkit.catalog.log import Commit
 from toolkit.catalog.parquet import lake_parquet_options
 from toolkit.catalog.records import VersionRecord
@@ -287,7 +287,7 @@ def vacuum(writer: LakeWriter, retain_days: float) -> VacuumResult:
     """
     if retain_days < 0:
         raise UsageError(f"--retain must be 0 days or more, got {retain_days}", hint="e.g. --retain 7")
-    cut = now() - dt.timedelta(days=retain_days)
+    cut = naive_utc_now() - dt.timedelta(days=retain_days)
     view = writer.view
     found = view.con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [cut]).fetchall()
     expired = _expired_files(view, int(found[0][0]) if found[0][0] is not None else -1)

@@ -18,7 +18,6 @@ a time. Only regular files are read, and standard input once (see
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import itertools
 import shutil
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from toolkit import __version__
 from toolkit.catalog import remote
 from toolkit.catalog.connect import WriterWait
 from toolkit.catalog.delta import BatchCommittedElsewhere
+from toolkit.catalog.index import naive_utc_now
 from toolkit.catalog.lake import Lake
 from toolkit.catalog.records import BatchRecord, FileRecord
 from toolkit.catalog.store import Catalog
@@ -381,7 +381,7 @@ def _batch_record(
 ) -> BatchRecord:
     return BatchRecord(
         batch_id=batch_id,
-        created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        created_at=naive_utc_now(),
         file_sha256=sha,
         rows_valid=report.valid,
         rows_rejected=report.invalid,
@@ -405,5 +405,5 @@ def _file_record(source: Input, recorded: str, sha: str, batch_id: str, report: 
         rows_valid=report.valid,
         rows_rejected=report.invalid,
         dialects=dict(report.dialects),
-        ingested_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        ingested_at=naive_utc_now(),
     )
