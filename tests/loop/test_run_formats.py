@@ -19,7 +19,7 @@ from tests.factories import tiny
 from toolkit.cli.main import app
 from toolkit.errors import ConfigError
 from toolkit.layout import RUN_CONFIG_FORMAT_VERSION, Layout
-from toolkit.loop.run import resume_loop, run_loop
+from toolkit.loop.run import resume_loop
 from toolkit.loop.state import RunFolder
 
 FORMATS = Path(__file__).parents[1] / "data" / "formats"
@@ -40,13 +40,10 @@ def test_a_run_an_older_distill_started_resumes_and_finishes(tmp_path: Path) -> 
     assert [r["generation"] for r in RunFolder(layout, "tiny").records()] == [0, 1]
 
 
-def test_a_run_records_its_config_with_its_format_version_first(tmp_path: Path) -> None:
-    layout = Layout.at(tmp_path / "home")
-    config = tiny(max_generations=1, bootstrap={"games": 16}, ppo={**tiny().ppo.model_dump(), "total_steps": 256})
-    run_loop(layout, config.model_copy(update={"name": "fresh"}))
-    written = json.loads((layout.runs / "fresh" / "config.json").read_text())
+def test_a_run_records_its_config_with_its_format_version_first(loop_home: Layout) -> None:
+    written = json.loads((loop_home.runs / "tiny" / "config.json").read_text())
     assert next(iter(written)) == "format_version" and written["format_version"] == RUN_CONFIG_FORMAT_VERSION
-    assert RunFolder(layout, "fresh").config() == config.model_copy(update={"name": "fresh"}).recorded(layout)
+    assert RunFolder(loop_home, "tiny").own_config() == tiny().recorded(loop_home)
 
 
 def test_a_config_from_a_newer_distill_is_refused_naming_file_version_and_range(tmp_path: Path) -> None:
