@@ -132,6 +132,44 @@ def test_a_pool_worker_killed_mid_job_is_replaced_and_its_shard_re_run(tmp_path:
         run_shards(_always_die, shards(2, 1), None, POOL.model_copy(update={"retries": 1}))
 
 
+def test_pool_workers_are_kept_between_jobs_until_the_pools_are_closed(tmp_path: Path) -> None:
+    from toolkit.jobs import backends
+
+    backends.close_pools()
+    assert run_shards(_square, shards(4, 1), None, POOL) == [0, 1, 4, 9]
+    workers = [p for pool in backends._pools.values() for p in (pool._processes or {}).values()]
+    assert len(workers) == 2 and all(w.is_alive() for w in workers)
+    assert run_shards(_square, shards(2, 1), None, POOL) == [0, 1]  # the same workers: kept for the next job
+    assert [p for pool in backends._pools.values() for p in (pool._processes or {}).values()] == workers
+    backends.close_pools()  # as the CLI does when a command ends
+    assert not backends._pools and not any(w.is_alive() for w in workers)
+
+
+def test_a_command_leaves_no_pool_worker_behind(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    argv = ["distill", "simulate", "--games", "40", "--shard-games", "10", "--backend", "pool", "--workers", "2"]
+    argv += ["--out", str(tmp_path / "logs")]
+    probe = f"""
+import multiprocessing, sys
+from toolkit.cli.main import main
+sys.argv = {argv!r}
+try:
+    main()
+except SystemExit as end:
+    assert not end.code, end.code
+print(len(multiprocessing.active_children()))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "0"  # the command's pool workers exited with it
+
+
+def _square(shard: Shard, shared: None) -> int:
+    return shard.start**2
+
+
 def test_an_error_in_a_shard_comes_back_as_itself(tmp_path: Path) -> None:
     for backend in (INPROCESS, POOL):
         with pytest.raises(ConfigError, match="refuses"):

@@ -2,8 +2,10 @@
 
 - :class:`InProcess`: in the calling process, in shard order (the inputs are not copied).
 - :class:`Pool`: a local process pool (``spawn``: no forked torch or catalog
-  state), kept for the life of the process; a worker that dies (OOM, kill -9)
-  breaks the pool, which is rebuilt and the unfinished shards re-run.
+  state), kept for the next job (starting workers costs seconds) until
+  :func:`close_pools` (the CLI closes them as each command ends);
+  a worker that dies (OOM, kill -9) breaks the pool, which is rebuilt and the
+  unfinished shards re-run.
 - :class:`Ray`: Ray tasks (``distill[ray]``), each shard retried by Ray when
   its worker or node dies; the job's inputs go to the object store once.
 
@@ -60,6 +62,13 @@ def _pool_task(fn: ShardFn, shard: Shard, key: str, payload: bytes) -> Any:
 
 
 _pools: dict[int, ProcessPoolExecutor] = {}
+
+
+def close_pools() -> None:
+    """Shut down every kept process pool and wait for its workers to exit (a later pool job starts new ones)."""
+    while _pools:
+        _, pool = _pools.popitem()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class Pool:
