@@ -143,3 +143,23 @@ def test_a_loop_config_past_a_bound_names_the_field(tmp_path: Path) -> None:
         load_config(LoopConfig, path)
     assert "evaluation.games" in str(error.value) and "student.hidden.1" in str(error.value)
     assert LoopConfig().evaluation.games <= 10_000_000  # the defaults lie within
+
+
+def test_the_turn_limit_is_one_definition_in_every_config_and_every_command() -> None:
+    from toolkit.game import DEFAULT_MAX_ROUNDS
+    from toolkit.limits import MAX_ROUNDS, MAX_ROUNDS_HELP, MaxRounds
+
+    [rule] = typing.get_args(MaxRounds)[1:]
+    fields = {m.__name__: m.model_fields["max_rounds"] for m in config_models() if "max_rounds" in m.model_fields}
+    assert {"LoopConfig", "SimulateConfig", "EvaluateConfig", "TournamentConfig", "PPOConfig"} <= set(fields)
+    for name, info in fields.items():  # a config whose max_rounds may be left out (None: its base's) holds the same
+        constrained = info.metadata == rule.metadata or MaxRounds in typing.get_args(info.annotation)
+        assert constrained and info.default in (DEFAULT_MAX_ROUNDS, None), name
+        assert (info.description or "").startswith(MAX_ROUNDS_HELP), name
+    options = {where: option for where, option in cli_number_options() if "--max-rounds" in option.opts}
+    assert {"simulate", "evaluate", "tournament", "train ppo", "loop run", "ablate"} <= {
+        w.rsplit(" ", 1)[0] for w in options
+    }
+    for where, option in options.items():
+        assert (option.min, option.max) == (1, MAX_ROUNDS), where
+        assert option.help.startswith(MAX_ROUNDS_HELP) and option.default in (DEFAULT_MAX_ROUNDS, None), where

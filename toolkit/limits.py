@@ -37,6 +37,15 @@ MAX_RETAIN_DAYS: Final = 36_500.0  # days of lake versions kept readable (a cent
 MAX_LINE_BYTES: Final = 1 << 30  # a log line, a chunk of lines (a GiB)
 MAX_BYTES: Final = 1 << 50  # a stream's size in bytes (a PiB)
 MAX_ERRORS: Final = 1_000_000_000  # errors printed or counted
+MAX_ROUNDS: Final = 1_000  # a game's turn limit (rounds)
+
+# The turn limit of every config that plays games and of every --max-rounds: one bound, one description (its
+# default, the same everywhere, is toolkit.game.DEFAULT_MAX_ROUNDS).
+MAX_ROUNDS_HELP: Final = (
+    "Rounds before a game stops at the turn limit: a truncation, nobody's win; one default for simulate, evaluate, "
+    "tournament, train ppo and the loop"
+)
+MaxRounds = Annotated[int, Field(ge=1, le=MAX_ROUNDS, description=MAX_ROUNDS_HELP + " (--max-rounds)")]
 
 # Element types of the fields that hold numbers in a container.
 LayerSize = Annotated[int, Field(ge=1, le=MAX_LAYER)]  # a hidden layer's units

@@ -45,7 +45,7 @@ from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import POOL_FORMAT_VERSION
-from toolkit.limits import MAX_BATCH, MAX_DEALS, MAX_SEED
+from toolkit.limits import MAX_BATCH, MAX_DEALS, MAX_SEED, MaxRounds
 from toolkit.stats import Z95, interval_verdict, probability_above_zero
 from toolkit.storage import read_versioned, write_text_atomic
 
@@ -123,9 +123,7 @@ class TournamentConfig(BaseModel):
     deals_per_lineup: int = Field(
         16, ge=1, le=MAX_DEALS, description="Deals per lineup; each is played once per seat rotation."
     )
-    max_rounds: int = Field(
-        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit (--max-rounds)."
-    )
+    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the deals.")
     batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Games stepped at once.")
 

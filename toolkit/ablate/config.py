@@ -20,8 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolkit.datasets.config import BuildConfig
 from toolkit.errors import ConfigError
+from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.jobs.config import BackendConfig
-from toolkit.limits import MAX_GAMES, MAX_SEED
+from toolkit.limits import MAX_GAMES, MAX_ROUNDS_HELP, MAX_SEED, MaxRounds
 from toolkit.loop.config import LoopConfig
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,56}$"  # the builds are named ablate-<name>, within the layout's 64
@@ -76,8 +77,8 @@ class AblateConfig(BaseModel):
         description="Named tables of opponents (--table NAME=P,P,P); default: a loop base's evaluation tables, "
         "else three heuristics and three tuned heuristics.",
     )
-    max_rounds: int | None = Field(
-        None, ge=1, le=1000, description="Rounds before a game is truncated; default: the loop's, else 30."
+    max_rounds: MaxRounds | None = Field(
+        None, description=f"{MAX_ROUNDS_HELP}; default: the base loop's, else {DEFAULT_MAX_ROUNDS} (--max-rounds)."
     )
     backend: BackendConfig = Field(default_factory=BackendConfig, description="Where the variants run (--backend).")
 

@@ -10,6 +10,7 @@ import typer
 from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
+    ConfigMaxRoundsOpt,
     JsonOpt,
     Table,
     WorkersOpt,
@@ -72,10 +73,7 @@ def ablate(
             "(three heuristics, three tuned).",
         ),
     ] = None,
-    max_rounds: Annotated[
-        int | None,
-        typer.Option("--max-rounds", max=1000, help="Rounds before a game is truncated (default: the loop's, 30)."),
-    ] = None,
+    max_rounds: ConfigMaxRoundsOpt = None,
     backend: BackendOpt = "auto",
     workers: WorkersOpt = None,
     address: AddressOpt = None,

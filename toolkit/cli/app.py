@@ -26,7 +26,7 @@ from typer.core import TyperGroup
 from toolkit.errors import ConfigError, DistillError
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.layout import HOME_ENV, LAKE_ENV, Layout
-from toolkit.limits import MAX_GAMES, MAX_WORKERS
+from toolkit.limits import MAX_GAMES, MAX_ROUNDS, MAX_ROUNDS_HELP, MAX_WORKERS
 from toolkit.progress import Progress, ProgressFn
 
 if TYPE_CHECKING:
@@ -195,11 +195,18 @@ def engine_config(command: str | None, processes: int) -> Any:
     return EngineConfig(command=command, processes=processes)
 
 
-MAX_ROUNDS_HELP = (
-    "Rounds before a game stops at the turn limit: a truncation, nobody's win. One default "
-    f"({DEFAULT_MAX_ROUNDS}) for simulate, evaluate, tournament, train ppo and the loop."
-)
-MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP)]
+# --max-rounds, from the one definition every config's max_rounds has (toolkit.limits.MaxRounds): where the command
+# takes a config (the loop, train ppo, ablate), None leaves the config's value.
+MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", min=1, max=MAX_ROUNDS, help=f"{MAX_ROUNDS_HELP}.")]
+ConfigMaxRoundsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-rounds",
+        min=1,
+        max=MAX_ROUNDS,
+        help=f"{MAX_ROUNDS_HELP} ({DEFAULT_MAX_ROUNDS}). Default: the config's max_rounds.",
+    ),
+]
 TRUNCATION_WARNING_SHARE = 0.25
 """From this share of games ending at the turn limit, a command that plays games warns: its win rates and ratings
 then say more about who survives than about who wins."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from toolkit.cli.app import MAX_ROUNDS_HELP, JsonOpt, Table, app, console, layout, points, print_json
+from toolkit.cli.app import ConfigMaxRoundsOpt, JsonOpt, Table, app, console, layout, points, print_json
 from toolkit.errors import ConfigError
 from toolkit.limits import MAX_GENERATION, MAX_SEED
 from toolkit.progress import Progress
@@ -34,9 +34,7 @@ def run(
         int | None, typer.Option("--max-generations", max=MAX_GENERATION, help="Generations after the bootstrap.")
     ] = None,
     seed: Annotated[int | None, typer.Option("--seed", max=MAX_SEED, help="Seed of the whole run.")] = None,
-    max_rounds: Annotated[
-        int | None, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP + " (loop.yaml: max_rounds)")
-    ] = None,
+    max_rounds: ConfigMaxRoundsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Start a loop run and follow it to the end (or to a stop, pause, failure or convergence).

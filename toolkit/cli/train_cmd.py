@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from toolkit.cli.app import (
-    MAX_ROUNDS_HELP,
     AddressOpt,
     BackendOpt,
+    ConfigMaxRoundsOpt,
     EngineOpt,
     EngineProcessesOpt,
     FingerprintOpt,
@@ -162,7 +162,7 @@ def train_ppo_command(
     ] = None,
     eval_games: Annotated[int | None, typer.Option("--eval-games", max=MAX_GAMES, help="Games per evaluation.")] = None,
     eval_vs: Annotated[str | None, typer.Option("--eval-vs", help="Evaluation opponents, comma-separated.")] = None,
-    max_rounds: Annotated[int | None, typer.Option("--max-rounds", min=1, max=1000, help=MAX_ROUNDS_HELP)] = None,
+    max_rounds: ConfigMaxRoundsOpt = None,
     lr: Annotated[float | None, typer.Option("--lr", max=MAX_RATE, help="Initial learning rate.")] = None,
     ent_coef: Annotated[float | None, typer.Option("--ent-coef", max=MAX_COEF, help="Entropy bonus.")] = None,
     lstm_hidden: Annotated[

@@ -103,6 +103,7 @@ from toolkit.game.cards import (
     REMOVAL,
     TOUGHNESS,
 )
+from toolkit.limits import MaxRounds
 from toolkit.schema.vocab import ACTION_INDEX, N_ACTIONS
 
 CAST_CREATURE: Final = ACTION_INDEX["cast_creature"]
@@ -231,7 +232,7 @@ class RulesConfig(BaseModel):
 
     n_seats: int = Field(4, ge=2, le=6, description="Seats in the pod (--players sets it in the CLI).")
     starting_life: int = Field(40, ge=1, le=1000, description="Life each seat starts with.")
-    max_rounds: int = Field(DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before the game is a truncation.")
+    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
     archetypes: tuple[str, ...] = Field(ARCHETYPE_NAMES, min_length=1, description="Archetypes decks are drawn from.")
 
 

@@ -26,7 +26,7 @@ from toolkit.game.players import PLAYER_TYPES, make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
-from toolkit.limits import MAX_ROWS, MAX_SEED
+from toolkit.limits import MAX_ROWS, MAX_SEED, MaxRounds
 from toolkit.progress import ProgressFn
 
 
@@ -46,9 +46,7 @@ class SimulateConfig(BaseModel):
     out: Path | None = Field(None, description="Folder for the decision logs; None plays without writing (--out).")
     compression: records.Compression = Field("none", description="none, gzip or zstd (--compress).")
     batch_size: int = Field(1024, ge=1, le=65_536, description="Games stepped at once (--batch-size).")
-    max_rounds: int = Field(
-        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game is a truncation (--max-rounds)."
-    )
+    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
     rows_per_file: int = Field(
         1_000_000, ge=1, le=MAX_ROWS, description="Decisions per part file before starting the next."
     )

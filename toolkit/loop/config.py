@@ -41,6 +41,7 @@ from toolkit.limits import (
     MAX_STEPS,
     MAX_UPDATES,
     LayerSize,
+    MaxRounds,
     SourceWeight,
 )
 
@@ -388,13 +389,7 @@ class LoopConfig(_Config):
     name: str = Field("demo", pattern=NAME_PATTERN, description="Run folder runs/<name> and dataset loop-<name>.")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds everything; each step derives its own seed from it.")
     max_generations: int = Field(2, ge=1, le=999, description="Generations after the bootstrap (generation 0).")
-    max_rounds: int = Field(
-        DEFAULT_MAX_ROUNDS,
-        ge=1,
-        le=1000,
-        description="Rounds before a game stops at the turn limit (no winner) in every game the loop plays: "
-        "self-play, gates, evaluations and the tournament (--max-rounds).",
-    )
+    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     data: DataConfig = Field(default_factory=DataConfig)
     student: StudentConfig = Field(default_factory=StudentConfig)

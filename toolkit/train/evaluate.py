@@ -34,7 +34,7 @@ from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
-from toolkit.limits import MAX_BATCH, MAX_GAMES, MAX_SEED
+from toolkit.limits import MAX_BATCH, MAX_GAMES, MAX_SEED, MaxRounds
 from toolkit.stats import Z95, wilson_interval
 from toolkit.train.agents import PlayerRef, PolicyBlob, entrant, player_from_ref, player_refs, ref_name
 from toolkit.train.export import DecisionExporter
@@ -61,12 +61,7 @@ class EvaluateConfig(BaseModel):
     seed: int = Field(
         0, ge=0, le=MAX_SEED, description="Seed of the deals; the same deals are replayed for every seat (--seed)."
     )
-    max_rounds: int = Field(
-        DEFAULT_MAX_ROUNDS,
-        ge=1,
-        le=1000,
-        description="Rounds before a game stops at the turn limit, with no winner (--max-rounds).",
-    )
+    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
     batch_size: int = Field(256, ge=1, le=MAX_BATCH, description="Games stepped at once.")
 
 

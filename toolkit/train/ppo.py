@@ -69,7 +69,17 @@ from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
-from toolkit.limits import MAX_BATCH, MAX_COEF, MAX_EPOCHS, MAX_GAMES, MAX_ROLLOUT, MAX_SEED, MAX_STEPS, MAX_UPDATES
+from toolkit.limits import (
+    MAX_BATCH,
+    MAX_COEF,
+    MAX_EPOCHS,
+    MAX_GAMES,
+    MAX_ROLLOUT,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_UPDATES,
+    MaxRounds,
+)
 from toolkit.progress import Progress, ProgressFn
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent, player_ref, policy_blob
@@ -168,9 +178,7 @@ class PPOConfig(BaseModel):
         (), description="Stages of opponent pools with promotion rules; replaces `opponents` when given."
     )
     pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
-    max_rounds: int = Field(
-        DEFAULT_MAX_ROUNDS, ge=1, le=1000, description="Rounds before a game stops at the turn limit (--max-rounds)."
-    )
+    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
     turn_limit_reward: float = Field(
         -1.0,
         ge=-10,
