@@ -359,14 +359,15 @@ def foreign_facts(lake: Path, file: AddedFile) -> FileFacts:
 
 
 def _apply_batches(con: duckdb.DuckDBPyConnection, version: int, info: CommitInfo) -> None:
-    if info.operation == INGEST:
-        batch = BatchRecord.model_validate(info.detail["batch"])
-        file = FileRecord.model_validate(info.detail["file"])
-        con.execute("DELETE FROM batch_log WHERE batch_id = ?", [batch.batch_id])  # ingested again after a vacuum
-        con.execute("DELETE FROM file_log WHERE file_sha256 = ?", [file.file_sha256])
-        _insert(con, "batch_log", {**batch.model_dump(include=set(BATCH_LOG_COLUMNS)), "lake_version": version})
-        _insert(con, "file_log", file.row())
-        _set_states(con, version, [batch.batch_id], status="ingested", status_reason=None, retired=False)
+    if info.operation == INGEST:  # one batch (detail: batch, file), or a generation's shards (detail: ingests)
+        for ingested in info.detail.get("ingests") or [info.detail]:
+            batch = BatchRecord.model_validate(ingested["batch"])
+            file = FileRecord.model_validate(ingested["file"])
+            con.execute("DELETE FROM batch_log WHERE batch_id = ?", [batch.batch_id])  # again after a vacuum
+            con.execute("DELETE FROM file_log WHERE file_sha256 = ?", [file.file_sha256])
+            _insert(con, "batch_log", {**batch.model_dump(include=set(BATCH_LOG_COLUMNS)), "lake_version": version})
+            _insert(con, "file_log", file.row())
+            _set_states(con, version, [batch.batch_id], status="ingested", status_reason=None, retired=False)
     elif info.operation == REVIEW:
         _set_states(con, version, info.batches, status=info.detail["status"], status_reason=info.reason)
     elif info.operation == RETIRE:

@@ -85,6 +85,6 @@ class VersionRecord(BaseModel):
     def from_row(cls, row: dict[str, Any]) -> VersionRecord:
         """A ``versions`` row; the detail without what other views hold (the batch and file records)."""
         detail = json.loads(row["detail"]) if row.get("detail") else {}
-        for key in ("batch", "file", "token"):
+        for key in ("batch", "file", "ingests", "token"):
             detail.pop(key, None)
         return cls.model_validate({**row, "detail": detail})

@@ -53,6 +53,7 @@ SCHEMES: Final = ("s3", "file")
 TOKEN_KEY: Final = "distillToken"  # commitInfo key: which writer's commit a version is (found after a pull)
 BATCH_APP_PREFIX: Final = "distill-batch-"  # the Delta transaction id of an ingested batch
 QUARANTINE_FOLDER: Final = "_quarantine"  # at the location: each batch's rejected lines (Delta readers skip it)
+STAGED_FOLDER: Final = "_staged"  # at the location: what a game job's worker staged for the driver's commit
 # A data file at the location that no version lists is deleted by a vacuum only past this age: younger, it may be
 # another data root's upload whose commit is on its way.
 STRAY_MIN_AGE: Final = dt.timedelta(hours=1)
@@ -356,6 +357,53 @@ def delete(location: LakeLocation, names: list[str]) -> None:
             path = posixpath.join(root, name)
             if fs.get_file_info(path).type != pafs.FileType.NotFound:
                 fs.delete_file(path)
+
+
+def put(location: LakeLocation, files: dict[str, Path]) -> None:
+    """Copy local files to the location (its path under the table's prefix -> the file), each whole or not at all.
+
+    Raises:
+        CatalogError: the location cannot be written.
+    """
+    fs, root = location.filesystem()
+    with _remote_errors(location, "write"):
+        for name, path in files.items():
+            _put(fs, path, posixpath.join(root, name))
+
+
+def get(location: LakeLocation, name: str, target: Path) -> bool:
+    """Copy the location's file ``name`` (a path under the table's prefix) to ``target``, whole or not at all;
+    whether the location held it.
+
+    Raises:
+        CatalogError: the location cannot be read.
+    """
+    fs, root = location.filesystem()
+    _download(fs, location, posixpath.join(root, name), target)
+    return target.exists()
+
+
+def discard(location: LakeLocation, names: list[str]) -> None:
+    """Delete files a worker staged at the location that no commit lists (under ``_staged/``, or data files of the
+    table under a worker's unique name), those already gone left alone.
+
+    Raises:
+        CatalogError: the location cannot be written.
+    """
+    import pyarrow.fs as pafs
+
+    fs, root = location.filesystem()
+    staged = [n for n in names if n.startswith(STAGED_FOLDER + "/") and log.is_table_path(n.partition("/")[2])]
+    unique = [n for n in names if "~" in posixpath.basename(n) and log.is_table_path(n)]
+    with _remote_errors(location, "delete from"):
+        for name in staged + unique:
+            path = posixpath.join(root, name)
+            if fs.get_file_info(path).type != pafs.FileType.NotFound:
+                fs.delete_file(path)
+        for folder in sorted({posixpath.dirname(n) for n in staged} - {STAGED_FOLDER}):  # a worker's own folder
+            path = posixpath.join(root, folder)
+            if fs.get_file_info(path).type == pafs.FileType.Directory:
+                fs.delete_dir(path)
 
 
 def unique_name(name: str, token: str) -> str:

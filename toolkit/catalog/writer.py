@@ -28,7 +28,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import duckdb
@@ -168,6 +168,22 @@ class LakeWriter:
         info = CommitInfo(operation=index.INGEST, batches=[batch.batch_id], distill_version=__version__, detail=detail)
         return self.publish(staged, info)
 
+    def publish_batches(
+        self, staged: Path, records: Sequence[tuple[BatchRecord, FileRecord]], *, uploaded: Collection[str] = ()
+    ) -> Commit:
+        """Publish several ingested batches staged together under ``staged`` as one version (a generation's
+        shards, gated as one unit): its commit holds every batch's records, in order. ``uploaded``: the staged
+        files (paths relative to ``staged``) that are at the lake's location already, under names no other writer
+        uses (a worker's upload), so they are neither renamed nor uploaded again."""
+        ingests = [{"batch": b.model_dump(mode="json"), "file": f.model_dump(mode="json")} for b, f in records]
+        info = CommitInfo(
+            operation=index.INGEST,
+            batches=[b.batch_id for b, _ in records],
+            distill_version=__version__,
+            detail={"ingests": ingests},
+        )
+        return self.publish(staged, info, uploaded=uploaded)
+
     def set_batch_status(self, batch_ids: list[str] | str, status: str, reason: str | None = None) -> Commit:
         """Mark batches accepted or rejected (kept either way), as one version; used by gates and the loop."""
         batch_ids = [batch_ids] if isinstance(batch_ids, str) else list(batch_ids)
@@ -200,18 +216,22 @@ class LakeWriter:
         *,
         placed: Sequence[LakeFile] = (),
         data_change: bool = True,
+        uploaded: Collection[str] = (),
     ) -> Commit:
         """Move the files staged under ``staged`` (a small data root: ``lake/``, ``quarantine/``) into place and
         commit them, with ``placed`` (files already in ``lake/``, known to the index), as one version removing
         ``removes``; the staging folder is removed once the version is indexed.
 
         On an error the staging folder and its intent are left for :meth:`recover` to settle against the log
-        (the moved files are deleted unless the commit happened), here at once when possible.
+        (the moved files are deleted unless the commit happened), here at once when possible. ``uploaded``:
+        staged files (relative to ``staged``) already at the location under their own unique names.
         """
         token = uuid.uuid4().hex
+        uploaded = set(uploaded)
         if self.location is not None:  # at a shared location, names no other writer stages
             for path in sorted((staged / "lake").rglob("*.parquet")):
-                path.rename(staged / remote.unique_name(path.relative_to(staged).as_posix(), token))
+                if path.relative_to(staged).as_posix() not in uploaded:
+                    path.rename(staged / remote.unique_name(path.relative_to(staged).as_posix(), token))
         moves = [(p, p.relative_to(staged).as_posix()) for p in sorted(staged.rglob("*.parquet"))]
         record = intent.Intent(
             token=token,
@@ -229,8 +249,10 @@ class LakeWriter:
             lake_name = self.layout.lake.relative_to(self.layout.home).as_posix() + "/"
             adds = [self.layout.home / name for _, name in moves if name.startswith(lake_name)]
             if self.location is not None:
+                home = self.layout.home
+                fresh = [p for p in adds if p.relative_to(home).as_posix() not in uploaded]
                 remote.upload(
-                    self.layout.lake, self.location, [p.relative_to(self.layout.lake).as_posix() for p in adds]
+                    self.layout.lake, self.location, [p.relative_to(self.layout.lake).as_posix() for p in fresh]
                 )
                 rejects = [self.layout.home / n for _, n in moves if n.startswith("quarantine/batch=")]
                 remote.upload_quarantine(self.location, {p.parent.name.removeprefix("batch="): p for p in rejects})

@@ -12,9 +12,11 @@ wherever they ran.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -24,6 +26,7 @@ from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
 from toolkit.game.lineup import entrant_of
 from toolkit.game.players import PLAYER_TYPES, make_player
 from toolkit.jobs.config import BackendConfig
+from toolkit.jobs.handoff import Handoff
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.limits import MAX_ROWS, MAX_SEED, MaxRounds
@@ -73,10 +76,16 @@ class SimulateResult(BaseModel):
     draws: int
     truncations: int
     files: list[Path]
+    staged: list[Any] = Field(
+        default_factory=list, description="What the workers handed over for the logs (with a handoff; see simulate)."
+    )
 
 
 def simulate(
-    config: SimulateConfig, progress: ProgressFn | None = None, backend: BackendConfig | None = None
+    config: SimulateConfig,
+    progress: ProgressFn | None = None,
+    backend: BackendConfig | None = None,
+    handoff: Handoff | None = None,
 ) -> SimulateResult:
     """Play ``config.games`` games and write their decisions.
 
@@ -85,7 +94,10 @@ def simulate(
     writes ``sim-<seed>-s<j>-part-*`` (a single shard ``sim-<seed>-part-*``),
     each file published by an atomic rename, so a repeated shard rewrites
     the same bytes under the same name. Game ``k`` is dealt from ``[seed, k]``
-    whatever shard it is in.
+    whatever shard it is in. With a ``handoff`` (a loop on a shared lake:
+    :class:`toolkit.ingest.handover.ShardStaging`), each shard writes its logs
+    where the handoff says and hands them over: the result's ``files`` are as
+    the handoff records them, its ``staged`` what it handed over.
 
     Raises:
         ConfigError: if the output folder already holds decision logs of this seed.
@@ -99,7 +111,8 @@ def simulate(
         config = config.model_copy(update={"out": config.out.resolve()})
     start = time.perf_counter()
     plan = shards(config.games, (backend or BackendConfig()).shard_games)
-    parts: list[_ShardPlayed] = run_shards(_play_shard, plan, config, backend, progress=progress)
+    job = _SimulateJob(config, handoff)
+    parts: list[_ShardPlayed] = run_shards(_play_shard, plan, job, backend, progress=progress)
     seconds = time.perf_counter() - start
     if config.out is not None:
         records.DecisionWriter.discard_unfinished(config.out, f"sim-{config.seed}-")
@@ -114,7 +127,7 @@ def simulate(
         draws=sum(p.draws for p in parts),
         truncations=sum(p.truncations for p in parts),
         files=[f for p in parts for f in p.files],
-    )
+    ).model_copy(update={"staged": [s for p in parts for s in p.staged]})
 
 
 def simulate_result(
@@ -156,16 +169,34 @@ class _ShardPlayed:
     draws: int
     truncations: int
     files: list[Path]
+    staged: list[Any]
 
 
-def _play_shard(shard: Shard, config: SimulateConfig) -> _ShardPlayed:
-    """Games ``shard.start..stop-1`` of the run: played, written, counted (a pure function of its inputs)."""
+@dataclass(frozen=True)
+class _SimulateJob:
+    config: SimulateConfig
+    handoff: Handoff | None
+
+
+def _play_shard(shard: Shard, job: _SimulateJob) -> _ShardPlayed:
+    """Games ``shard.start..stop-1`` of the run: played, written (and handed over, with a handoff), counted."""
+    config = job.config
+    if config.out is None or job.handoff is None:
+        return _play(shard, config, config.out)
+    with job.handoff.output(config.out) as folder:
+        played = _play(shard, config, folder)
+        files, staged = job.handoff.hand_over(played.files, config.out)
+    return dataclasses.replace(played, files=files, staged=staged)
+
+
+def _play(shard: Shard, config: SimulateConfig, out: Path | None) -> _ShardPlayed:
+    """The shard's games played, their logs written to ``out`` (a pure function of its inputs)."""
     players = [make_player(name) for name in config.players]
     n = len(players)
     writer = None
-    if config.out is not None:
+    if out is not None:
         prefix = f"sim-{config.seed}" if shard.of == 1 else f"sim-{config.seed}-{shard.name}"
-        writer = records.DecisionWriter(config.out, prefix, config.compression, config.rows_per_file)
+        writer = records.DecisionWriter(out, prefix, config.compression, config.rows_per_file)
     sources = [p.source for p in players]
     entrants = [entrant_of(name) for name in config.players]
     wins = np.zeros(n, np.int64)
@@ -200,4 +231,5 @@ def _play_shard(shard: Shard, config: SimulateConfig) -> _ShardPlayed:
         draws=draws,
         truncations=truncations,
         files=writer.files if writer is not None else [],
+        staged=[],
     )

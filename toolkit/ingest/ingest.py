@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import duckdb
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from toolkit import __version__
@@ -154,7 +155,7 @@ def ingest_paths(
     ):
         for source in inputs:
             try:
-                result.files.append(_ingest_file(source, lake, config, progress))
+                result.files.append(ingest_file(source, lake, config, progress))
             except FileReadError as error:
                 result.files.append(
                     FileIngest(
@@ -192,7 +193,13 @@ _DECISION_COLUMNS = tuple(snapshot_schema().names)
 REJECT_WEIGHT = 8
 
 
-def _ingest_file(source: Input, lake: Lake, config: IngestConfig, progress: ProgressFn | None) -> FileIngest:
+def ingest_file(source: Input, lake: Lake, config: IngestConfig, progress: ProgressFn | None = None) -> FileIngest:
+    """Ingest one input file into ``lake`` (opened for writing) as one batch and one version (see
+    :func:`ingest_paths`).
+
+    Raises:
+        FileReadError: the file cannot be read at all (nothing of it is ingested).
+    """
     report = FileReport(path=source.name)
     catalog = lake.view
     parts = validate_file(source.path, config.read, report, source.name)
@@ -285,7 +292,8 @@ def _stage_and_publish(
                 note="file holds no record: nothing ingested",
             )
         staged.finish_rows()
-        duplicates = _quarantine_duplicates(source, staged, lake.view, report, config)
+        lake.view.require_readable()  # the staged lake files carry every accepted row's key, content and line
+        duplicates = quarantine_duplicates(source, staged, report, config, lake.view.con, existing="decisions")
         staged.close()
         held = {"held": sum(duplicates.held_by.values()), "held_by": sorted(duplicates.held_by)}
         if report.valid == 0 and not staged.rejected:  # every decision of it is in the lake already
@@ -346,23 +354,31 @@ def _recorded(layout: Layout, source: Input) -> str:
 
 
 @dataclass(frozen=True)
-class _Duplicates:
+class Duplicates:
+    """The rows of a staged file taken out as repeats of a decision."""
+
     quarantined: int = 0  # repeats of a decision with other content, or repeated within the file
     held_by: dict[str, int] = dataclasses.field(default_factory=dict)  # copies of lake rows, by the batch holding them
 
 
-def _quarantine_duplicates(
-    source: Input, staged: StagedBatch, catalog: Catalog, report: FileReport, config: IngestConfig
-) -> _Duplicates:
-    """Take out the rows that repeat a decision (of the file or the lake). A row that is a copy of a lake row,
-    every field alike (the same game logged again: a run that reused another's seed), is already in the lake: it
-    is left out and counted against the batch that holds it, not quarantined. Any other repeat goes to the
-    quarantine, its line read again from the file, a batch of duplicates at a time."""
-    # The staged lake files carry every accepted row's key, content and line.
-    catalog.require_readable()
-    with DuplicateSet(catalog.con, staged.lake_files, existing="decisions", compare=_DECISION_COLUMNS) as found:
+def quarantine_duplicates(
+    source: Input,
+    staged: StagedBatch,
+    report: FileReport,
+    config: IngestConfig,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    existing: str | None,
+) -> Duplicates:
+    """Take out the rows of ``staged`` (its lake files written) that repeat a decision of the file, or of the
+    relation ``existing`` on ``con`` (the lake's ``decisions``; None: the file's own repeats only). A row that is
+    a copy of a lake row, every field alike (the same game logged again: a run that reused another's seed), is
+    already in the lake: it is left out and counted against the batch that holds it, not quarantined. Any other
+    repeat goes to the quarantine, its line read again from the file, a batch of duplicates at a time."""
+    compare = _DECISION_COLUMNS if existing is not None else ()
+    with DuplicateSet(con, staged.lake_files, existing=existing, compare=compare) as found:
         if not found.count:
-            return _Duplicates()
+            return Duplicates()
         staged.drop_lines(found.lines())
         held_by = found.held_by()
         clashes = (d for d in found if not d.same)
@@ -373,7 +389,7 @@ def _quarantine_duplicates(
             staged.quarantine.add([Reject(source.name, duplicate.line, raw, [problem])])
             report.demote(problem)
         report.valid -= found.same
-        return _Duplicates(found.count - found.same, held_by)
+        return Duplicates(found.count - found.same, held_by)
 
 
 def _batch_record(

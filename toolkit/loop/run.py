@@ -49,6 +49,7 @@ from pydantic import BaseModel
 from toolkit.catalog.connect import WriterWait
 from toolkit.errors import ConfigError
 from toolkit.game.league import keep_past, pairwise_win_rate, pfsp_weights
+from toolkit.ingest.handover import StagedShard
 from toolkit.layout import Layout, generation_label
 from toolkit.loop.config import LoopConfig
 from toolkit.loop.gates import GuardVerdict
@@ -301,7 +302,7 @@ class _Loop:
             simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=[str(p) for p in boot.logs]),
             simulate.SimulateStepResult,
         )
-        ingested = self._ingest(logs.files, own=logs.simulated)
+        ingested = self._ingest(logs.files, own=logs.simulated, staged=logs.staged)
         found = ingested.batches  # the batches this run ingested: its gates set their status, never another run's
         if ingested.rows == 0 and not ingested.held:
             self._set_status(found, "rejected", "no valid decisions")
@@ -349,7 +350,7 @@ class _Loop:
     def _attempt(self, g: int) -> tuple[bool, str]:
         """Self-play, gate and merge the teacher's data, then train and gate the student."""
         play = self._step(StepName.SELFPLAY, selfplay.run, self._selfplay_input(g), selfplay.SelfPlayResult)
-        found = self._ingest([str(f) for f in play.export.files], own=True).batches
+        found = self._ingest([str(f) for f in play.export.files], own=True, staged=play.export.staged).batches
         baseline = self.state.current_ppo or self.state.current_student
         gate = self._step(
             StepName.PPO_GATE,
@@ -384,10 +385,12 @@ class _Loop:
             self._promote(STUDENT, trained.checkpoint)
         return True, f"teacher and student promoted: {beat.reason}"
 
-    def _ingest(self, files: list[str], *, own: bool) -> ingest.IngestStepResult:
-        """Ingest ``files``; then, with ``retention: delete``, delete them if the loop wrote them (``own``) and they
-        were read (a file that could not be read stays)."""
-        ingested = self._step(StepName.INGEST, ingest.run, ingest.IngestInput(files=files), ingest.IngestStepResult)
+    def _ingest(self, files: list[str], *, own: bool, staged: list[StagedShard]) -> ingest.IngestStepResult:
+        """Ingest ``files`` (``staged`` at a shared lake by the game job's workers: committed as one version); then,
+        with ``retention: delete``, delete them if the loop wrote them (``own``) and they were read (a file that
+        could not be read stays)."""
+        step = ingest.IngestInput(files=files, staged=staged)
+        ingested = self._step(StepName.INGEST, ingest.run, step, ingest.IngestStepResult)
         done = [f for f in files if f not in set(ingested.failed)] if own else []
         if self.config.retention == "delete" and done:
             self._step(StepName.RETAIN, retain.run, retain.RetainInput(files=done), retain.RetainResult)

@@ -42,6 +42,7 @@ from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord
 from toolkit.game.league import check_mirror, draw_opponents, league_probabilities
 from toolkit.game.lineup import UNKNOWN, Entrant, entrant_of
+from toolkit.ingest.handover import ShardStaging, StagedShard
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
@@ -90,6 +91,9 @@ class ExportCounts(BaseModel):
     skipped_loss: int = Field(0, description="Episodes not won (the turn limit included), when only wins are kept.")
     skipped_short: int = 0
     files: list[Path] = Field(default_factory=list)
+    staged: list[StagedShard] = Field(
+        default_factory=list, description="The files staged at a shared lake's location by the workers (staging)."
+    )
 
 
 @dataclass
@@ -295,6 +299,7 @@ def export_league_games(
     batch_size: int = 512,
     backend: BackendConfig | None = None,
     engine: EngineConfig | None = None,
+    staging: ShardStaging | None = None,
 ) -> ExportCounts:
     """``teacher`` plays ``games`` games against ``league``; every seat it holds is exported to ``out``.
 
@@ -307,7 +312,8 @@ def export_league_games(
     not depend on where the shards ran, and a repeated shard rewrites the same
     files. With ``engine`` the games are played in that engine instead (one exporter, batch ``<batch>``):
     league player types sit as its own AI profiles, checkpoints and the teacher as Distill's seats; game ``k`` is
-    dealt ``game_seed(seed, k)``.
+    dealt ``game_seed(seed, k)``. With ``staging`` (a loop on a shared lake, games on Distill's own engine), each
+    worker writes its files to its own disk and stages them at the lake's location (:mod:`toolkit.ingest.shards`).
 
     Raises:
         ConfigError: weights that do not fit the league, or a fixed table of the wrong size.
@@ -328,6 +334,7 @@ def export_league_games(
         config or ExportConfig(),
         max_rounds,
         batch_size,
+        staging if engine is None else None,
     )
     if engine is not None:
         return _export_on_engine(job, engine)
@@ -342,6 +349,7 @@ def export_league_games(
         skipped_loss=sum(p.skipped_loss for p in parts),
         skipped_short=sum(p.skipped_short for p in parts),
         files=[f for p in parts for f in p.files],
+        staged=[s for p in parts for s in p.staged],
     )
 
 
@@ -371,6 +379,7 @@ class _LeagueJob:
     config: ExportConfig
     max_rounds: int
     batch_size: int
+    staging: ShardStaging | None = None
 
 
 def _export_on_engine(job: _LeagueJob, engine: EngineConfig) -> ExportCounts:
@@ -426,14 +435,23 @@ def _export_on_engine(job: _LeagueJob, engine: EngineConfig) -> ExportCounts:
 
 
 def _export_shard(shard: Shard, job: _LeagueJob) -> ExportCounts:
-    """Games ``shard.start..stop-1`` of the league export: played, filtered, written."""
+    """Games ``shard.start..stop-1`` of the league export: played, filtered, written (staged, with staging)."""
+    if job.staging is None:
+        return _export_games(shard, job, job.out)
+    with job.staging.output(job.out) as folder:
+        counts = _export_games(shard, job, folder)
+        files, staged = job.staging.hand_over(counts.files, job.out)
+    return counts.model_copy(update={"files": files, "staged": staged})
+
+
+def _export_games(shard: Shard, job: _LeagueJob, out: Path) -> ExportCounts:
     teacher = player_from_ref(job.teacher, job.source)
     players = [teacher, *[teacher if ref == SELF else player_from_ref(ref) for ref in job.league]]
     is_teacher = np.array([p is teacher for p in players])
     me = entrant(job.teacher)
     entrants = [me, *[me if ref == SELF else entrant(ref) for ref in job.league]]  # the teacher's seats: the learner
     exporter = DecisionExporter(
-        job.out,
+        out,
         batch=job.batch if shard.of == 1 else f"{job.batch}-{shard.name}",
         generation=job.generation,
         seed=job.seed,

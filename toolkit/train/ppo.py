@@ -67,6 +67,7 @@ from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.league import OpponentPool, OpponentTally
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
+from toolkit.ingest.handover import ShardStaging
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
 from toolkit.limits import (
@@ -387,6 +388,7 @@ class _Run:
     parent: str | None = None
     dataset: checkpoints.DatasetRef | None = None
     progress: ProgressFn | None = None
+    stage_at: str | None = None  # a shared lake's location, where the export is staged (see train_ppo)
     # progress so far
     stage: int = 0
     stage_start: int = 0
@@ -491,6 +493,7 @@ def train_ppo(
     backend: BackendConfig | None = None,
     layout: Layout | None = None,
     engine: EngineConfig | None = None,
+    stage_at: str | None = None,
 ) -> PPOResult:
     """Train PPO per ``config``; checkpoints, metrics and exports go to ``out``.
 
@@ -499,7 +502,8 @@ def train_ppo(
     training games are played there too, through :class:`~toolkit.engine.vec_env.EngineVecEnv` (outcome rewards
     only: an engine shapes none); the periodic evaluations stay in Distill's game.
     The cards record the checkpoints the config names (warm start, opponents) relative to ``layout``'s data
-    root when they lie inside it.
+    root when they lie inside it. ``stage_at``: a shared lake's location, where the export's workers stage its
+    files for the caller to commit (the loop on a shared lake: :mod:`toolkit.ingest.shards`).
 
     Raises:
         TrainError: the warm-start checkpoint is missing or does not fit.
@@ -535,7 +539,7 @@ def train_ppo(
             turn_limit_reward=config.turn_limit_reward,
         )
     try:
-        return _train(config, out, progress, backend, layout, engine, league, env, run_id, setup_start)
+        return _train(config, out, progress, backend, layout, engine, league, env, run_id, setup_start, stage_at)
     finally:
         env.close()  # an engine env's processes end here
 
@@ -551,6 +555,7 @@ def _train(
     env: Any,
     run_id: str,
     setup_start: float,
+    stage_at: str | None = None,
 ) -> PPOResult:
     """The run itself, on ``env`` (see :func:`train_ppo`)."""
     stages = config.curriculum
@@ -589,6 +594,7 @@ def _train(
             parent=parent,
             dataset=dataset,
             progress=progress,
+            stage_at=stage_at,
         )
         callback = _RunCallback(run)
         model.learn(total_timesteps=config.total_steps, callback=callback, log_interval=None)
@@ -657,6 +663,11 @@ def _export_teacher_games(
         max_rounds=config.max_rounds,
         backend=backend,
         engine=engine,
+        staging=None
+        if run.stage_at is None
+        else ShardStaging(
+            location=run.stage_at, recorded=run.layout.stored(exports) if run.layout else str(exports.resolve())
+        ),
     )
 
 

@@ -1,15 +1,20 @@
-"""Logs into the lake: one batch per file, bad lines quarantined."""
+"""Logs into the lake: one batch per file, bad lines quarantined; a job's files staged at a shared lake by its
+workers, one version for them all."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from toolkit.catalog.lake import Lake
+from toolkit.ingest.handover import StagedShard
 from toolkit.loop.steps.base import StepContext
 
 
 class IngestInput(BaseModel):
     files: list[str]  # as recorded (relative to the data root inside it)
+    staged: list[StagedShard] = Field(
+        default_factory=list, description="The files as a game job's workers staged them at a shared lake."
+    )
 
 
 class IngestStepResult(BaseModel):
@@ -30,8 +35,13 @@ def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
 
     if not step.files:
         return IngestStepResult(batches=[], rows=0, rejected=0)
-    paths = [ctx.resolve(f) for f in step.files]
-    result = ingest_paths(paths, ctx.layout, IngestConfig(), catalog_wait=ctx.catalog_wait)
+    if step.staged:  # the workers' files, committed as one version (the logs fetched to the recorded places)
+        from toolkit.ingest.shards import commit_shards
+
+        result = commit_shards(step.staged, ctx.layout, IngestConfig(), catalog_wait=ctx.catalog_wait)
+    else:
+        paths = [ctx.resolve(f) for f in step.files]
+        result = ingest_paths(paths, ctx.layout, IngestConfig(), catalog_wait=ctx.catalog_wait)
     batches = sorted({f.batch_id for f in result.files if f.batch_id})
     with Lake.open(ctx.layout).at() as catalog:
         recorded = [b for b in catalog.batches() if b.batch_id in set(batches)]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from toolkit.catalog import remote
 from toolkit.loop.steps.base import StepContext
 from toolkit.train.export import ExportCounts
 from toolkit.train.ppo import OpponentRecord, UpdateStats
@@ -81,7 +82,15 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         export=ExportConfig(games=p.export_games, export_eval=False, compression=ctx.config.log_compression),
         policy=PolicySpec(pi=hidden, vf=hidden),
     )
-    result = train_ppo(config, ctx.folder, backend=ctx.config.backend, layout=ctx.layout, engine=ctx.engine)
+    location = remote.location_of(ctx.layout)  # a shared lake: the export's workers stage their files there
+    result = train_ppo(
+        config,
+        ctx.folder,
+        backend=ctx.config.backend,
+        layout=ctx.layout,
+        engine=ctx.engine,
+        stage_at=location.uri if location is not None else None,
+    )
     assert result.export is not None  # export.games >= 1
     export = result.export.model_copy(update={"files": [Path(ctx.layout.stored(f)) for f in result.export.files]})
     return SelfPlayResult(

@@ -3,8 +3,9 @@ the records of that engine's own AI."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from toolkit.ingest.handover import StagedShard
 from toolkit.loop.steps.base import StepContext
 
 
@@ -19,6 +20,9 @@ class SimulateStepResult(BaseModel):
     simulated: bool
     games: int | None = None
     decisions: int | None = None
+    staged: list[StagedShard] = Field(
+        default_factory=list, description="The logs the workers staged at the shared lake's location (none: local)."
+    )
 
 
 def run(ctx: StepContext, step: SimulateInput) -> SimulateStepResult:
@@ -39,11 +43,14 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateStepResult:
         from toolkit.engine.simulate import simulate_on_engine
 
         result = simulate_on_engine(config, engine)
-    else:
-        result = simulate(config, backend=ctx.config.backend)
+    else:  # on a shared lake, the workers stage their logs there for the ingest step to commit
+        from toolkit.ingest.shards import staging_for
+
+        result = simulate(config, backend=ctx.config.backend, handoff=staging_for(ctx.layout, ctx.folder))
     return SimulateStepResult(
         files=[ctx.layout.stored(f) for f in result.files],
         simulated=True,
         games=result.games,
         decisions=result.decisions,
+        staged=result.staged,
     )
