@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,12 +138,25 @@ def test_pool_workers_are_kept_between_jobs_until_the_pools_are_closed(tmp_path:
 
     backends.close_pools()
     assert run_shards(_square, shards(4, 1), None, POOL) == [0, 1, 4, 9]
-    workers = [p for pool in backends._pools.values() for p in (pool._processes or {}).values()]
+    workers = [p for pool in backends._pools.values() for p in (pool[1]._processes or {}).values()]
     assert len(workers) == 2 and all(w.is_alive() for w in workers)
     assert run_shards(_square, shards(2, 1), None, POOL) == [0, 1]  # the same workers: kept for the next job
-    assert [p for pool in backends._pools.values() for p in (pool._processes or {}).values()] == workers
+    assert [p for pool in backends._pools.values() for p in (pool[1]._processes or {}).values()] == workers
     backends.close_pools()  # as the CLI does when a command ends
     assert not backends._pools and not any(w.is_alive() for w in workers)
+
+
+def _env_of_worker(_shard: Any, name: str) -> str | None:
+    import os
+
+    return os.environ.get(name)
+
+
+def test_a_pool_started_under_another_environment_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a worker reads its settings (a shared lake's AWS_* variables) from the environment it was spawned with
+    assert run_shards(_env_of_worker, shards(2, 1), "DISTILL_TEST_SETTING", POOL) == [None, None]
+    monkeypatch.setenv("DISTILL_TEST_SETTING", "set")
+    assert run_shards(_env_of_worker, shards(2, 1), "DISTILL_TEST_SETTING", POOL) == ["set", "set"]
 
 
 def test_a_command_leaves_no_pool_worker_behind(tmp_path: Path) -> None:

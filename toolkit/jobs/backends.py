@@ -61,13 +61,19 @@ def _pool_task(fn: ShardFn, shard: Shard, key: str, payload: bytes) -> Any:
     return fn(shard, worker.shared(key, payload))
 
 
-_pools: dict[int, ProcessPoolExecutor] = {}
+# Kept pools by worker count, with the environment their workers were spawned with: a worker reads its settings
+# (AWS_* for a shared lake, thread counts) from it, so a pool started under another environment is replaced.
+_pools: dict[int, tuple[int, ProcessPoolExecutor]] = {}
+
+
+def _environment() -> int:
+    return hash(frozenset(os.environ.items()))
 
 
 def close_pools() -> None:
     """Shut down every kept process pool and wait for its workers to exit (a later pool job starts new ones)."""
     while _pools:
-        _, pool = _pools.popitem()
+        _, (_, pool) = _pools.popitem()
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -80,17 +86,21 @@ class Pool:
         self.workers, self.retries = workers, retries
 
     def _executor(self) -> ProcessPoolExecutor:
-        pool = _pools.get(self.workers)
-        if pool is None:
-            pool = _pools[self.workers] = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=worker.one_thread
-            )
+        environment = _environment()
+        kept = _pools.get(self.workers)
+        if kept is not None and kept[0] == environment:
+            return kept[1]
+        self._discard()
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=worker.one_thread
+        )
+        _pools[self.workers] = (environment, pool)
         return pool
 
     def _discard(self) -> None:
-        pool = _pools.pop(self.workers, None)
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        kept = _pools.pop(self.workers, None)
+        if kept is not None:
+            kept[1].shutdown(wait=False, cancel_futures=True)
 
     def run(
         self, fn: ShardFn, shards: Sequence[Shard], shared: Any, payload: tuple[str, bytes] | None
