@@ -23,6 +23,7 @@ def test_the_readme_is_a_manual_of_at_most_400_lines_with_its_sections() -> None
         "A tour of the CLI",
         "Where each stage lives",
         "What a data root may contain",
+        "A shared lake and a cluster",
         "Documentation",
     ]
 
