@@ -8,13 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from tests.datasets.conftest import game_records
-from tests.s3server import S3Server, environment, free_port
+from tests.s3server import S3Server, environment, free_port, s3_server
 from toolkit.catalog.remote import LakeLocation
 from toolkit.cli.main import app
 from toolkit.errors import CatalogError, UsageError
@@ -220,12 +221,14 @@ def test_a_vacuum_deletes_an_upload_whose_commit_never_came_once_it_is_old_enoug
     stray = f"{prefix}/source=forge/generation=__HIVE_DEFAULT_PARTITION__/batch-feed~0123456789ab.parquet"
     s3.client().put_object(Bucket=bucket, Key=stray, Body=b"PAR1 a writer killed before its commit")
     s3.client().put_object(Bucket=bucket, Key="elsewhere/batch-x.parquet", Body=b"not the lake's")
+    left = f"{prefix}/_staged/bfeed~0123456789ab/rejects.parquet"  # a loop worker's, whose driver never committed
+    s3.client().put_object(Bucket=bucket, Key=left, Body=b"PAR1 rejected lines")
     ok(home, lake_uri, "lake", "vacuum", "--retain", "0")
-    assert stray in s3.keys(bucket)  # younger than an hour: perhaps another root's upload, on its way
+    assert {stray, left} <= set(s3.keys(bucket))  # younger than an hour: perhaps another root's upload, on its way
     monkeypatch.setattr(remote, "STRAY_MIN_AGE", dt.timedelta(0))
     ok(home, lake_uri, "lake", "vacuum", "--retain", "0")
     keys = s3.keys(bucket)
-    assert stray not in keys and "elsewhere/batch-x.parquet" in keys
+    assert stray not in keys and left not in keys and "elsewhere/batch-x.parquet" in keys
     assert sum(k.endswith(".parquet") for k in keys if k.startswith(prefix)) == 1  # the batch's own file stays
     assert rows(home, lake_uri, "SELECT count(*) AS n FROM batches") == [{"n": 1}]
 
@@ -328,3 +331,37 @@ def test_a_copy_whose_folders_lead_out_of_the_data_root_is_not_written_through(
         result, output = distill(home, lake_uri, "sql", "FROM batches")
         assert result.exit_code != 0 and "Traceback" not in output, (linked, output)
         assert not any(outside.iterdir()), linked
+
+
+@pytest.mark.parametrize("point", ["ingest.moved", "ingest.uploaded"])
+def test_a_server_that_stops_answering_mid_ingest_gives_a_clear_error_and_a_rerun_finishes(
+    tmp_path: Path, write_log, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    from toolkit.catalog import remote, writer
+
+    monkeypatch.setattr(remote, "_CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(remote, "_REQUEST_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(remote, "_RETRY_TIMEOUT_S", 5.0)
+    with s3_server() as server, environment(server.env):
+        lake, home, other = f"s3://{server.bucket()}/lake", tmp_path / "a", tmp_path / "b"
+        ok(home, lake, "ingest", str(log_file(write_log, "x", 1)))
+        second = str(log_file(write_log, "y", 2))
+
+        def freeze(name: str) -> None:  # the server stops answering while the ingest is under way
+            if name == point:
+                os.kill(server.process.pid, signal.SIGSTOP)
+
+        monkeypatch.setattr(writer, "failpoint", freeze)
+        try:
+            started = time.monotonic()
+            result, output = distill(home, lake, "ingest", second)
+            took = time.monotonic() - started
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        assert result.exit_code == 1 and "the lake at " + lake in output and "Traceback" not in output, output
+        assert took < 60, took
+        monkeypatch.setattr(writer, "failpoint", lambda name: None)
+        assert rows(other, lake, "SELECT count(*) AS n FROM batches") == [{"n": 1}]  # nothing half-committed
+        ok(home, lake, "ingest", second)  # the server back: a rerun finishes the job
+        assert rows(other, lake, "SELECT count(*) AS n, sum(rows_valid) AS rows FROM batches") == [{"n": 2, "rows": 36}]
+        assert not any((home / "staging").iterdir())

@@ -9,7 +9,7 @@ import pytest
 from toolkit.catalog.lake import Lake
 from toolkit.game.simulate import SimulateConfig, simulate
 from toolkit.ingest.ingest import ingest_paths
-from toolkit.ingest.shards import commit_shards, staging_for
+from toolkit.ingest.shards import commit_shards, fetch_logs, staging_for
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
 
@@ -81,6 +81,27 @@ def test_shards_repeating_lake_decisions_are_ingested_from_their_logs_the_ordina
     assert _rows(layout) == rows  # nothing new in the lake
     keys = s3_env.keys(shared_lake.removeprefix("s3://").split("/")[0])
     assert not [k for k in keys for s in again.staged for name in s.lake_files if k.endswith(name)]  # discarded
+
+
+def test_the_logs_fetched_when_the_job_returns_and_shards_whose_uploads_are_gone_come_from_them(
+    tmp_path: Path, shared_lake: str, s3_env
+) -> None:
+    layout = Layout.at(tmp_path / "home")
+    played = _simulate(layout, "logs")
+    fetch_logs(played.staged, layout)  # as the loop's step does once its job returned
+    assert all(f.is_file() for f in played.files)
+    bucket, prefix = shared_lake.removeprefix("s3://").split("/", 1)
+    assert not [k for k in s3_env.keys(bucket) if k.endswith((".jsonl", ".jsonl.zst", ".jsonl.gz"))]
+    gone = played.staged[0]  # a vacuum deleted its uncommitted upload (older than an hour), say
+    s3_env.client().delete_objects(
+        Bucket=bucket, Delete={"Objects": [{"Key": f"{prefix}/{name}"} for name in gone.lake_files]}
+    )
+    result = commit_shards(played.staged, layout)
+    assert [f.status for f in result.files] == ["ingested", "ingested"]
+    assert [f.batch_id for f in result.files] == [s.batch_id for s in played.staged]
+    with Lake.open(layout) as lake:
+        ingests = [v for v in lake.history() if v.operation == "ingest"]
+    assert [v.batches for v in ingests] == [[played.staged[1].batch_id], [gone.batch_id]]  # the job's, then its log
 
 
 def test_staging_is_for_a_lake_at_a_location_only(tmp_path: Path) -> None:

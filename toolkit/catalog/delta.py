@@ -185,7 +185,10 @@ class DeltaLake:
             max_commit_retries=0 if serial else None,
         )
         if self.location is not None and read_version is not None:
-            self.table.load_as_version(read_version)
+            try:
+                self.table.load_as_version(read_version)
+            except Exception as error:  # the location stopped answering: nothing was committed
+                raise self._commit_error(error, info) from None
         before = self.version
         for attempt in range(1, INGEST_ATTEMPTS + 1):
             try:
@@ -199,10 +202,22 @@ class DeltaLake:
                     raise problem from error
             # An ingest only appends: a conflict delta-rs did not retry is retried from the latest version, once
             # no version since names this batch's transaction (then another root committed it).
-            self.table.update_incremental()
+            try:
+                self.table.update_incremental()
+            except Exception as error:
+                raise self._commit_error(error, info) from None
             if any(self.table.transaction_version(remote.BATCH_APP_PREFIX + b) is not None for b in batches):
                 raise self._committed_elsewhere(info)
-        return self._landed(token, before)
+        try:
+            return self._landed(token, before)
+        except Exception as error:
+            if isinstance(error, CatalogError) or self.location is None:
+                raise
+            raise CatalogError(  # committed, but not read back: the next command that opens the lake indexes it
+                f"committed to the lake at {self.location.uri}, but its log could not be read back: "
+                f"{_first_line(error)}",
+                hint="run the command again once the location answers: the change is in the lake once",
+            ) from None
 
     def _landed(self, token: str, before: int) -> log.Commit:
         """The commit this writer just made (carrying ``token``), as the log (or, at a location, its copy) holds

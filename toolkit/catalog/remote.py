@@ -59,6 +59,10 @@ STAGED_FOLDER: Final = "_staged"  # at the location: what a game job's worker st
 STRAY_MIN_AGE: Final = dt.timedelta(hours=1)
 _CONNECT_TIMEOUT_S: Final = 5.0
 _REQUEST_TIMEOUT_S: Final = 60.0
+# A request that fails (a timeout, a 5xx) is retried this often, within this long in all: a location that stops
+# answering gives a clear error in minutes, not the store client's default of ten retries over three minutes.
+_RETRIES: Final = 2
+_RETRY_TIMEOUT_S: Final = 120.0
 HINT: Final = (
     "check the location and the AWS_* variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
     "AWS_REGION), that the bucket exists and that the server is reachable"
@@ -120,7 +124,13 @@ class LakeLocation:
         the ``AWS_*`` variables, which delta-rs reads itself)."""
         if self.scheme != "s3":
             return {}
-        return {"conditional_put": "etag", "timeout": f"{int(_REQUEST_TIMEOUT_S)}s"}
+        return {
+            "conditional_put": "etag",
+            "timeout": f"{int(_REQUEST_TIMEOUT_S)}s",
+            "connect_timeout": f"{int(_CONNECT_TIMEOUT_S)}s",
+            "max_retries": str(_RETRIES),
+            "retry_timeout": f"{int(_RETRY_TIMEOUT_S)}s",
+        }
 
     def filesystem(self) -> tuple[Any, str]:
         """The location as a pyarrow filesystem and the table's folder in it."""
@@ -310,7 +320,8 @@ def require_lake_or_empty(location: LakeLocation) -> None:
 
 def stray_files(location: LakeLocation, listed: set[str], before: dt.datetime) -> dict[str, int]:
     """The Parquet files at the location (paths in the table, with their sizes) that are not in ``listed`` and were
-    last modified before ``before``; the log's folder and hidden folders (``_...``, ``.…``) are not looked in.
+    last modified before ``before``, and what workers left under ``_staged/`` as old (a driver that never
+    committed their shards); the log's folder and other hidden folders (``_...``, ``.…``) are not looked in.
 
     Raises:
         CatalogError: the location cannot be listed.
@@ -323,8 +334,10 @@ def stray_files(location: LakeLocation, listed: set[str], before: dt.datetime) -
     strays = {}
     for info in found:
         name = posixpath.relpath(info.path, root)
+        staged = name.startswith(STAGED_FOLDER + "/") and log.is_table_path(name)
         hidden = any(part.startswith(("_", ".")) for part in name.split("/"))
-        if info.type != pafs.FileType.File or hidden or not name.endswith(".parquet") or name in listed:
+        data = not hidden and name.endswith(".parquet") and name not in listed
+        if info.type != pafs.FileType.File or not (staged or data):
             continue
         if info.mtime is not None and info.mtime.replace(tzinfo=info.mtime.tzinfo or dt.UTC) < before:
             strays[name] = int(info.size or 0)

@@ -107,9 +107,8 @@ def stage_shard(log: Path, staging: ShardStaging, config: IngestConfig | None = 
         finally:
             parts.close()
         staged.finish_rows()
-        duplicates = quarantine_duplicates(
-            Input(log, recorded), staged, report, config, duckdb.connect(), existing=None
-        )
+        with duckdb.connect() as con:  # the log's own repeats (the driver checks the lake's)
+            duplicates = quarantine_duplicates(Input(log, recorded), staged, report, config, con, existing=None)
         staged.close()
         lake = staged.root / "lake"
         files = {remote.unique_name(p.relative_to(lake).as_posix(), token): p for p in sorted(lake.rglob("*.parquet"))}
@@ -135,6 +134,34 @@ def stage_shard(log: Path, staging: ShardStaging, config: IngestConfig | None = 
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def fetch_logs(shards: Sequence[StagedShard], layout: Layout) -> None:
+    """Copy the logs the workers staged into ``layout``'s data root, where they are recorded (as a local run writes
+    them), and delete them at the location: the driver holds them from the moment the job returns, whatever
+    later happens to what waits there for the commit.
+
+    Raises:
+        CatalogError: the lake is not at a location, a staged log is gone, or the location cannot be read.
+    """
+    location = remote.location_of(layout)
+    if location is None or not shards:
+        return
+    for shard in shards:
+        _fetch_log(location, shard, layout)
+    remote.discard(location, [s.log for s in shards])
+
+
+def _fetch_log(location: LakeLocation, shard: StagedShard, layout: Layout) -> Path:
+    log = layout.inside(layout.home / shard.recorded)
+    if log.is_file() and log.stat().st_size == shard.size_bytes and file_sha256(log) == shard.sha256:
+        return log
+    if not remote.get(location, shard.log, log):
+        raise CatalogError(
+            f"the log {shard.recorded} staged by a worker is gone from {location.uri} ({shard.log})",
+            hint="run the step again: its game job plays the shard anew",
+        )
+    return log
 
 
 def commit_shards(
@@ -168,12 +195,7 @@ def _commit(shards: Sequence[StagedShard], layout: Layout, config: IngestConfig,
     folder = lake.writer.stage(f"shards-{uuid.uuid4().hex[:12]}")
     try:
         for shard in shards:
-            log = layout.inside(layout.home / shard.recorded)
-            if not (log.is_file() and file_sha256(log) == shard.sha256) and not remote.get(location, shard.log, log):
-                raise CatalogError(
-                    f"the log {shard.recorded} staged by a worker is gone from {location.uri} ({shard.log})",
-                    hint="run the step again: its game job plays the shard anew",
-                )
+            _fetch_log(location, shard, layout)
             if shard.empty:
                 done[shard.recorded] = FileIngest(
                     path=shard.recorded,

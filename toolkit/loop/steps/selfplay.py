@@ -92,6 +92,10 @@ def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
         stage_at=location.uri if location is not None else None,
     )
     assert result.export is not None  # export.games >= 1
+    if result.export.staged:  # the logs the workers staged at the shared lake, on the driver's disk from now on
+        from toolkit.ingest.shards import fetch_logs
+
+        fetch_logs(result.export.staged, ctx.layout)
     export = result.export.model_copy(update={"files": [Path(ctx.layout.stored(f)) for f in result.export.files]})
     return SelfPlayResult(
         final=ctx.layout.stored(result.final),

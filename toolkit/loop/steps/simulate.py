@@ -44,9 +44,10 @@ def run(ctx: StepContext, step: SimulateInput) -> SimulateStepResult:
 
         result = simulate_on_engine(config, engine)
     else:  # on a shared lake, the workers stage their logs there for the ingest step to commit
-        from toolkit.ingest.shards import staging_for
+        from toolkit.ingest.shards import fetch_logs, staging_for
 
         result = simulate(config, backend=ctx.config.backend, handoff=staging_for(ctx.layout, ctx.folder))
+        fetch_logs(result.staged, ctx.layout)
     return SimulateStepResult(
         files=[ctx.layout.stored(f) for f in result.files],
         simulated=True,
