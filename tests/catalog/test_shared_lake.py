@@ -365,3 +365,36 @@ def test_a_server_that_stops_answering_mid_ingest_gives_a_clear_error_and_a_reru
         ok(home, lake, "ingest", second)  # the server back: a rerun finishes the job
         assert rows(other, lake, "SELECT count(*) AS n, sum(rows_valid) AS rows FROM batches") == [{"n": 2, "rows": 36}]
         assert not any((home / "staging").iterdir())
+
+
+def test_one_of_several_writers_killed_mid_ingest_costs_the_others_nothing(
+    tmp_path: Path, lake_uri: str, write_log, s3: S3Server
+) -> None:
+    """Three data roots ingest at once; one is killed (kill -9) between its upload and its commit: the others'
+    batches all land, the killed one's is absent, and its rerun finishes."""
+    logs = {i: [log_file(write_log, f"w{i}-{k}", 1) for k in range(3)] for i in range(3)}
+    script = (
+        "import sys; from toolkit.cli.main import app\n"
+        "for path in sys.argv[3:]:\n"
+        "    try: app(['--home', sys.argv[1], '--lake', sys.argv[2], 'ingest', path])\n"
+        "    except SystemExit as end:\n"
+        "        if end.code: raise\n"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path / f"root{i}"), lake_uri, *map(str, logs[i])],
+            env={**os.environ, **s3.env, **({"DISTILL_FAILPOINT": "ingest.uploaded"} if i == 0 else {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for i in range(3)
+    ]
+    outputs = [p.communicate(timeout=300)[0].decode()[-1500:] for p in processes]
+    assert processes[0].returncode == -signal.SIGKILL, outputs[0]  # killed at its first log, before its commit
+    assert [p.returncode for p in processes[1:]] == [0, 0], outputs
+    found = rows(tmp_path / "other", lake_uri, "SELECT count(*) AS batches, sum(rows_valid) AS n FROM batches")
+    assert found == [{"batches": 6, "n": 6 * 12}]  # every batch of the two others, none of the killed one
+    for path in logs[0]:
+        ok(tmp_path / "root0", lake_uri, "ingest", str(path))  # the rerun: recovery, then each batch once
+    assert rows(tmp_path / "other", lake_uri, "SELECT count(*) AS batches FROM batches") == [{"batches": 9}]
+    assert not any((tmp_path / "root0" / "staging").iterdir())
