@@ -70,6 +70,9 @@ CARD_FORMAT_VERSION: Final = 1  # a checkpoint's card.json
 STATE_FORMAT_VERSION: Final = 3  # runs/<loop>/state.json (3: paths relative to the data root; 2 is read too)
 # runs/<loop>/config.json (2: with its format_version; 1: the config alone, as written before 2026-12, read too)
 RUN_CONFIG_FORMAT_VERSION: Final = 2
+# a line of runs/<loop>/generations.jsonl (2: with its format_version; 1: the record alone, as written before
+# 2026-12, read too)
+GENERATION_RECORD_FORMAT_VERSION: Final = 2
 POOL_FORMAT_VERSION: Final = 2  # a rating pool (runs/<loop>/ratings.json)
 REPORT_FORMAT_VERSION: Final = 1  # reports/<id>.json, a gate report
 ABLATION_FORMAT_VERSION: Final = 1  # ablations/<name>/ablation.json and variants/<key>/result.json

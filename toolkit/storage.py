@@ -97,6 +97,38 @@ def read_versioned(
         raise invalid(str(problem)) from None
     except ValueError as problem:
         raise invalid(f"not JSON ({problem})") from None
+    return versioned(
+        raw,
+        model,
+        version,
+        where=str(path),
+        what=what,
+        error=error,
+        hint=hint,
+        upgrades=upgrades,
+        unversioned=unversioned,
+    )
+
+
+def versioned(
+    raw: Any,
+    model: type[M],
+    version: int,
+    *,
+    where: str,
+    what: str,
+    error: type[DistillError],
+    hint: str,
+    upgrades: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    unversioned: int | None = None,
+) -> M:
+    """``raw`` (parsed JSON, read from ``where``: a file, or a file's line) as ``model`` once migrated to format
+    ``version``: the checks and migrations of :func:`read_versioned`, for a record that is not a file of its own
+    (a line of a JSON-lines file)."""
+
+    def invalid(reason: str) -> DistillError:
+        return error(f"{where} is not a valid {what}: {reason}", hint=hint)
+
     if not isinstance(raw, dict):
         raise invalid(f"a JSON object is expected, not {type(raw).__name__}")
     if "format_version" not in raw and unversioned is not None:
@@ -111,7 +143,7 @@ def read_versioned(
         oldest = min([version, *(upgrades or {})])
         reads = f"version {version}" if oldest == version else f"versions {oldest} to {version}"
         raise error(
-            f"{path} is a {what} of format version {found!r}; this Distill reads {reads}",
+            f"{where} is a {what} of format version {found!r}; this Distill reads {reads}",
             hint=f"use the Distill version that wrote it, or: {hint}",
         )
     try:

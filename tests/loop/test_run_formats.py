@@ -2,8 +2,9 @@
 started is refused naming the file, its version and the versions read.
 
 ``tests/data/formats/run-config-v1-state-v3`` is a run as Distill wrote it before its ``config.json`` carried a
-format version (what ``run_loop`` writes before its first step: a run killed right after it started). Such
-fixtures stay here for good: a later change of a format must migrate them.
+format version (what ``run_loop`` writes before its first step: a run killed right after it started);
+``generations-v1`` the generation records of a finished tiny run before each line carried one. Such fixtures stay
+here for good: a later change of a format must migrate them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from tests.factories import tiny
 from toolkit.cli.main import app
 from toolkit.errors import ConfigError
-from toolkit.layout import RUN_CONFIG_FORMAT_VERSION, Layout
+from toolkit.layout import GENERATION_RECORD_FORMAT_VERSION, RUN_CONFIG_FORMAT_VERSION, Layout
 from toolkit.loop.run import resume_loop
 from toolkit.loop.state import RunFolder
 
@@ -66,3 +67,38 @@ def test_a_config_with_a_field_this_distill_does_not_know_is_refused_by_name(tmp
     path.write_text(json.dumps({**json.loads(path.read_text()), "student_epochs": 3}))  # a renamed field, say
     with pytest.raises(ConfigError, match="student_epochs"):
         RunFolder(layout, "tiny").config()
+
+
+def test_generation_records_an_older_distill_wrote_are_read_as_todays(tmp_path: Path) -> None:
+    layout = Layout.at(tmp_path / "home")
+    (layout.runs / "tiny").mkdir(parents=True)
+    shutil.copy(FORMATS / "generations-v1" / "generations.jsonl", layout.runs / "tiny" / "generations.jsonl")
+    written = [json.loads(line) for line in (FORMATS / "generations-v1" / "generations.jsonl").read_text().splitlines()]
+    assert all("format_version" not in line for line in written)
+    records = RunFolder(layout, "tiny").records()
+    assert [r["format_version"] for r in records] == [GENERATION_RECORD_FORMAT_VERSION] * 2
+    assert [{k: v for k, v in r.items() if k != "format_version"} for r in records] == written
+
+
+def test_the_loop_writes_each_generation_record_with_its_format_version(loop_home: Layout) -> None:
+    lines = (loop_home.runs / "tiny" / "generations.jsonl").read_text().splitlines()
+    assert lines and [json.loads(line)["format_version"] for line in lines] == [GENERATION_RECORD_FORMAT_VERSION] * len(
+        lines
+    )
+
+
+def test_a_generation_record_from_a_newer_distill_is_refused_naming_its_line_version_and_range(
+    tmp_path: Path,
+) -> None:
+    layout = Layout.at(tmp_path / "home")
+    path = layout.runs / "tiny" / "generations.jsonl"
+    path.parent.mkdir(parents=True)
+    first, second = (FORMATS / "generations-v1" / "generations.jsonl").read_text().splitlines()
+    newer = json.dumps({"format_version": GENERATION_RECORD_FORMAT_VERSION + 1, **json.loads(second)})
+    path.write_text(f"{first}\n{newer}\n")
+    with pytest.raises(ConfigError) as refused:
+        RunFolder(layout, "tiny").records()
+    assert refused.value.message == (
+        f"{path}:2 is a generation record of format version {GENERATION_RECORD_FORMAT_VERSION + 1}; this Distill "
+        f"reads versions 1 to {GENERATION_RECORD_FORMAT_VERSION}"
+    )

@@ -157,6 +157,7 @@ _VERSIONS = {
 # One record per finished loop generation (toolkit.loop.record.GenerationRecord), columns in its field order.
 GENERATION_COLUMNS: Final = MappingProxyType(
     {
+        "format_version": "The format of the record (1: written before records carried one).",
         "loop": "The loop run's name (runs/<loop>/).",
         "generation": "The generation number, from 0.",
         "outcome": "passed or failed.",

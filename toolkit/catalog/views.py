@@ -399,6 +399,11 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
             else _quoted(n)
             for n in ordered
         ]
+        # a record written before records carried their format is of format 1
+        version = "coalesce(format_version, 1)" if "format_version" in found else "1"
+        columns = [f"{version}::BIGINT AS format_version"] + [
+            c for c, n in zip(columns, ordered, strict=True) if n != "format_version"
+        ]
         body = (
             f"SELECT {', '.join(columns)} FROM {source} "
             "QUALIFY row_number() OVER (PARTITION BY loop, generation ORDER BY recorded_at DESC) = 1"
@@ -413,7 +418,7 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
 # (the others are nested; DuckDB reads them as structs and lists, typed by the records found).
 _GENERATION_TYPES: Final = {
     **dict.fromkeys(("loop", "outcome", "reason", "student", "ppo"), "VARCHAR"),
-    **dict.fromkeys(("generation", "retries"), "BIGINT"),
+    **dict.fromkeys(("format_version", "generation", "retries"), "BIGINT"),
     **dict.fromkeys(("teacher_promoted", "student_promoted"), "BOOLEAN"),
     **dict.fromkeys(("holdout_accuracy", "previous_accuracy", "ppo_win_rate", "seconds"), "DOUBLE"),
     **dict.fromkeys(("student_win_rate", "student_win_low", "student_win_high"), "DOUBLE"),

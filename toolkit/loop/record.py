@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from toolkit.datasets.dataset import Share
+from toolkit.layout import GENERATION_RECORD_FORMAT_VERSION
 from toolkit.loop.steps.evaluate import Gain, Score
 from toolkit.ratings import Standing
 
@@ -29,8 +30,15 @@ class AttemptRecord(BaseModel):
 
 
 class GenerationRecord(BaseModel):
-    """What a finished generation did and measured."""
+    """What a finished generation did and measured (a line of ``generations.jsonl``, read back by
+    :meth:`~toolkit.loop.state.RunFolder.records`)."""
 
+    format_version: int = Field(
+        GENERATION_RECORD_FORMAT_VERSION,
+        ge=1,
+        le=GENERATION_RECORD_FORMAT_VERSION,
+        description="The format of this record (1: written before records carried one).",
+    )
     loop: str
     generation: int
     outcome: str

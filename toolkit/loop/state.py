@@ -33,17 +33,25 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.config import validation_message
 from toolkit.errors import ConfigError
-from toolkit.layout import RUN_CONFIG_FORMAT_VERSION, STATE_FORMAT_VERSION, Layout, checked_name, generation_label
+from toolkit.jsontext import loads_strict
+from toolkit.layout import (
+    GENERATION_RECORD_FORMAT_VERSION,
+    RUN_CONFIG_FORMAT_VERSION,
+    STATE_FORMAT_VERSION,
+    Layout,
+    checked_name,
+    generation_label,
+)
 from toolkit.storage import (
     LockHeldError,
     exclusive_lock,
     lock_holder,
     open_append,
     read_versioned,
+    versioned,
     write_text_atomic,
 )
 
@@ -273,20 +281,28 @@ class RunFolder:
             )
         from toolkit.loop.record import GenerationRecord
 
+        hint = "restore the run's folder from a backup (the records are written by the loop only)"
         latest: dict[int, dict[str, Any]] = {}
         text = self.generations_path.read_text(encoding="utf-8", errors="replace")
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
+                where = f"{self.generations_path}:{number}"
                 try:
-                    record = reroot(json.loads(line), self.root.name)
-                    GenerationRecord.model_validate(record)
-                except (ValueError, TypeError) as error:  # ValidationError is a ValueError
-                    reason = validation_message(error) if isinstance(error, ValidationError) else str(error)
-                    raise ConfigError(
-                        f"{self.generations_path}:{number} is not a generation record: {reason[:300]}",
-                        hint="restore the run's folder from a backup (the records are written by the loop only)",
-                    ) from None
-                latest[record["generation"]] = record
+                    raw = reroot(loads_strict(line), self.root.name)
+                except ValueError as error:  # not JSON, or JSON too deep or with a key twice
+                    raise ConfigError(f"{where} is not a valid generation record: {error}", hint=hint) from None
+                record = versioned(
+                    raw,
+                    GenerationRecord,
+                    GENERATION_RECORD_FORMAT_VERSION,
+                    where=where,
+                    what="generation record",
+                    error=ConfigError,
+                    hint=hint,
+                    upgrades={1: dict},  # version 1: the same record, without its version
+                    unversioned=1,
+                )
+                latest[record.generation] = {**raw, "format_version": record.format_version}
         return [latest[g] for g in sorted(latest)]
 
 
