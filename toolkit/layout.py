@@ -73,6 +73,9 @@ RUN_CONFIG_FORMAT_VERSION: Final = 2
 # a line of runs/<loop>/generations.jsonl (2: with its format_version; 1: the record alone, as written before
 # 2026-12, read too)
 GENERATION_RECORD_FORMAT_VERSION: Final = 2
+# an evaluation's file (the loop's gen-NNN/evaluate/<model>-<table>.json, an ablation variant's eval-<table>.json;
+# 2: with its format_version; 1: the result alone, as written before 2026-12, read too)
+EVALUATION_FORMAT_VERSION: Final = 2
 POOL_FORMAT_VERSION: Final = 2  # a rating pool (runs/<loop>/ratings.json)
 REPORT_FORMAT_VERSION: Final = 1  # reports/<id>.json, a gate report
 ABLATION_FORMAT_VERSION: Final = 1  # ablations/<name>/ablation.json and variants/<key>/result.json

@@ -51,7 +51,7 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
     from toolkit.loop.gates import holdout_accuracy
     from toolkit.train.agents import policy_blob
     from toolkit.train.bc import BCConfig, train_bc
-    from toolkit.train.evaluate import EvaluateConfig, evaluate
+    from toolkit.train.evaluate import EvaluateConfig, evaluate, write_evaluation
 
     job = jobs[shard.start]
     started = time.perf_counter()
@@ -72,7 +72,7 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
                 backend=BackendConfig(kind="inprocess"),  # the variant is the unit of parallelism
             )
             files[table] = f"eval-{table}.json"
-            write_text_atomic(staging / files[table], played.model_dump_json())
+            write_evaluation(staging / files[table], played)
         run = VariantRun(
             key=job.key,
             checkpoint=trained.checkpoint.name,

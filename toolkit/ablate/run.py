@@ -148,13 +148,12 @@ def _results(
     *,
     resumed: set[str],
 ) -> list[VariantResult]:
-    from toolkit.train.evaluate import EvaluationResult, compare
+    from toolkit.train.evaluate import EvaluationResult, compare, read_evaluation
 
     def evaluations(job: VariantJob) -> dict[str, EvaluationResult]:
         folder = layout.resolve(job.folder)
         return {
-            table: EvaluationResult.model_validate_json(layout.inside(folder / name).read_text(encoding="utf-8"))
-            for table, name in runs[job.key].evaluations.items()
+            table: read_evaluation(layout.inside(folder / name)) for table, name in runs[job.key].evaluations.items()
         }
 
     first = evaluations(jobs[0])

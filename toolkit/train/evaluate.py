@@ -18,10 +18,12 @@ sequential test (the loop's SPRT) to consume rotation group by rotation group.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,8 +36,10 @@ from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
+from toolkit.layout import EVALUATION_FORMAT_VERSION
 from toolkit.limits import MAX_BATCH, MAX_GAMES, MAX_SEED, MaxRounds
 from toolkit.stats import Z95, wilson_interval
+from toolkit.storage import read_versioned, write_text_atomic
 from toolkit.train.agents import PlayerRef, PolicyBlob, entrant, player_from_ref, player_refs, ref_name
 from toolkit.train.export import DecisionExporter
 
@@ -119,6 +123,37 @@ class EvaluationResult(BaseModel):
     @property
     def truncation_share(self) -> float:
         return round(self.truncations / self.games, 4) if self.games else 0.0
+
+
+class EvaluationFile(EvaluationResult):
+    """An evaluation as its file holds it (the loop's evaluations, an ablation variant's): the result, versioned."""
+
+    format_version: int = Field(EVALUATION_FORMAT_VERSION, ge=1, le=EVALUATION_FORMAT_VERSION)
+
+
+def write_evaluation(path: Path, result: EvaluationResult) -> None:
+    """Write ``result`` to ``path`` (atomically), with its format version first."""
+    body = {"format_version": EVALUATION_FORMAT_VERSION, **result.model_dump(mode="json")}
+    write_text_atomic(path, json.dumps(body))
+
+
+def read_evaluation(path: Path) -> EvaluationResult:
+    """An evaluation's file, as :func:`write_evaluation` wrote it (or an older Distill, without its version).
+
+    Raises:
+        ConfigError: missing, not an evaluation, or of a format version this Distill does not read.
+    """
+    found = read_versioned(
+        path,
+        EvaluationFile,
+        EVALUATION_FORMAT_VERSION,
+        what="saved evaluation",
+        error=ConfigError,
+        hint="delete it and run the evaluation again (a loop or an ablation re-runs it when resumed)",
+        upgrades={1: dict},  # version 1: the same result, without its version
+        unversioned=1,
+    )
+    return EvaluationResult.model_validate(found.model_dump(exclude={"format_version"}))
 
 
 def evaluate(

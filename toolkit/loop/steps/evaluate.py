@@ -12,7 +12,6 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from toolkit.loop.steps.base import StepContext
-from toolkit.storage import write_text_atomic
 
 STUDENT = "student"
 
@@ -52,7 +51,7 @@ class EvaluationStepResult(BaseModel):
 
 def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
     from toolkit.train.agents import policy_blob
-    from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, compare, evaluate
+    from toolkit.train.evaluate import EvaluateConfig, compare, evaluate, read_evaluation, write_evaluation
 
     evaluation = ctx.config.evaluation
     scores: dict[str, dict[str, Score]] = {}
@@ -69,7 +68,7 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
                 backend=ctx.config.backend,
                 engine=ctx.engine,
             )
-            write_text_atomic(ctx.folder / f"{model}-{table}.json", result.model_dump_json())
+            write_evaluation(ctx.folder / f"{model}-{table}.json", result)
             scores[model][table] = Score(
                 games=result.games,
                 wins=result.wins,
@@ -81,7 +80,7 @@ def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
             )
             reference = ctx.resolve(step.reference) / f"{model}-{table}.json" if step.reference else None
             if model == STUDENT and reference is not None and reference.exists():
-                diff = compare(result, EvaluationResult.model_validate_json(reference.read_text(encoding="utf-8")))
+                diff = compare(result, read_evaluation(reference))
                 gains[table] = Gain(
                     deals=diff.deals, diff=diff.win_rate_diff, low=diff.win_rate_diff_low, high=diff.win_rate_diff_high
                 )
