@@ -35,6 +35,6 @@ def test_an_evaluation_from_a_newer_distill_is_refused_naming_file_version_and_r
     with pytest.raises(ConfigError) as refused:
         read_evaluation(path)
     assert refused.value.message == (
-        f"{path} is a saved evaluation of format version {EVALUATION_FORMAT_VERSION + 1}; this Distill reads versions 1 "
-        f"to {EVALUATION_FORMAT_VERSION}"
+        f"{path} is a saved evaluation of format version {EVALUATION_FORMAT_VERSION + 1}; this Distill reads "
+        f"versions 1 to {EVALUATION_FORMAT_VERSION}"
     )
