@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from toolkit.checks.report import GateReport
 from toolkit.checks.report_html import render_html
-from toolkit.layout import Layout
-from toolkit.storage import write_text_atomic
+from toolkit.errors import ConfigError
+from toolkit.layout import REPORT_FORMAT_VERSION, Layout
+from toolkit.storage import read_versioned, write_text_atomic
 
 
 def write_report(report: GateReport, layout: Layout) -> GateReport:
@@ -25,5 +25,16 @@ def write_report(report: GateReport, layout: Layout) -> GateReport:
 
 
 def read_report(path: Path) -> GateReport:
-    """A report written by :func:`write_report`."""
-    return GateReport.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    """A report written by :func:`write_report`.
+
+    Raises:
+        ConfigError: missing, not a gate report, or of a format version this Distill does not read.
+    """
+    return read_versioned(
+        path,
+        GateReport,
+        REPORT_FORMAT_VERSION,
+        what="gate report",
+        error=ConfigError,
+        hint="run the check again: it writes a new report",
+    )
