@@ -74,7 +74,7 @@ def ablate(
         ),
     ] = None,
     max_rounds: ConfigMaxRoundsOpt = None,
-    backend: BackendOpt = "auto",
+    backend: BackendOpt = None,
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     as_json: JsonOpt = False,

@@ -7,14 +7,16 @@ imports them all. Only the CLI prints.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import click
 import typer
+from pydantic import BaseModel
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
@@ -25,12 +27,10 @@ from typer.core import TyperGroup
 
 from toolkit.errors import ConfigError, DistillError
 from toolkit.game import DEFAULT_MAX_ROUNDS
+from toolkit.jobs.config import BackendConfig
 from toolkit.layout import HOME_ENV, LAKE_ENV, Layout
-from toolkit.limits import MAX_GAMES, MAX_ROUNDS, MAX_ROUNDS_HELP, MAX_WORKERS
+from toolkit.limits import MAX_ROUNDS, MAX_ROUNDS_HELP
 from toolkit.progress import Progress, ProgressFn
-
-if TYPE_CHECKING:
-    from toolkit.jobs.config import BackendConfig
 
 # Text from users, logs and files is printed as it is: no markup, no emoji codes (":x:"), no highlighting. The few
 # styled messages of Distill's own pass markup=True, with what they quote escaped.
@@ -149,29 +149,38 @@ BuildArg = Annotated[str, typer.Argument(help="A build: NAME (its latest) or NAM
 FingerprintOpt = Annotated[
     str | None, typer.Option("--fingerprint", help="A build other than the latest (same as NAME@FINGERPRINT).")
 ]
-BackendOpt = Annotated[
-    str,
-    typer.Option(
-        "--backend",
-        help="Where the games run: auto (a process pool when the job has several shards and cores are free), "
-        "inprocess, pool, or ray (needs Distill's ray extra). The results are the same on each.",
-    ),
-]
-WorkersOpt = Annotated[
-    int | None, typer.Option("--workers", max=MAX_WORKERS, help="Pool processes or Ray tasks at once.")
-]
-AddressOpt = Annotated[
-    str | None, typer.Option("--address", help="Ray: an existing cluster (host:port); none starts a local Ray.")
-]
+
+
+def model_option(model: type[BaseModel], name: str, flag: str) -> Any:
+    """The option ``flag`` of ``model``'s field ``name``, from that field's one definition: its help is the field's
+    description (less the flag it names at its end) and default, its bounds the field's. The command's parameter
+    is None when the flag is not given: the model's default then applies (``model(**given)``)."""
+    from annotated_types import Ge, Le
+
+    field = model.model_fields[name]
+    text = re.sub(r"\s*\(--[a-z-]+\)(?=\.?$)", "", field.description or "").rstrip(".")
+    if field.default is not None:
+        text += f" (default: {field.default})"
+    return typer.Option(
+        flag,
+        min=next((m.ge for m in field.metadata if isinstance(m, Ge)), None),
+        max=next((m.le for m in field.metadata if isinstance(m, Le)), None),
+        help=text + ".",
+        show_default=False,
+    )
+
+
+# Where a game job runs: the options of toolkit.jobs.config.BackendConfig, from its fields (see backend_config).
+BackendOpt = Annotated[str | None, model_option(BackendConfig, "kind", "--backend")]
+WorkersOpt = Annotated[int | None, model_option(BackendConfig, "workers", "--workers")]
+AddressOpt = Annotated[str | None, model_option(BackendConfig, "address", "--address")]
+ShardOpt = Annotated[int | None, model_option(BackendConfig, "shard_games", "--shard-games")]
 AsOfOpt = Annotated[
     str | None,
     typer.Option(
         "--as-of",
         help="Read the lake as it was at this version (distill lake history) or time (ISO, UTC), not the latest.",
     ),
-]
-ShardOpt = Annotated[
-    int, typer.Option("--shard-games", max=MAX_GAMES, help="Games per shard (the unit a worker plays and retries).")
 ]
 EngineOpt = Annotated[
     str | None,
@@ -232,15 +241,18 @@ def points(diff: float, low: float, high: float) -> str:
     return f"{diff * 100:+.1f} pts [{low * 100:+.1f}, {high * 100:+.1f}] {interval_verdict(low, high)}"
 
 
-def backend_config(kind: str, workers: int | None, address: str | None, shard_games: int = 1024) -> BackendConfig:
-    """The :class:`~toolkit.jobs.config.BackendConfig` of ``--backend/--workers/--address/--shard-games``."""
+def backend_config(
+    kind: str | None, workers: int | None, address: str | None, shard_games: int | None = None
+) -> BackendConfig:
+    """The :class:`~toolkit.jobs.config.BackendConfig` of ``--backend/--workers/--address/--shard-games`` (each
+    one not given: the config's default)."""
     from pydantic import ValidationError
 
     from toolkit.config import validation_message
-    from toolkit.jobs.config import BackendConfig
 
+    given = {"kind": kind, "workers": workers, "address": address, "shard_games": shard_games}
     try:
-        return BackendConfig(kind=kind, workers=workers, address=address, shard_games=shard_games)  # type: ignore[arg-type]
+        return BackendConfig(**{k: v for k, v in given.items() if v is not None})
     except ValidationError as error:
         raise ConfigError(f"invalid back end: {validation_message(error)}", hint="see --help") from None
 

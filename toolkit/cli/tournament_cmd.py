@@ -59,10 +59,10 @@ def tournament_command(
     name: Annotated[
         str | None, typer.Option("--id", help="The tournament's id in the pool; rating an id again is a no-op.")
     ] = None,
-    backend: BackendOpt = "auto",
+    backend: BackendOpt = None,
     workers: WorkersOpt = None,
     address: AddressOpt = None,
-    shard_games: ShardOpt = 1024,
+    shard_games: ShardOpt = None,
     engine: EngineOpt = None,
     engine_processes: EngineProcessesOpt = 1,
     as_json: JsonOpt = False,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.limits import MAX_MB
+from toolkit.limits import MAX_MB, MAX_WORKERS
 
 BackendKind = Literal["auto", "inprocess", "pool", "ray"]
 
@@ -21,9 +21,16 @@ class BackendConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: BackendKind = Field("auto", description="auto, inprocess, pool or ray (--backend).")
+    kind: BackendKind = Field(
+        "auto",
+        description="Where the games run: auto (a process pool when the job has several shards and cores are "
+        "free), inprocess, pool, or ray (needs Distill's ray extra); the results are the same on each (--backend).",
+    )
     workers: int | None = Field(
-        None, ge=1, le=4096, description="Pool processes, or Ray tasks in flight; default: the free cores (--workers)."
+        None,
+        ge=1,
+        le=MAX_WORKERS,
+        description="Pool processes, or Ray tasks in flight; default: the free cores (--workers).",
     )
     address: str | None = Field(
         None,
@@ -31,7 +38,10 @@ class BackendConfig(BaseModel):
         "none starts a local Ray on this machine (--address).",
     )
     shard_games: int = Field(
-        1024, ge=1, le=1_000_000, description="Games per shard: the unit a worker plays, retries and writes."
+        1024,
+        ge=1,
+        le=1_000_000,
+        description="Games per shard: the unit a worker plays, retries and writes (--shard-games).",
     )
     retries: int = Field(3, ge=0, le=100, description="Times a shard is re-run after its worker died.")
     object_store_mb: int = Field(
