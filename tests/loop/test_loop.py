@@ -360,10 +360,9 @@ def test_ppo_continues_the_promoted_ppo_or_starts_from_the_promoted_student(tmp_
     assert set(records[2]["attempts"][0]["steps"]["ingest"]["batches"]) <= built
 
 
-def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_path: Path) -> None:
-    home = Layout.at(tmp_path / "home")
-    assert run_loop(home, tiny(name="first")).status == "finished"
-    first = RunFolder(home, "first").load().batches()
+def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_path: Path, reference) -> None:
+    home = _copy_of(reference[0].home, tmp_path)  # a finished tiny run, "tiny": the first run here
+    first = RunFolder(home, "tiny").load().batches()
     for name, other_runs, seed in (("second", "exclude", 11), ("third", "include", 12)):
         data = {**TINY["data"], "other_runs": other_runs}
         # (a tiny greedy teacher may play one action only: this test is about which batches a build reads)
@@ -375,14 +374,14 @@ def test_a_run_leaves_out_what_other_runs_ingested_unless_told_otherwise(tmp_pat
             used = set(record["attempts"][0]["steps"]["build"]["batches"])
             assert used & own
             assert used.isdisjoint(theirs) if other_runs == "exclude" else theirs <= used
-    # Same seed: every log it writes has the content of one of "first"'s, so each
-    # batch is "first"'s by path and this run's too: it keeps them all.
+    # Same seed: every log it writes has the content of one of "tiny"'s, so each
+    # batch is "tiny"'s by path and this run's too: it keeps them all.
     assert run_loop(home, tiny(name="fourth")).status == "finished"
     bootstrap = set(RunFolder(home, "fourth").records()[0]["attempts"][0]["steps"]["ingest"]["batches"])
     assert bootstrap and bootstrap <= first  # one batch per shard of the bootstrap's games
     for record in RunFolder(home, "fourth").records():
         assert bootstrap <= set(record["attempts"][0]["steps"]["build"]["batches"])
-    # Same seed, fewer bootstrap games: other logs (or the same, shard by shard), each game one "first" played.
+    # Same seed, fewer bootstrap games: other logs (or the same, shard by shard), each game one "tiny" played.
     # The lake holds every decision already: no batch is added, nothing is quarantined, and the run names the
     # batches that hold its games and trains on them.
     lake_before = _lake_counts(home)
