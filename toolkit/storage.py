@@ -121,13 +121,14 @@ def versioned(
     hint: str,
     upgrades: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
     unversioned: int | None = None,
+    article: str = "a valid",
 ) -> M:
     """``raw`` (parsed JSON, read from ``where``: a file, or a file's line) as ``model`` once migrated to format
     ``version``: the checks and migrations of :func:`read_versioned`, for a record that is not a file of its own
-    (a line of a JSON-lines file)."""
+    (a line of a JSON-lines file). A record refused "is not {article} {what}"."""
 
     def invalid(reason: str) -> DistillError:
-        return error(f"{where} is not a valid {what}: {reason}", hint=hint)
+        return error(f"{where} is not {article} {what}: {reason}", hint=hint)
 
     if not isinstance(raw, dict):
         raise invalid(f"a JSON object is expected, not {type(raw).__name__}")

@@ -290,7 +290,7 @@ class RunFolder:
                 try:
                     raw = reroot(loads_strict(line), self.root.name)
                 except ValueError as error:  # not JSON, or JSON too deep or with a key twice
-                    raise ConfigError(f"{where} is not a valid generation record: {error}", hint=hint) from None
+                    raise ConfigError(f"{where} is not a generation record: {error}", hint=hint) from None
                 record = versioned(
                     raw,
                     GenerationRecord,
@@ -301,6 +301,7 @@ class RunFolder:
                     hint=hint,
                     upgrades={1: dict},  # version 1: the same record, without its version
                     unversioned=1,
+                    article="a",
                 )
                 latest[record.generation] = {**raw, "format_version": record.format_version}
         return [latest[g] for g in sorted(latest)]
