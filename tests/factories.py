@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 from toolkit.loop.config import LoopConfig
@@ -236,3 +237,20 @@ def make_generation_record(generation: int, *, loop: str = "demo", **overrides: 
         "recorded_at": f"2026-01-01T00:00:{generation:02d}+00:00",
     }
     return GenerationRecord.model_validate({**record, **overrides}).model_dump(mode="json")
+
+
+def cli_params() -> Iterator[tuple[str, Any]]:
+    """Every parameter of every command of the CLI, with the command's words ("train ppo")."""
+    import typer
+
+    from toolkit.cli.main import app
+
+    def walk(command: Any, path: list[str]) -> Iterator[tuple[str, Any]]:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                yield from walk(sub, [*path, name])
+            return
+        for param in command.params:
+            yield " ".join(path), param
+
+    yield from walk(typer.main.get_command(app), [])

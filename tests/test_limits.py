@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
 import toolkit
+from tests.factories import cli_params
 from toolkit.cli.main import app
 from toolkit.config import load_config
 from toolkit.errors import ConfigError
@@ -95,17 +95,10 @@ def test_every_number_of_every_config_has_an_upper_bound() -> None:
 
 
 def cli_number_options() -> Iterator[tuple[str, Any]]:
-    def walk(command: Any, path: list[str]) -> Iterator[tuple[str, Any]]:
-        if hasattr(command, "commands"):
-            for name, sub in command.commands.items():
-                yield from walk(sub, [*path, name])
-            return
-        for param in command.params:
-            annotation = param.type_descriptor.annotation
-            if any(t in NUMBERS and t is not bool for t in (annotation, *typing.get_args(annotation))):
-                yield " ".join([*path, *param.opts]), param
-
-    yield from walk(typer.main.get_command(app), [])
+    for where, param in cli_params():
+        annotation = param.type_descriptor.annotation
+        if any(t in NUMBERS and t is not bool for t in (annotation, *typing.get_args(annotation))):
+            yield " ".join([where, *param.opts]).strip(), param
 
 
 def test_every_number_a_cli_option_takes_has_an_upper_bound_shown_in_its_help() -> None:

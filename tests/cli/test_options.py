@@ -3,15 +3,11 @@ field, in every command that has it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
-import typer
 from annotated_types import Ge, Le
 
+from tests.factories import cli_params
 from toolkit.cli.app import backend_config
-from toolkit.cli.main import app
 from toolkit.errors import ConfigError
 from toolkit.jobs.config import BackendConfig
 
@@ -19,20 +15,8 @@ from toolkit.jobs.config import BackendConfig
 BACKEND_FLAGS = {"--backend": "kind", "--workers": "workers", "--address": "address", "--shard-games": "shard_games"}
 
 
-def options() -> Iterator[tuple[str, Any]]:
-    def walk(command: Any, path: list[str]) -> Iterator[tuple[str, Any]]:
-        if hasattr(command, "commands"):
-            for name, sub in command.commands.items():
-                yield from walk(sub, [*path, name])
-            return
-        for param in command.params:
-            yield " ".join(path), param
-
-    yield from walk(typer.main.get_command(app), [])
-
-
 def test_every_back_end_flag_of_every_command_is_the_back_end_configs_field() -> None:
-    found = [(where, p) for where, p in options() if set(p.opts) & BACKEND_FLAGS.keys()]
+    found = [(where, p) for where, p in cli_params() if set(p.opts) & BACKEND_FLAGS.keys()]
     commands = {where for where, _ in found}
     assert {"simulate", "evaluate", "tournament", "train ppo", "ablate"} <= commands
     for where, param in found:
