@@ -18,7 +18,14 @@ measures, each in a fresh process:
 (c) ``--roots`` data roots, each a process of its own, ingesting
     ``--batches`` small logs each at once into one S3 lake: the wall time,
     and the check that every batch is in the lake exactly once, in one
-    version of its own, with every row (the target: no lost commit).
+    version of its own, with every row (the target: no lost commit);
+(d) a game job of ``--games`` games on the process pool (2 workers, shards
+    of ``--games / 8``) into the S3 lake, the way a loop on a shared lake
+    does it (the workers validate, encode and upload their shards; the
+    driver fetches the logs and commits the job as one version) against the
+    way it would without (the workers write logs, the driver ingests them
+    one by one): the driver's data time (after the games) and the job's
+    wall time, each way, and the ratio.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -91,6 +99,32 @@ def child_writer(home: str, lake: str, paths: list[str]) -> None:
     report_child(rows, t)
 
 
+def child_job(home: str, lake: str, games: str, staged: str) -> None:
+    """A simulation job on the pool into the lake at ``lake``: staged by its workers (``staged`` = "1") and
+    committed as one version, or written as logs the driver ingests."""
+    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.ingest.ingest import ingest_paths
+    from toolkit.ingest.shards import commit_shards, fetch_logs, staging_for
+    from toolkit.jobs.backends import close_pools
+    from toolkit.jobs.config import BackendConfig
+    from toolkit.layout import Layout
+
+    layout, n = Layout.at(home, lake), int(games)
+    out = layout.home / "logs"
+    backend = BackendConfig(kind="pool", workers=2, shard_games=max(1, n // 8))
+    handoff = staging_for(layout, out) if staged == "1" else None
+    with timed() as t:
+        played = simulate(SimulateConfig(games=n, seed=7, out=out), backend=backend, handoff=handoff)
+        with timed() as data:
+            if handoff is not None:
+                fetch_logs(played.staged, layout)
+                result = commit_shards(played.staged, layout)
+            else:
+                result = ingest_paths(list(played.files), layout)
+    close_pools()
+    report_child(result.rows_valid, t, data_s=data.wall, batches=len(result.batches))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -98,6 +132,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=20, help="Logs each root ingests in (c).")
     parser.add_argument("--batch-rows", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=1, help="Runs of (a) and (b); the fastest counts.")
+    parser.add_argument("--games", type=int, default=4096, help="Games of the job in (d).")
+    parser.add_argument("--only-job", action="store_true", help="Run (d) only.")
     args = parser.parse_args()
 
     from tests.s3server import environment, s3_server
@@ -109,6 +145,10 @@ def main() -> None:
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     with s3_server() as server, environment(server.env):
+        if args.only_job:
+            _job(tee, script, server, args.games)
+            tee.write(OUT.parent / "bench_shared_lake.txt")
+            return
         # (a) ingest, local against S3
         local_runs, s3_runs = [], []
         for i in range(args.repeat):
@@ -185,7 +225,37 @@ def main() -> None:
         )
         for text in failed:
             tee("    a writer failed: " + text.replace("\n", " | "))
+        _job(tee, script, server, args.games)
     tee.write(OUT.parent / "bench_shared_lake.txt")
+
+
+def _job(tee: Tee, script: str, server: Any, games: int) -> None:
+    """(d): a game job staged by its workers against the same job ingested by the driver."""
+    runs = {}
+    for staged in ("0", "1"):
+        lake = f"s3://{server.bucket()}/lake"
+        runs[staged] = run_child(
+            f"job-{staged}", [script, "--child", "job", str(OUT / f"job-{staged}"), lake, str(games), staged]
+        )
+    driver, workers = runs["0"], runs["1"]
+    same = driver.rows == workers.rows and driver.extra["batches"] == workers.extra["batches"]
+    tee(
+        f"(d) a job of {games:,} games on the pool (2 workers), {workers.rows:,} rows in "
+        f"{workers.extra['batches']} batches: the driver's data time {driver.extra['data_s']:.2f} s when it ingests "
+        f"the logs, {workers.extra['data_s']:.2f} s when the workers staged them (fetch + one commit): "
+        f"{driver.extra['data_s'] / workers.extra['data_s']:.2f}x; the job {driver.wall_s:.2f} s against "
+        f"{workers.wall_s:.2f} s ({driver.wall_s / workers.wall_s:.2f}x); same rows and batches: {same}"
+    )
+    ratio(
+        "shared lake: a job's driver data time, ingested / staged by the workers",
+        driver.extra["data_s"] / workers.extra["data_s"],
+        "the driver ingesting the job's logs",
+    )
+    ratio(
+        "shared lake: a job's wall time, ingested / staged by the workers",
+        driver.wall_s / workers.wall_s,
+        "the driver ingesting the job's logs",
+    )
 
 
 def made(path: Path, rows: int, seed: int) -> Path:
@@ -198,6 +268,8 @@ if __name__ == "__main__":
         kind, rest = sys.argv[2], sys.argv[3:]
         if kind == "ingest":
             child_ingest(*rest)
+        elif kind == "job":
+            child_job(*rest)
         elif kind == "query":
             child_query(*rest)
         else:
