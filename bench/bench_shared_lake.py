@@ -99,7 +99,7 @@ def child_writer(home: str, lake: str, paths: list[str]) -> None:
     report_child(rows, t)
 
 
-def child_job(home: str, lake: str, games: str, staged: str) -> None:
+def child_job(home: str, lake: str, games: str, staged: str, compression: str) -> None:
     """A simulation job on the pool into the lake at ``lake``: staged by its workers (``staged`` = "1") and
     committed as one version, or written as logs the driver ingests."""
     from toolkit.game.simulate import SimulateConfig, simulate
@@ -114,7 +114,8 @@ def child_job(home: str, lake: str, games: str, staged: str) -> None:
     backend = BackendConfig(kind="pool", workers=2, shard_games=max(1, n // 8))
     handoff = staging_for(layout, out) if staged == "1" else None
     with timed() as t:
-        played = simulate(SimulateConfig(games=n, seed=7, out=out), backend=backend, handoff=handoff)
+        config = SimulateConfig(games=n, seed=7, out=out, compression=compression)  # type: ignore[arg-type]
+        played = simulate(config, backend=backend, handoff=handoff)
         with timed() as data:
             if handoff is not None:
                 fetch_logs(played.staged, layout)
@@ -230,32 +231,36 @@ def main() -> None:
 
 
 def _job(tee: Tee, script: str, server: Any, games: int) -> None:
-    """(d): a game job staged by its workers against the same job ingested by the driver."""
-    runs = {}
-    for staged in ("0", "1"):
-        lake = f"s3://{server.bucket()}/lake"
-        runs[staged] = run_child(
-            f"job-{staged}", [script, "--child", "job", str(OUT / f"job-{staged}"), lake, str(games), staged]
+    """(d): a game job staged by its workers against the same job ingested by the driver, its logs zstd-compressed
+    (as a loop writes them by default) and plain (``retention: keep``)."""
+    for compression in ("zstd", "none"):
+        runs = {}
+        for staged in ("0", "1"):
+            lake = f"s3://{server.bucket()}/lake"
+            folder = str(OUT / f"job-{compression}-{staged}")
+            runs[staged] = run_child(
+                f"job-{staged}", [script, "--child", "job", folder, lake, str(games), staged, compression]
+            )
+        driver, workers = runs["0"], runs["1"]
+        same = driver.rows == workers.rows and driver.extra["batches"] == workers.extra["batches"]
+        tee(
+            f"(d) a job of {games:,} games on the pool (2 workers), logs {compression}, {workers.rows:,} rows in "
+            f"{workers.extra['batches']} batches: the driver's data time {driver.extra['data_s']:.2f} s when it "
+            f"ingests the logs, {workers.extra['data_s']:.2f} s when the workers staged them (fetch + one commit): "
+            f"{driver.extra['data_s'] / workers.extra['data_s']:.2f}x; the job {driver.wall_s:.2f} s against "
+            f"{workers.wall_s:.2f} s ({driver.wall_s / workers.wall_s:.2f}x); same rows and batches: {same}"
         )
-    driver, workers = runs["0"], runs["1"]
-    same = driver.rows == workers.rows and driver.extra["batches"] == workers.extra["batches"]
-    tee(
-        f"(d) a job of {games:,} games on the pool (2 workers), {workers.rows:,} rows in "
-        f"{workers.extra['batches']} batches: the driver's data time {driver.extra['data_s']:.2f} s when it ingests "
-        f"the logs, {workers.extra['data_s']:.2f} s when the workers staged them (fetch + one commit): "
-        f"{driver.extra['data_s'] / workers.extra['data_s']:.2f}x; the job {driver.wall_s:.2f} s against "
-        f"{workers.wall_s:.2f} s ({driver.wall_s / workers.wall_s:.2f}x); same rows and batches: {same}"
-    )
-    ratio(
-        "shared lake: a job's driver data time, ingested / staged by the workers",
-        driver.extra["data_s"] / workers.extra["data_s"],
-        "the driver ingesting the job's logs",
-    )
-    ratio(
-        "shared lake: a job's wall time, ingested / staged by the workers",
-        driver.wall_s / workers.wall_s,
-        "the driver ingesting the job's logs",
-    )
+        against = f"the driver ingesting the job's logs ({compression})"
+        ratio(
+            f"shared lake: a job's driver data time, ingested / staged ({compression})",
+            driver.extra["data_s"] / workers.extra["data_s"],
+            against,
+        )
+        ratio(
+            f"shared lake: a job's wall time, ingested / staged ({compression})",
+            driver.wall_s / workers.wall_s,
+            against,
+        )
 
 
 def made(path: Path, rows: int, seed: int) -> Path:

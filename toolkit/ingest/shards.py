@@ -32,11 +32,13 @@ the step commits the same shards.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Final
 
 import duckdb
 
@@ -114,7 +116,8 @@ def stage_shard(log: Path, staging: ShardStaging, config: IngestConfig | None = 
         files = {remote.unique_name(p.relative_to(lake).as_posix(), token): p for p in sorted(lake.rglob("*.parquet"))}
         prefix = f"{remote.STAGED_FOLDER}/{batch_id}~{token[:12]}"
         rejects = Layout(staged.root).quarantine_file(batch_id)
-        uploads = {**files, f"{prefix}/{log.name}": log}
+        travelling = _compressed(log, work) if not log.name.endswith(COMPRESSED) else log
+        uploads = {**files, f"{prefix}/{travelling.name}": travelling}
         if rejects.exists():
             uploads[f"{prefix}/{QUARANTINE_FILE}"] = rejects
         remote.put(location, uploads)
@@ -127,7 +130,7 @@ def stage_shard(log: Path, staging: ShardStaging, config: IngestConfig | None = 
             report=report,
             lake_files=sorted(files),
             rejects=f"{prefix}/{QUARANTINE_FILE}" if rejects.exists() else None,
-            log=f"{prefix}/{log.name}",
+            log=f"{prefix}/{travelling.name}",
             duplicates=duplicates.quarantined,
             sources=staged.sources,
             generations=staged.generations,
@@ -156,12 +159,43 @@ def _fetch_log(location: LakeLocation, shard: StagedShard, layout: Layout) -> Pa
     log = layout.inside(layout.home / shard.recorded)
     if log.is_file() and log.stat().st_size == shard.size_bytes and file_sha256(log) == shard.sha256:
         return log
-    if not remote.get(location, shard.log, log):
+    travelled = shard.log.endswith(ZSTD_SUFFIX) and not shard.recorded.endswith(ZSTD_SUFFIX)
+    target = log.with_name(log.name + ZSTD_SUFFIX + ".part") if travelled else log
+    if not remote.get(location, shard.log, target):
         raise CatalogError(
             f"the log {shard.recorded} staged by a worker is gone from {location.uri} ({shard.log})",
             hint="run the step again: its game job plays the shard anew",
         )
+    if travelled:  # back to the bytes the worker wrote (its batch id is their hash)
+        _decompressed(target, log)
     return log
+
+
+# A log written uncompressed travels zstd-compressed (about 40 times smaller), and is written back as it was.
+ZSTD_SUFFIX: Final = ".zst"
+COMPRESSED: Final = (".zst", ".gz")
+
+
+def _compressed(log: Path, folder: Path) -> Path:
+    import zstandard
+
+    target = folder / (log.name + ZSTD_SUFFIX)
+    with open(log, "rb") as source, open(target, "wb") as sink:
+        zstandard.ZstdCompressor(level=3).copy_stream(source, sink)
+    return target
+
+
+def _decompressed(packed: Path, log: Path) -> None:
+    import zstandard
+
+    partial = log.with_name(f".{log.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(packed, "rb") as source, open(partial, "wb") as sink:
+            zstandard.ZstdDecompressor().copy_stream(source, sink)
+        os.replace(partial, log)
+    finally:
+        partial.unlink(missing_ok=True)
+        packed.unlink(missing_ok=True)
 
 
 def commit_shards(
