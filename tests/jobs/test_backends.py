@@ -154,9 +154,15 @@ def _env_of_worker(_shard: Any, name: str) -> str | None:
 
 def test_a_pool_started_under_another_environment_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
     # a worker reads its settings (a shared lake's AWS_* variables) from the environment it was spawned with
-    assert run_shards(_env_of_worker, shards(2, 1), "DISTILL_TEST_SETTING", POOL) == [None, None]
-    monkeypatch.setenv("DISTILL_TEST_SETTING", "set")
-    assert run_shards(_env_of_worker, shards(2, 1), "DISTILL_TEST_SETTING", POOL) == ["set", "set"]
+    assert run_shards(_env_of_worker, shards(2, 1), "AWS_DISTILL_TEST", POOL) == [None, None]
+    monkeypatch.setenv("AWS_DISTILL_TEST", "set")
+    assert run_shards(_env_of_worker, shards(2, 1), "AWS_DISTILL_TEST", POOL) == ["set", "set"]
+    monkeypatch.setenv("DISTILL_UNRELATED", "x")  # what workers do not read keeps the pool
+    from toolkit.jobs import backends
+
+    kept = backends._pools[2][1]
+    assert run_shards(_env_of_worker, shards(2, 1), "AWS_DISTILL_TEST", POOL) == ["set", "set"]
+    assert backends._pools[2][1] is kept
 
 
 def test_a_command_leaves_no_pool_worker_behind(tmp_path: Path) -> None:

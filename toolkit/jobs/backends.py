@@ -22,7 +22,7 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from toolkit.errors import JobError
 from toolkit.jobs import worker
@@ -61,13 +61,15 @@ def _pool_task(fn: ShardFn, shard: Shard, key: str, payload: bytes) -> Any:
     return fn(shard, worker.shared(key, payload))
 
 
-# Kept pools by worker count, with the environment their workers were spawned with: a worker reads its settings
-# (AWS_* for a shared lake, thread counts) from it, so a pool started under another environment is replaced.
+# Kept pools by worker count, with the settings their workers read from the environment they were spawned with
+# (a shared lake's AWS_* variables: a worker of a loop on one stages its shards there): a pool spawned under other
+# settings is replaced. (Only those: pytest alone changes PYTEST_CURRENT_TEST at every test.)
 _pools: dict[int, tuple[int, ProcessPoolExecutor]] = {}
+WORKER_SETTINGS_PREFIX: Final = "AWS_"
 
 
 def _environment() -> int:
-    return hash(frozenset(os.environ.items()))
+    return hash(frozenset((k, v) for k, v in os.environ.items() if k.startswith(WORKER_SETTINGS_PREFIX)))
 
 
 def close_pools() -> None:
