@@ -59,6 +59,7 @@ from toolkit.errors import DataRootError, NameRefusedError, OutsideRootError
 HOME_ENV: Final = "DISTILL_HOME"
 GLOB_CHARACTERS: Final = ("*", "?", "[", "]", "{", "}")  # a data root's path holds none (DuckDB globs its paths)
 LAKE_ENV: Final = "DISTILL_LAKE"  # a shared lake's location (toolkit.catalog.remote)
+STAGED_FOLDER: Final = "_staged"  # at a shared lake's location: what a game job's worker staged for the driver
 DEFAULT_HOME: Final = "datasets"
 # Format versions of everything Distill writes; a reader refuses a version it does not know
 # (toolkit.storage.read_versioned for the JSON files).

@@ -107,3 +107,39 @@ def test_the_logs_fetched_when_the_job_returns_and_shards_whose_uploads_are_gone
 def test_staging_is_for_a_lake_at_a_location_only(tmp_path: Path) -> None:
     layout = Layout(tmp_path / "home")
     assert staging_for(layout, layout.home / "logs") is None
+
+
+@pytest.mark.parametrize(
+    "field, name",
+    [
+        ("lake_files", ["../../outside.parquet"]),
+        ("lake_files", ["/etc/passwd.parquet"]),
+        ("lake_files", ["_delta_log/00000000000000000000.json"]),
+        ("lake_files", ["source=forge/../../x.parquet"]),
+        ("log", "_staged/../../../home/x.jsonl"),
+        ("log", "elsewhere/x.jsonl"),
+        ("rejects", "s3://bucket/other/rejects.parquet"),
+    ],
+)
+def test_a_staged_record_naming_a_path_out_of_its_place_is_refused(field: str, name: object) -> None:
+    """What a run's state records of a worker's staging (read back on a resume) never leads a download or a delete
+    out of the staging folder or the table."""
+    from pydantic import ValidationError
+
+    from toolkit.ingest.handover import StagedShard
+    from toolkit.ingest.parts import FileReport
+
+    good = {
+        "recorded": "runs/x/logs/sim-3-part-0000.jsonl",
+        "sha256": "0" * 64,
+        "size_bytes": 1,
+        "batch_id": "b0000000000000000",
+        "token": "t" * 32,
+        "report": FileReport(path="runs/x/logs/sim-3-part-0000.jsonl"),
+        "lake_files": ["source=forge/generation=0/batch-b0000000000000000~tttttttttttt.parquet"],
+        "rejects": None,
+        "log": "_staged/b0000000000000000~tttttttttttt/sim-3-part-0000.jsonl.zst",
+    }
+    StagedShard.model_validate(good)
+    with pytest.raises(ValidationError, match="is not a"):
+        StagedShard.model_validate({**good, field: name})

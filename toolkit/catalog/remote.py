@@ -45,7 +45,7 @@ from urllib.parse import urlparse
 
 from toolkit.catalog import log
 from toolkit.errors import CatalogError, LakeLogError, UsageError
-from toolkit.layout import LAKE_ENV, NAME_PATTERN, Layout
+from toolkit.layout import LAKE_ENV, NAME_PATTERN, STAGED_FOLDER, Layout
 
 LOCATION_FILE: Final = "lake.json"  # in the data root: the location of its lake (absent: a local lake)
 LOCATION_FORMAT_VERSION: Final = 1
@@ -53,7 +53,6 @@ SCHEMES: Final = ("s3", "file")
 TOKEN_KEY: Final = "distillToken"  # commitInfo key: which writer's commit a version is (found after a pull)
 BATCH_APP_PREFIX: Final = "distill-batch-"  # the Delta transaction id of an ingested batch
 QUARANTINE_FOLDER: Final = "_quarantine"  # at the location: each batch's rejected lines (Delta readers skip it)
-STAGED_FOLDER: Final = "_staged"  # at the location: what a game job's worker staged for the driver's commit
 # A data file at the location that no version lists is deleted by a vacuum only past this age: younger, it may be
 # another data root's upload whose commit is on its way.
 STRAY_MIN_AGE: Final = dt.timedelta(hours=1)

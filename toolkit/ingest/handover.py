@@ -8,13 +8,15 @@ a loop on a shared lake hands its game jobs.
 
 from __future__ import annotations
 
+import posixpath
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.ingest.parts import FileReport
+from toolkit.layout import STAGED_FOLDER
 
 
 class ShardStaging(BaseModel):
@@ -57,6 +59,35 @@ class StagedShard(BaseModel):
     sources: list[str] = Field(default_factory=list)
     generations: list[int] = Field(default_factory=list)
 
+    @field_validator("lake_files")
+    @classmethod
+    def _data_files(cls, names: list[str]) -> list[str]:
+        for name in names:  # a record from a worker or a run's state: never a path that climbs out or is hidden
+            if not _plain(name) or name.startswith(("_", ".")) or not name.endswith(".parquet"):
+                raise ValueError(f"{name!r} is not a data file of the table")
+        return names
+
+    @field_validator("log", "rejects")
+    @classmethod
+    def _staged_file(cls, name: str | None) -> str | None:
+        if name is not None and not (name.startswith(STAGED_FOLDER + "/") and _plain(name)):
+            raise ValueError(f"{name!r} is not a file under {STAGED_FOLDER}/")
+        return name
+
     @property
     def empty(self) -> bool:
         return self.report.lines == self.report.blank and self.rejects is None
+
+
+def _plain(name: str) -> bool:
+    """A relative POSIX path that names itself: no climb, no absolute or drive part, no backslash or NUL."""
+    return (
+        bool(name)
+        and not name.startswith("/")
+        and "\\" not in name
+        and "\x00" not in name
+        and ":" not in name
+        and posixpath.normpath(name) == name
+        and not name.startswith("../")
+        and name != ".."
+    )
