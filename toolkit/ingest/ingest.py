@@ -213,14 +213,14 @@ def ingest_file(source: Input, lake: Lake, config: IngestConfig, progress: Progr
                 status="already_ingested",
                 batch_id=earlier[0],
                 report=FileReport(path=source.name),
-                note=_already(catalog, *earlier),
+                note=already_note(catalog, *earlier),
             )
         return _stage_and_publish(source, sha, itertools.chain(_unpacked(early), parts), report, lake, config, progress)
     finally:
         parts.close()
 
 
-def _already(catalog: Catalog, batch_id: str, stored: str) -> str:
+def already_note(catalog: Catalog, batch_id: str, stored: str) -> str:
     """Why a file is not ingested again: its content is batch ``batch_id`` (maybe retired)."""
     note = f"same content already ingested as batch {batch_id} from {stored}"
     [batch] = catalog.require_batches([batch_id])

@@ -57,6 +57,7 @@ from toolkit.ingest.handover import ShardStaging, StagedShard
 from toolkit.ingest.ingest import (
     FileIngest,
     IngestResult,
+    already_note,
     batch_id_for,
     ingest_file,
     quarantine_duplicates,
@@ -286,7 +287,7 @@ def _already(catalog: Catalog, shard: StagedShard) -> FileIngest | None:
         status="already_ingested",
         batch_id=earlier[0],
         report=FileReport(path=shard.recorded),
-        note=f"same content already ingested as batch {earlier[0]} from {earlier[1]}",
+        note=already_note(catalog, *earlier),
     )
 
 
