@@ -24,14 +24,14 @@ def _():
         options={"name": "NAME  the built dataset (distill datasets list)"},
     )
     # the imports that take time come after the arguments, so --help answers at once
-    from toolkit.analysis.report import report_path, write_report
+    from toolkit.analysis.report import report_path, write_sections_report
     from toolkit.analysis.sections import dataset_sections
     from toolkit.layout import Layout
 
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     name = mo.ui.text(value=args["name"], label="dataset")
     mo.hstack([home, name])
-    return Layout, args, dataset_sections, home, mo, name, or_stop, report_path, show, write_report
+    return Layout, args, dataset_sections, home, mo, name, or_stop, report_path, show, write_sections_report
 
 
 @app.cell

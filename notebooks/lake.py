@@ -23,13 +23,13 @@ def _():
         "quarantine, lineage.",
     )
     # the imports that take time come after the arguments, so --help answers at once
-    from toolkit.analysis.report import report_path, write_report
+    from toolkit.analysis.report import report_path, write_sections_report
     from toolkit.analysis.sections import lake_sections
     from toolkit.layout import Layout
 
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     home
-    return Layout, args, home, lake_sections, mo, or_stop, report_path, show, write_report
+    return Layout, args, home, lake_sections, mo, or_stop, report_path, show, write_sections_report
 
 
 @app.cell

@@ -25,14 +25,14 @@ def _():
         options={"name": "NAME  the loop run (runs/NAME)"},
     )
     # the imports that take time come after the arguments, so --help answers at once
-    from toolkit.analysis.report import report_path, write_report
+    from toolkit.analysis.report import report_path, write_sections_report
     from toolkit.analysis.sections import loop_sections
     from toolkit.layout import Layout
 
     home = mo.ui.text(value=args["home"], label="data root", full_width=True)
     name = mo.ui.text(value=args["name"], label="loop run")
     mo.hstack([home, name])
-    return Layout, args, home, loop_sections, mo, name, or_stop, report_path, show, write_report
+    return Layout, args, home, loop_sections, mo, name, or_stop, report_path, show, write_sections_report
 
 
 @app.cell

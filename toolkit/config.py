@@ -71,7 +71,7 @@ def validation_message(error: ValidationError, *, as_flags: bool = False) -> str
     return "; ".join(f"{where(e['loc'])}: {e['msg']}" for e in error.errors())
 
 
-def describe(model: type[BaseModel]) -> dict[str, str]:
+def field_docs(model: type[BaseModel]) -> dict[str, str]:
     """Field name -> its documentation (for help texts and the default YAML)."""
     return {name: field.description or "" for name, field in model.model_fields.items()}
 

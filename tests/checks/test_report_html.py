@@ -16,8 +16,8 @@ from toolkit.checks.report import (
     GateReport,
     GroupMetrics,
 )
-from toolkit.checks.report_files import read_report, write_report
-from toolkit.checks.report_html import render_html
+from toolkit.checks.report_files import read_report, write_gate_report
+from toolkit.checks.report_html import render_gate_html
 from toolkit.layout import Layout
 from toolkit.schema.vocab import MACRO_ACTIONS
 
@@ -118,7 +118,7 @@ def figure(page: str, anchor: str) -> str:
 
 
 def test_a_failing_report_leads_with_the_verdict_then_failures_then_folded_passes() -> None:
-    page = render_html(tiny_report())
+    page = render_gate_html(tiny_report())
     verdict, failure, warning = page.index("lake gate FAILED"), page.index("range.turn"), page.index("drift.actions")
     details = page[page.index("<details") : page.index("</details>")]
     assert '<h1 class="fail">lake gate FAILED</h1>' in page
@@ -128,7 +128,7 @@ def test_a_failing_report_leads_with_the_verdict_then_failures_then_folded_passe
 
 
 def test_a_failure_shows_its_severity_observed_value_and_offending_rows_as_a_table() -> None:
-    page = render_html(tiny_report())
+    page = render_gate_html(tiny_report())
     card = page[page.index('id="result-range.turn"') : page.index("</article>", page.index('id="result-range.turn"'))]
     assert "blocking" in card and "1 of 24 unexpected" in card
     assert "<th>unexpected_count</th><td>1</td>" in card  # observed as key / value, not JSON
@@ -137,20 +137,20 @@ def test_a_failure_shows_its_severity_observed_value_and_offending_rows_as_a_tab
 
 
 def test_what_was_checked_names_scope_rows_groups_suite_and_time() -> None:
-    page = render_html(tiny_report())
+    page = render_gate_html(tiny_report())
     checked = page[page.index('id="checked"') : page.index("</section>", page.index('id="checked"'))]
     for text in ("everything", "24 in 2 groups: forge/gen=-, ppo/gen=1", "checks/lake.json", "2026-01-02T03:04:05"):
         assert text in checked
 
 
 def test_a_passing_report_has_no_failure_section_and_a_green_verdict() -> None:
-    page = render_html(tiny_report(passed=True, results=[result("key.unique", True)]))
+    page = render_gate_html(tiny_report(passed=True, results=[result("key.unique", True)]))
     assert '<h1 class="pass">lake gate PASSED</h1>' in page and 'id="failures"' not in page
     assert '<summary class="pass">1 expectation passed</summary>' in page
 
 
 def test_the_action_chart_is_one_svg_with_a_bar_per_action_and_group_zeros_included() -> None:
-    actions = figure(render_html(tiny_report()), "actions")
+    actions = figure(render_gate_html(tiny_report()), "actions")
     assert actions.count("<svg") == 1
     assert (
         actions.count('<rect class="bar"') == len(MACRO_ACTIONS) * 2
@@ -163,7 +163,7 @@ def test_the_action_chart_is_one_svg_with_a_bar_per_action_and_group_zeros_inclu
 
 
 def test_every_chart_has_a_title_axis_labels_and_a_table_of_its_numbers() -> None:
-    page = render_html(tiny_report())
+    page = render_gate_html(tiny_report())
     for anchor, boxes in (("actions", None), ("reward", 2), ("episode-return", 2), ("drift", None)):
         fig = figure(page, anchor)
         assert fig.count("<svg") == 1 and fig.count("<table") == 1 and 'class="axis-label"' in fig
@@ -174,7 +174,7 @@ def test_every_chart_has_a_title_axis_labels_and_a_table_of_its_numbers() -> Non
 
 
 def test_drift_is_a_bar_per_group_with_a_reference_and_the_threshold_line() -> None:
-    drift = figure(render_html(tiny_report()), "drift")
+    drift = figure(render_gate_html(tiny_report()), "drift")
     assert drift.count('<rect class="bar"') == 1 and drift.count('class="threshold"') == 1
     assert "ppo/gen=1: 0.4000 bits vs ppo generation 0" in drift and "over" in drift
 
@@ -182,14 +182,14 @@ def test_drift_is_a_bar_per_group_with_a_reference_and_the_threshold_line() -> N
 def test_without_references_the_drift_section_says_so() -> None:
     report = tiny_report()
     report = report.model_copy(update={"metrics": [m.model_copy(update={"drift": None}) for m in report.metrics]})
-    drift = figure(render_html(report), "drift")
+    drift = figure(render_gate_html(report), "drift")
     assert "<svg" not in drift and "No group had a reference" in drift
 
 
 def test_a_group_without_values_is_left_out_of_the_chart_but_kept_in_the_table() -> None:
     report = tiny_report()
     empty = group("sim", None, FORGE_ACTIONS, reward=Distribution(count=0))
-    reward = figure(render_html(report.model_copy(update={"metrics": [*report.metrics, empty]})), "reward")
+    reward = figure(render_gate_html(report.model_copy(update={"metrics": [*report.metrics, empty]})), "reward")
     assert reward.count('<rect class="box"') == 2 and "<td>sim/gen=-</td>" in reward
 
 
@@ -197,21 +197,21 @@ def test_text_from_the_data_is_escaped_and_the_page_loads_nothing() -> None:
     evil = "<script>alert('x')</script>"
     report = tiny_report(source=evil)
     broken = result("range.turn", False, notes=evil, sample=[{"game_id": evil}], observed={evil: evil})
-    page = render_html(report.model_copy(update={"results": [*report.results, broken], "scope": {"source": evil}}))
+    page = render_gate_html(report.model_copy(update={"results": [*report.results, broken], "scope": {"source": evil}}))
     assert "<script" not in page.lower() and "&lt;script&gt;" in page
     assert not re.search(r"https?://", page) and " src=" not in page and "<link" not in page
 
 
 def test_the_page_is_the_same_for_the_same_report() -> None:
-    assert render_html(tiny_report()) == render_html(tiny_report())
+    assert render_gate_html(tiny_report()) == render_gate_html(tiny_report())
 
 
 def test_writing_keeps_the_json_format_and_puts_the_page_next_to_it(tmp_path: Path) -> None:
     layout = Layout(tmp_path)
-    report = write_report(tiny_report(), layout)
+    report = write_gate_report(tiny_report(), layout)
     assert report.paths == {"json": "reports/check-lake-all-test.json", "html": "reports/check-lake-all-test.html"}
     stored = json.loads((tmp_path / report.paths["json"]).read_text())
     assert stored["format_version"] == REPORT_FORMAT_VERSION == 1 and set(stored) == set(GateReport.model_fields)
     assert read_report(tmp_path / report.paths["json"]) == report
-    assert (tmp_path / report.paths["html"]).read_text() == render_html(report)
+    assert (tmp_path / report.paths["html"]).read_text() == render_gate_html(report)
     assert sorted(p.name for p in layout.reports.iterdir()) == ["check-lake-all-test.html", "check-lake-all-test.json"]

@@ -174,13 +174,13 @@ def test_retention_deletes_nothing_a_tampered_state_names_outside_the_run(root: 
     (layout.runs / "demo").mkdir(parents=True)
     for named in ("../outside/victim.txt", str(outside / "victim.txt")):
         with pytest.raises(OutsideRootError):
-            retain.run(ctx, retain.RetainInput(files=[named]))
+            retain.retain_step(ctx, retain.RetainInput(files=[named]))
     link(layout.runs / "demo" / "gen-000", outside)  # the run's own folder, but a link leading out
     with pytest.raises(OutsideRootError):
-        retain.run(ctx, retain.RetainInput(files=["runs/demo/gen-000/victim.txt"]))
+        retain.retain_step(ctx, retain.RetainInput(files=["runs/demo/gen-000/victim.txt"]))
     link(layout.runs / "demo" / "own.jsonl", layout.home / "catalog.duckdb")  # a link to another file of the root
     with pytest.raises(ConfigError, match="retention deletes only"):
-        retain.run(ctx, retain.RetainInput(files=["runs/demo/own.jsonl"]))
+        retain.retain_step(ctx, retain.RetainInput(files=["runs/demo/own.jsonl"]))
     assert (layout.runs / "demo" / "own.jsonl").is_symlink()
 
 

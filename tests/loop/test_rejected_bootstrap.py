@@ -113,6 +113,6 @@ def test_the_data_gate_fails_a_batch_with_no_valid_decision_and_checks_the_other
     result = ingest_paths([good, junk], layout)
     batches = [f.batch_id for f in result.files]
     context = StepContext(layout, tiny(), tmp_path / "gate", seed=0, generation=1, attempt=0)
-    gate = data_gate.run(context, data_gate.DataGateInput(batches=batches))
+    gate = data_gate.data_gate_step(context, data_gate.DataGateInput(batches=batches))
     assert not gate.passed and gate.reason == f"{batches[1]}: no valid decisions ({rejected} lines rejected)"
     assert len(gate.reports) == 1  # the good batch was checked

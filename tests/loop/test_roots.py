@@ -182,9 +182,9 @@ def test_retention_refuses_a_file_outside_the_runs_own_folder(tmp_path: Path) ->
     users.write_text("{}\n")
     context = StepContext(layout, tiny(), layout.runs / "tiny" / "retain", seed=0, generation=0, attempt=0)
     with pytest.raises(OutsideRootError, match="leads outside the data root"):
-        retain.run(context, retain.RetainInput(files=[str(users)]))
+        retain.retain_step(context, retain.RetainInput(files=[str(users)]))
     with pytest.raises(ConfigError, match="only the loop's own logs"):
-        retain.run(context, retain.RetainInput(files=["runs/other/sim.jsonl.zst"]))
+        retain.retain_step(context, retain.RetainInput(files=["runs/other/sim.jsonl.zst"]))
     assert users.exists()
 
 

@@ -67,7 +67,7 @@ def test_the_run_page_draws_the_history_and_pauses_and_resumes_a_live_loop(brows
     from playwright.sync_api import expect
 
     layout, base = served
-    control.start(layout, control.StartRequest(name="web", config=live_config()), LoopSlots())
+    control.start_run(layout, control.StartRequest(name="web", config=live_config()), LoopSlots())
     try:
         wait_for(layout, "web", lambda s: s.generations_recorded >= 1)
         page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -43,10 +43,10 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return " ".join(f"{k}={show(v)}" for k, v in self.settings.items())
+        return " ".join(f"{k}={setting_text(v)}" for k, v in self.settings.items())
 
 
-def show(value: Any) -> str:
+def setting_text(value: Any) -> str:
     """A value as YAML flow text (``0.05``, ``[ppo]``, ``[]``)."""
     return yaml.safe_dump(value, default_flow_style=True, width=1_000).strip().removesuffix("...").strip()
 
@@ -136,7 +136,7 @@ def _variant(base: Base, config: AblateConfig, index: int, settings: dict[str, A
     document = copy.deepcopy(base.document)
     for field, value in settings.items():
         set_field(document, field, value)
-    flags = " ".join(f"--vary {k}={show(v)}" for k, v in settings.items())
+    flags = " ".join(f"--vary {k}={setting_text(v)}" for k, v in settings.items())
     try:
         subject = base.model.model_validate(document)
         return _runs(base, config, index, settings, subject)

@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Final
 
-from toolkit.ablate.grid import show
+from toolkit.ablate.grid import setting_text
 from toolkit.ablate.result import AblationResult, VariantResult, VariantTable
 from toolkit.charts_svg import Bar, bar_chart
 from toolkit.checks.report_html import CSS
@@ -31,7 +31,7 @@ def write_ablation(layout: Layout, root: Path, table: AblationResult) -> Ablatio
     paths = {"json": layout.stored(root / RECORD_FILE), "html": layout.stored(root / PAGE_FILE)}
     table = table.model_copy(update={"paths": paths})
     write_text_atomic(root / RECORD_FILE, table.model_dump_json(indent=1))
-    write_text_atomic(root / PAGE_FILE, render_html(table))
+    write_text_atomic(root / PAGE_FILE, render_ablation_html(table))
     return table
 
 
@@ -65,7 +65,7 @@ def interval(low: float | None, high: float | None, signed: bool = False) -> str
     return f"[{low * 100:+.1f}, {high * 100:+.1f}]" if signed else f"[{low * 100:.1f}, {high * 100:.1f}]"
 
 
-def render_html(table: AblationResult) -> str:
+def render_ablation_html(table: AblationResult) -> str:
     """A self-contained page: what was varied, then a table and a chart per opponent table."""
     sections = [_header(table), *(_table_section(table, name) for name in table.tables), _footer(table)]
     return (
@@ -126,7 +126,7 @@ def _row(v: VariantResult, s: VariantTable) -> str:
 
 def _short(v: VariantResult) -> str:
     """A bar's label: the variant's number and its values (the table names the fields)."""
-    return f"#{v.index + 1}: " + ", ".join(show(x) for x in v.settings.values())
+    return f"#{v.index + 1}: " + ", ".join(setting_text(x) for x in v.settings.values())
 
 
 def _footer(table: AblationResult) -> str:

@@ -12,7 +12,7 @@ def _base(frame: pl.DataFrame) -> alt.Chart:
     return alt.Chart(frame.to_pandas()).properties(width=WIDTH, height=HEIGHT)
 
 
-def win_rate_trend(strength: pl.DataFrame, table: str) -> alt.LayerChart:
+def win_rate_trend_plot(strength: pl.DataFrame, table: str) -> alt.LayerChart:
     """Each promoted model's win rate against ``table`` per generation, with its 95% band."""
     frame = strength.filter(pl.col("table") == table)
     base = _base(frame).encode(x=alt.X("generation:O", title="generation"), color=alt.Color("model:N", title="model"))
@@ -23,7 +23,7 @@ def win_rate_trend(strength: pl.DataFrame, table: str) -> alt.LayerChart:
     return (band + line).properties(title=f"win rate against three {table} players (95% interval)")
 
 
-def student_gain(gain: pl.DataFrame) -> alt.LayerChart:
+def student_gain_plot(gain: pl.DataFrame) -> alt.LayerChart:
     """The promoted student's paired gain over generation 0, per table, with its 95% interval."""
     base = _base(gain).encode(x=alt.X("generation:O"), color=alt.Color("table:N"))
     rule = base.mark_errorbar().encode(
@@ -34,7 +34,7 @@ def student_gain(gain: pl.DataFrame) -> alt.LayerChart:
     )
 
 
-def composition(frame: pl.DataFrame, x: str = "generation") -> alt.Chart:
+def composition_plot(frame: pl.DataFrame, x: str = "generation") -> alt.Chart:
     """Shares of the training rows by source, stacked, per ``x``."""
     return (
         _base(frame)
@@ -49,7 +49,7 @@ def composition(frame: pl.DataFrame, x: str = "generation") -> alt.Chart:
     )
 
 
-def ratings(frame: pl.DataFrame) -> alt.LayerChart:
+def ratings_plot(frame: pl.DataFrame) -> alt.LayerChart:
     """Every player's Elo after each generation, with a band of two standard errors."""
     frame = frame.with_columns(
         (pl.col("elo") - 2 * pl.col("elo_se")).alias("lo"), (pl.col("elo") + 2 * pl.col("elo_se")).alias("hi")
@@ -63,7 +63,7 @@ def ratings(frame: pl.DataFrame) -> alt.LayerChart:
     ).properties(title="ratings over generations (winner vs rest)")
 
 
-def accuracy_vs_strength(frame: pl.DataFrame) -> alt.LayerChart:
+def accuracy_vs_strength_plot(frame: pl.DataFrame) -> alt.LayerChart:
     """Each promoted student: imitation accuracy on the Forge holdout against its win rate."""
     base = _base(frame).encode(
         x=alt.X("holdout_accuracy:Q", title="accuracy on the FIXED Forge holdout", scale=alt.Scale(zero=False))
@@ -88,7 +88,7 @@ def bars(frame: pl.DataFrame, x: str, y: str, color: str | None = None, title: s
     return _base(frame).mark_bar().encode(**encoding).properties(title=title)
 
 
-def actions(frame: pl.DataFrame) -> alt.Chart:
+def actions_plot(frame: pl.DataFrame) -> alt.Chart:
     """Share of each macro action per source, one panel per split."""
     return (
         alt.Chart(frame.to_pandas())

@@ -39,7 +39,7 @@ def load(layout: Layout, name: str, fingerprint: str | None = None) -> Dataset:
         raise NothingToShowError(error.message, hint=error.hint) from None
 
 
-def composition(dataset: Dataset) -> pl.DataFrame:
+def build_composition(dataset: Dataset) -> pl.DataFrame:
     """Per source: target and achieved share of the train split, rows, games and weighted rows."""
     train = dataset.manifest.splits[TRAIN]
     sources = sorted(set(train.rows_by_source) | set(dataset.manifest.shares))

@@ -124,7 +124,7 @@ def gates(records: list[GenerationRecord]) -> pl.DataFrame:
     )
 
 
-def composition(records: list[GenerationRecord]) -> pl.DataFrame:
+def generation_composition(records: list[GenerationRecord]) -> pl.DataFrame:
     """Per generation and source, the student's training rows and their share."""
     rows = [
         {"generation": r.generation, "source": source, "rows": n}
@@ -135,7 +135,7 @@ def composition(records: list[GenerationRecord]) -> pl.DataFrame:
     return frame.with_columns((pl.col("rows") / pl.col("rows").sum().over("generation")).alias("share"))
 
 
-def ratings(records: list[GenerationRecord]) -> pl.DataFrame:
+def rating_table(records: list[GenerationRecord]) -> pl.DataFrame:
     """The rating table as it stood after each generation: one row per (generation, player)."""
     rows = [{"generation": r.generation, **s.model_dump()} for r in records for s in (r.ratings or [])]
     return pl.DataFrame(

@@ -39,7 +39,7 @@ def report_path(layout: Layout, kind: str, name: str | None = None) -> Path:
     return layout.inside(layout.reports / "notebooks" / f"{kind}-{checked_name(name, f'{kind} name')}.html")
 
 
-def write_report(path: Path, title: str, sections: list[Section]) -> Path:
+def write_sections_report(path: Path, title: str, sections: list[Section]) -> Path:
     """Write the sections as one self-contained HTML page (charts drawn to SVG here: nothing is fetched)."""
     parts = [
         f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title><style>{_STYLE}</style>",

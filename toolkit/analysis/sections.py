@@ -47,14 +47,14 @@ def dataset_sections(layout: Layout, name: str) -> list[Section]:
     from toolkit.analysis import charts
 
     dataset = ds_analysis.load(layout, name)
-    composition = ds_analysis.composition(dataset)
+    composition = ds_analysis.build_composition(dataset)
     features = ds_analysis.feature_stats(dataset).sort("mean_gap", descending=True)
     holdout = dataset.manifest.holdout
     return [
         Section(
             f"Build {dataset.fingerprint[:12]} of {name}: composition",
             composition,
-            charts.composition(
+            charts.composition_plot(
                 composition.with_columns(pl.col("achieved_share").alias("share"), pl.lit("train").alias("split")),
                 x="split",
             ),
@@ -70,7 +70,9 @@ def dataset_sections(layout: Layout, name: str) -> list[Section]:
             "kept_earlier: every game held out before is still held out.",
         ),
         Section(
-            "Actions per source and split", ds_analysis.actions(dataset), charts.actions(ds_analysis.actions(dataset))
+            "Actions per source and split",
+            ds_analysis.actions(dataset),
+            charts.actions_plot(ds_analysis.actions(dataset)),
         ),
         Section(
             "Features: train against holdout (largest gaps first)",
@@ -123,26 +125,28 @@ def loop_sections(layout: Layout, name: str) -> list[Section]:
     strength = loop_analysis.strength(records)
     gain = loop_analysis.student_gain(records)
     accuracy = loop_analysis.accuracy_vs_strength(records)
-    ratings = loop_analysis.ratings(records)
-    composition = loop_analysis.composition(records)
+    ratings = loop_analysis.rating_table(records)
+    composition = loop_analysis.generation_composition(records)
     tables = strength.get_column("table").unique(maintain_order=True).to_list()
     sections = [
         Section(
             f"Win rate against three {table} players",
             strength.filter(pl.col("table") == table),
-            charts.win_rate_trend(strength, table),
+            charts.win_rate_trend_plot(strength, table),
             note="Fixed-size evaluations of the promoted models, on the same deals every generation.",
         )
         for table in tables
     ]
     return sections + [
         Section(
-            "The student's paired gain over generation 0", gain, charts.student_gain(gain) if gain.height else None
+            "The student's paired gain over generation 0",
+            gain,
+            charts.student_gain_plot(gain) if gain.height else None,
         ),
         Section(
             "Imitation accuracy against playing strength",
             accuracy,
-            charts.accuracy_vs_strength(accuracy),
+            charts.accuracy_vs_strength_plot(accuracy),
             note="The question this product poses: does the student get stronger while it imitates the "
             "Forge-role holdout less? Each point is a promoted student.",
         ),
@@ -152,11 +156,11 @@ def loop_sections(layout: Layout, name: str) -> list[Section]:
             loop_analysis.rejected_batches(layout, name),
             note="Kept in the lake with the reason, left out of every build.",
         ),
-        Section("Data composition per generation", composition, charts.composition(composition)),
+        Section("Data composition per generation", composition, charts.composition_plot(composition)),
         Section(
             "Ratings over generations",
             ratings.filter(pl.col("generation") == ratings["generation"].max()),
-            charts.ratings(ratings) if ratings.height else None,
+            charts.ratings_plot(ratings) if ratings.height else None,
             note="Table: the ratings after the last generation; chart: every generation's.",
         ),
     ]

@@ -129,7 +129,7 @@ def connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
         writer = connect_writer(layout, NO_WAIT)
         try:
             sync(writer, layout)
-            snapshot.refresh(writer, layout)
+            snapshot.publish_snapshot(writer, layout)
         finally:
             writer.close()
         again = _open_index(layout)

@@ -129,7 +129,7 @@ class DeltaLake:
         except Exception as error:
             if location is None:
                 raise
-            if not remote.has_table(location):  # else another data root made it at the same moment: as good
+            if not remote.location_has_table(location):  # else another data root made it at the same moment: as good
                 raise CatalogError(
                     f"cannot create the lake at {location.uri}: {_first_line(error)}", hint=remote.HINT
                 ) from error
@@ -362,10 +362,10 @@ def remove_action(path: str, size: int, data_change: bool = True) -> dict[str, A
 
 def data_file(lake: Path, path: Path) -> DataFile:
     """A Parquet file Distill wrote into the table folder, described from its footer."""
-    return DataFile(path.relative_to(lake).as_posix(), path.stat().st_size, describe(path))
+    return DataFile(path.relative_to(lake).as_posix(), path.stat().st_size, file_facts(path))
 
 
-def describe(path: Path) -> FileFacts:
+def file_facts(path: Path) -> FileFacts:
     """The facts of a lake file: the batches, source and generation of its rows (from its footer when each column
     holds one value, else from the columns themselves), its rows, and the lake columns it lacks."""
     meta = pq.read_metadata(path)

@@ -328,12 +328,12 @@ def _facts(lake: Path, file: AddedFile, info: CommitInfo | None, amended: dict[s
 def foreign_facts(lake: Path, file: AddedFile) -> FileFacts:
     """The facts of a file a commit added without them (another tool's, or an older Distill's): its footer while
     the file is in the table folder, else the log's partition values and statistics."""
-    from toolkit.catalog.delta import describe
+    from toolkit.catalog.delta import file_facts
 
     path = log.inside(lake, file.path)
     if path is not None and path.is_file():
         try:
-            facts = describe(path)
+            facts = file_facts(path)
         except (OSError, ValueError, KeyError):
             pass
         else:  # a partition column the file lacks: its value is the log's

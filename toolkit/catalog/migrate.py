@@ -73,7 +73,7 @@ def migrate(layout: Layout) -> MigrateResult:
             result = _from_format_2(con, layout)
         if result.version is not None or not index.is_current(con, layout.lake, log.latest_version(layout.lake)):
             index.rebuild(con, layout.lake)
-            snapshot.refresh(con, layout)
+            snapshot.publish_snapshot(con, layout)
         return result
     finally:
         con.close()
@@ -229,7 +229,7 @@ def _create_from_format_1(layout: Layout, records: list[dict[str, object]], file
         old = Path(found)
         if old.parent.name.removeprefix("batch=") not in recorded:
             continue
-        facts = delta.describe(old)
+        facts = delta.file_facts(old)
         new = layout.lake / _hive_path(old.relative_to(layout.lake).as_posix(), facts)
         _link(old, new)
         adds.append(DataFile(new.relative_to(layout.lake).as_posix(), new.stat().st_size, facts))

@@ -284,7 +284,7 @@ def _pull_quarantine(
             fetch_quarantine(location, batch, target)
 
 
-def has_table(location: LakeLocation) -> bool:
+def location_has_table(location: LakeLocation) -> bool:
     """Whether the location's log holds a first commit.
 
     Raises:

@@ -44,7 +44,7 @@ def stamp(catalog: Path) -> Stamp:
     return parts
 
 
-def refresh(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
+def publish_snapshot(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
     """Checkpoint the catalog ``con`` writes and publish a copy of it as the read snapshot.
 
     Called by the writer with no transaction open: after the checkpoint the

@@ -102,7 +102,7 @@ class LakeWriter:
     def publish_snapshot(self) -> None:
         """Give readers what is committed now (see :mod:`toolkit.catalog.snapshot`)."""
         try:
-            snapshot.refresh(self.con, self.layout)
+            snapshot.publish_snapshot(self.con, self.layout)
         except (OSError, duckdb.Error) as error:
             raise CatalogError(
                 f"cannot write the catalog's read snapshot {self.layout.catalog_snapshot}: {error}",

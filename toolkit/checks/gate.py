@@ -33,7 +33,7 @@ from toolkit.checks import metrics as qm
 from toolkit.checks.gx import run_gx
 from toolkit.checks.native import NATIVE_CHECKS, ROWS, SPLIT, CheckContext
 from toolkit.checks.report import ExpectationResult, GateReport
-from toolkit.checks.report_files import read_report, write_report
+from toolkit.checks.report_files import read_report, write_gate_report
 from toolkit.checks.spec import LIST_MARK, ExpectationSpec
 from toolkit.checks.suite import Suite, default_suite_path, load_suite
 from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
@@ -232,7 +232,7 @@ def _run(
         metrics=ctx.metrics,
         timings=timings,
     )
-    return write_report(report, layout) if config.write else report
+    return write_gate_report(report, layout) if config.write else report
 
 
 def _run_metrics_then(

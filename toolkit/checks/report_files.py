@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolkit.checks.report import GateReport
-from toolkit.checks.report_html import render_html
+from toolkit.checks.report_html import render_gate_html
 from toolkit.errors import ConfigError
 from toolkit.layout import REPORT_FORMAT_VERSION, Layout
 from toolkit.storage import read_versioned, write_text_atomic
 
 
-def write_report(report: GateReport, layout: Layout) -> GateReport:
+def write_gate_report(report: GateReport, layout: Layout) -> GateReport:
     """Write ``report`` as JSON and HTML under the data root's ``reports/``; returns it with ``paths`` set."""
     layout.reports.mkdir(parents=True, exist_ok=True)
     json_path = layout.reports / f"{report.report_id}.json"
@@ -20,12 +20,12 @@ def write_report(report: GateReport, layout: Layout) -> GateReport:
     paths = {"json": layout.stored(json_path), "html": layout.stored(html_path)}
     report = report.model_copy(update={"paths": paths})
     write_text_atomic(json_path, report.model_dump_json(indent=2))
-    write_text_atomic(html_path, render_html(report))
+    write_text_atomic(html_path, render_gate_html(report))
     return report
 
 
 def read_report(path: Path) -> GateReport:
-    """A report written by :func:`write_report`.
+    """A report written by :func:`write_gate_report`.
 
     Raises:
         ConfigError: missing, not a gate report, or of a format version this Distill does not read.

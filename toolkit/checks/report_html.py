@@ -53,7 +53,7 @@ table.kv th{background:none;font-weight:normal;color:#555}table.facts th{width:9
 details summary{cursor:pointer;font-size:1.1em;padding:.4em 0}svg.chart{max-width:100%;height:auto;display:block}"""
 
 
-def render_html(report: GateReport) -> str:
+def render_gate_html(report: GateReport) -> str:
     """A self-contained page a person can open offline: verdict, failures first, charts of the metrics."""
     sections = [
         _verdict(report),

@@ -34,8 +34,8 @@ _EPILOG = (
 )
 
 
-@app.command(epilog=_EPILOG)
-def ablate(
+@app.command("ablate", epilog=_EPILOG)
+def ablate_command(
     vary: Annotated[
         list[str],
         typer.Option(
@@ -120,7 +120,7 @@ def ablate(
 def _render(result: AblationResult) -> None:
     from rich.markup import escape
 
-    from toolkit.ablate.grid import show
+    from toolkit.ablate.grid import setting_text
     from toolkit.ablate.report import interval, percent
     from toolkit.stats import interval_verdict
 
@@ -143,7 +143,7 @@ def _render(result: AblationResult) -> None:
             shares = ", ".join(f"{k} {x:.0%}" for k, x in sorted(v.shares.items()) if x > 0)
             shown.add_row(
                 str(v.index + 1),
-                escape(", ".join(show(x) for x in v.settings.values())),  # [ppo] is text, not markup
+                escape(", ".join(setting_text(x) for x in v.settings.values())),  # [ppo] is text, not markup
                 f"{percent(s.win_rate)} {interval(s.win_low, s.win_high)}",
                 diff if v.index else "baseline",
                 f"{v.holdout_accuracy:.3f}",

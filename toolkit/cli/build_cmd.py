@@ -32,8 +32,8 @@ def _pairs(values: list[str] | None, flag: str) -> dict[str, float] | None:
     return out
 
 
-@app.command()
-def build(
+@app.command("build")
+def build_command(
     config_file: Annotated[
         Path | None, typer.Option("--config", help="A build.yaml; flags override its fields.")
     ] = None,

@@ -65,7 +65,7 @@ def _config(
 
 
 @check_app.command("lake")
-def check_lake(
+def check_lake_command(
     source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
     generation: Annotated[
         int | None, typer.Option("--generation", max=MAX_GENERATION, help="Only this generation.")
@@ -92,7 +92,7 @@ def check_lake(
 
 
 @check_app.command("dataset")
-def check_dataset(
+def check_dataset_command(
     build: BuildArg,
     fingerprint: FingerprintOpt = None,
     suite: SuiteOpt = None,
@@ -165,7 +165,7 @@ def _render(report: GateReport) -> None:
 
 
 @check_app.command("labels")
-def check_labels(
+def check_labels_command(
     build: BuildArg,
     fingerprint: FingerprintOpt = None,
     teacher: Annotated[

@@ -78,8 +78,8 @@ def _counts_table(title: str, rows: list[dict[str, Any]], columns: list[str]) ->
 _NUMERIC = {"lines", "valid", "invalid", "blank", "duplicates"}
 
 
-@app.command()
-def validate(
+@app.command("validate")
+def validate_command(
     paths: PathsArg,
     dialect: DialectOpt = None,
     source: SourceOpt = None,
@@ -120,8 +120,8 @@ def validate(
     raise typer.Exit(0 if result.ok else 1)
 
 
-@app.command()
-def ingest(
+@app.command("ingest")
+def ingest_command(
     paths: PathsArg,
     dialect: DialectOpt = None,
     source: SourceOpt = None,
@@ -176,8 +176,8 @@ def ingest(
     raise typer.Exit(1 if result.failed or (fail_on_reject and result.rows_rejected) else 0)
 
 
-@app.command()
-def sql(
+@app.command("sql")
+def sql_command(
     statement: Annotated[
         str | None,
         typer.Argument(

@@ -42,7 +42,7 @@ def _warn(warnings: list[str]) -> None:
 
 
 @datasets_app.command("list")
-def list_datasets(
+def datasets_list_command(
     every: Annotated[bool, typer.Option("--all", help="Every build of each name, not only its latest.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -90,7 +90,7 @@ def _list_table(entries: list[BuildEntry], where: Path, every: bool) -> None:
 
 
 @datasets_app.command("show")
-def show_dataset(build: BuildArg, fingerprint: FingerprintOpt = None, as_json: JsonOpt = False) -> None:
+def datasets_show_command(build: BuildArg, fingerprint: FingerprintOpt = None, as_json: JsonOpt = False) -> None:
     """Summarise a build's manifest (``--json`` prints the whole manifest)."""
     from toolkit.datasets.dataset import open_dataset
     from toolkit.datasets.inventory import retired_inputs
@@ -117,7 +117,7 @@ def show_dataset(build: BuildArg, fingerprint: FingerprintOpt = None, as_json: J
 
 
 @datasets_app.command("rm")
-def remove(
+def datasets_rm_command(
     build: Annotated[str, typer.Argument(help="The build: NAME@FINGERPRINT (`distill datasets list --all`).")],
     fingerprint: Annotated[
         str | None, typer.Argument(help="Its fingerprint, where BUILD is a NAME alone.", show_default=False)
@@ -146,7 +146,7 @@ def remove(
 
 
 @datasets_app.command("prune")
-def prune(
+def datasets_prune_command(
     name: NameArg,
     keep: Annotated[int, typer.Option("--keep", max=MAX_VERSION, min=0, help="How many of the newest builds to keep.")],
     force: ForceOpt = False,
@@ -182,7 +182,7 @@ def _show_removal(removal: Removal, as_json: bool) -> None:
 
 
 @datasets_app.command("diff")
-def diff(
+def datasets_diff_command(
     before: Annotated[str, typer.Argument(help="The first build: NAME@FINGERPRINT (or NAME, its latest).")],
     after: Annotated[
         str, typer.Argument(help="The second: NAME@FINGERPRINT, NAME, or a FINGERPRINT of the same NAME.")

@@ -16,7 +16,7 @@ app.add_typer(engine_app, name="engine")
 
 
 @engine_app.command("builtin")
-def builtin_cmd(
+def engine_builtin_command(
     games_per_process: Annotated[
         int | None,
         typer.Option(
@@ -32,7 +32,7 @@ def builtin_cmd(
 
 
 @engine_app.command("check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def check_cmd(
+def engine_check_command(
     command: Annotated[list[str], typer.Argument(help="The engine's command line, after --.", show_default=False)],
     deadline: Annotated[
         float, typer.Option("--deadline", min=0.1, max=600, help="Seconds any one wait on the engine may take.")

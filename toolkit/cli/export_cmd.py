@@ -15,8 +15,8 @@ from toolkit.limits import MAX_VERSION
 FORMATS = ("minari",)
 
 
-@app.command()
-def export(
+@app.command("export")
+def export_command(
     build: BuildArg,
     fmt: Annotated[str, typer.Option("--format", help="Target format: minari.")] = "minari",
     out: Annotated[

@@ -31,7 +31,7 @@ GenerationOpt = Annotated[
 
 
 @lake_app.command("history")
-def history_cmd(as_json: JsonOpt = False) -> None:
+def lake_history_command(as_json: JsonOpt = False) -> None:
     """Every version of the lake: when, what changed it, which batches, why."""
     from toolkit.catalog.lake import Lake
 
@@ -59,7 +59,7 @@ def history_cmd(as_json: JsonOpt = False) -> None:
 
 
 @lake_app.command("retire")
-def retire_cmd(
+def lake_retire_command(
     batches: BatchesArg = None,
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the lake's history and shown by builds).")] = "",
     files: FileOpt = None,
@@ -77,7 +77,7 @@ def retire_cmd(
 
 
 @lake_app.command("restore")
-def restore_cmd(
+def lake_restore_command(
     batches: BatchesArg = None,
     reason: Annotated[str | None, typer.Option("--reason", help="Why (kept in the lake's history).")] = None,
     files: FileOpt = None,
@@ -92,7 +92,7 @@ def restore_cmd(
 
 
 @lake_app.command("compact")
-def compact_cmd(
+def lake_compact_command(
     target_mb: Annotated[float, typer.Option("--target-mb", max=MAX_MB, help="Size of the merged files.")] = 128,
     as_json: JsonOpt = False,
 ) -> None:
@@ -111,7 +111,7 @@ def compact_cmd(
 
 
 @lake_app.command("vacuum")
-def vacuum_cmd(
+def lake_vacuum_command(
     retain: Annotated[
         float,
         typer.Option(
@@ -138,7 +138,7 @@ def vacuum_cmd(
 
 
 @lake_app.command("reindex")
-def reindex_cmd(as_json: JsonOpt = False) -> None:
+def lake_reindex_command(as_json: JsonOpt = False) -> None:
     """Rebuild the catalog (the lake's index) from the Delta log alone, and say what the catalog was before.
 
     Distill does this by itself whenever the catalog is missing, behind, corrupt or of another log; this command
@@ -158,7 +158,7 @@ def reindex_cmd(as_json: JsonOpt = False) -> None:
 
 
 @lake_app.command("migrate")
-def migrate_cmd(as_json: JsonOpt = False) -> None:
+def lake_migrate_command(as_json: JsonOpt = False) -> None:
     """Move a data root written by an older Distill onto lake format 3 (the log holds every fact; partitions
     declared): format 2 by one commit amending the log, format 1 (plain Parquet) into a new table; no file is
     rewritten."""

@@ -25,7 +25,7 @@ NameOpt = Annotated[str, typer.Option("--name", help="The loop run (folder runs/
 
 
 @loop_app.command("run")
-def run(
+def loop_run_command(
     config_file: Annotated[
         Path | None, typer.Option("--config", help="A loop.yaml; flags override its fields.")
     ] = None,
@@ -60,7 +60,7 @@ paths are read from the folder the loop starts in."""
 
 
 @loop_app.command("config")
-def config(
+def loop_config_command(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write it to this file (default: standard output).")
     ] = None,
@@ -88,7 +88,7 @@ def config(
 
 
 @loop_app.command("resume")
-def resume(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
+def loop_resume_command(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
     """Continue a run at its first pending step (after a crash, kill, stop or pause)."""
     from toolkit.loop.run import resume_loop
 
@@ -97,7 +97,7 @@ def resume(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
 
 
 @loop_app.command("status")
-def status(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
+def loop_status_command(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
     """Where a run is: status, generation, last finished step, promoted models, the process running it."""
     from toolkit.loop.status import run_status
 
@@ -111,7 +111,7 @@ def status(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
 
 
 @loop_app.command("history")
-def history(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
+def loop_history_command(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
     """One row per finished generation: gates, data, accuracy, win rate, ratings."""
     from toolkit.loop.state import RunFolder
 
@@ -123,7 +123,7 @@ def history(name: NameOpt = "demo", as_json: JsonOpt = False) -> None:
 
 
 @loop_app.command("stop")
-def stop(name: NameOpt = "demo") -> None:
+def loop_stop_command(name: NameOpt = "demo") -> None:
     """Ask a running loop to stop at its next step boundary (resume continues it)."""
     from toolkit.loop.run import request
 
@@ -131,7 +131,7 @@ def stop(name: NameOpt = "demo") -> None:
 
 
 @loop_app.command("pause")
-def pause(name: NameOpt = "demo") -> None:
+def loop_pause_command(name: NameOpt = "demo") -> None:
     """Ask a running loop to pause at its next step boundary (resume continues it)."""
     from toolkit.loop.run import request
 

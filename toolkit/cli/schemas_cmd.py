@@ -15,7 +15,7 @@ app.add_typer(schemas_app, name="schemas")
 
 
 @schemas_app.command("export")
-def export(
+def schemas_export_command(
     out: Annotated[Path, typer.Option("--out", help="Folder to write into.")] = Path("schemas"),
 ) -> None:
     """Write JSON Schema for every version of the canonical record (DecisionSnapshot) into OUT."""

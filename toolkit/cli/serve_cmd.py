@@ -12,7 +12,7 @@ from toolkit.limits import MAX_WORKERS
 
 
 @app.command("serve")
-def serve(
+def serve_command(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind; anything but loopback needs --token.")
     ] = "127.0.0.1",

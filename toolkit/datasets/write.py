@@ -302,7 +302,7 @@ class _Matcher:
             keeps[split] = (keep, weight[keep])
         # Encoded once for the whole batch; each split then takes its rows of the vectors and filters only the
         # flat columns (filtering the nested players and legal_actions columns per split cost more than encoding).
-        vectors, legal = encode_rows(batch)
+        vectors, legal = encode_batch(batch)
         flat = batch.select(_FLAT)
         out = {}
         for split, (keep, weights) in keeps.items():
@@ -311,7 +311,7 @@ class _Matcher:
         return out
 
 
-def encode_rows(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+def encode_batch(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     """Scanned lake rows -> their feature vectors [M, FEATURE_SIZE] and completed legal masks [M, 8]."""
     state = state_arrays_from_arrow(batch)
     legal = state.mask | ~state.mask_known[:, None]  # no logged mask: every action counts as legal

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from toolkit import __version__
 from toolkit.engine.records import complete
-from toolkit.engine.wire import FrameBuffer, FrameError, decode, encode
+from toolkit.engine.wire import FrameBuffer, FrameError, decode, encode_frame
 from toolkit.game import rules
 from toolkit.game.cards import NAMES
 from toolkit.game.observation import SEAT_FIELDS, seat_features
@@ -79,7 +79,7 @@ class _Wire:
         self.closed = False
 
     def send(self, message: dict[str, Any]) -> None:
-        self.out.write(encode(message))
+        self.out.write(encode_frame(message))
         self.out.flush()
 
     def poll(self, wait: bool) -> None:

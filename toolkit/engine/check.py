@@ -110,7 +110,7 @@ def _said(error: EngineError) -> str:
     return f"{said} (its stderr's last line: {error.stderr[-1].strip()!r})" if error.stderr else said
 
 
-def start(game: str, seed: int, seats: list[dict[str, Any]], turn_limit: int = 40) -> dict[str, Any]:
+def start_message(game: str, seed: int, seats: list[dict[str, Any]], turn_limit: int = 40) -> dict[str, Any]:
     return {
         "type": "start",
         "game": game,
@@ -135,7 +135,7 @@ def random_legal(rng: random.Random) -> Answerer:
     return answer
 
 
-def play(
+def play_session(
     session: _Session,
     starts: list[dict[str, Any]],
     answer: Answerer,
@@ -240,9 +240,11 @@ def _check_games(command: Sequence[str], deadline: float) -> str:
     session = _Session(command, deadline)
     try:
         n, rng = _pod(session.hello), random.Random(1)
-        starts = [start(f"c-games-{k}", 100 + k, [{"player": "distill"}] * n) for k in range(4)]
+        starts = [start_message(f"c-games-{k}", 100 + k, [{"player": "distill"}] * n) for k in range(4)]
         asked = [0]
-        results = play(session, starts, random_legal(rng), on_request=lambda r: asked.__setitem__(0, asked[0] + 1))
+        results = play_session(
+            session, starts, random_legal(rng), on_request=lambda r: asked.__setitem__(0, asked[0] + 1)
+        )
     finally:
         session.close()
     return f"{len(results)} games, {asked[0]} requests, every row a valid decision state, every result its settings"
@@ -258,7 +260,7 @@ def _check_engine_ai(command: Sequence[str], deadline: float) -> str:
         seats = [{"player": "distill"}] + [
             {"player": "engine", "profile": profiles[k % len(profiles)]} for k in range(n - 1)
         ]
-        results = play(session, [start(f"c-ai-{k}", 200 + k, seats) for k in range(3)], first_legal)
+        results = play_session(session, [start_message(f"c-ai-{k}", 200 + k, seats) for k in range(3)], first_legal)
     finally:
         session.close()
     return f"{len(results)} games with its AI at {n - 1} seats ({', '.join(profiles)}): only seat 0 reached Distill"
@@ -276,7 +278,7 @@ def _check_records(command: Sequence[str], deadline: float) -> str:
         seats = [{"player": "distill"}] + [
             {"player": "engine", "profile": profiles[k % len(profiles)]} for k in range(n - 1)
         ]
-        starts = [{**start(f"c-rec-{k}", 700 + k, seats, 12), "records": True} for k in range(2)]
+        starts = [{**start_message(f"c-rec-{k}", 700 + k, seats, 12), "records": True} for k in range(2)]
         rows: dict[str, list[dict[str, Any]]] = {}
 
         def keep(message: dict[str, Any], ended: set[str]) -> None:
@@ -294,7 +296,7 @@ def _check_records(command: Sequence[str], deadline: float) -> str:
                     raise _Failed(f"a record of game {game} is of seat 0, which Distill plays: records are its AI's")
                 rows.setdefault(str(game), []).append(row)
 
-        results = play(session, starts, first_legal, on_records=keep)
+        results = play_session(session, starts, first_legal, on_records=keep)
     finally:
         session.close()
     for game, result in results.items():
@@ -311,8 +313,8 @@ def _check_interleaved(command: Sequence[str], deadline: float) -> str:
     try:
         n = _pod(session.hello)
         games = min(16, session.hello.games_per_process)
-        starts = [start(f"c-mix-{k}", 300 + k, [{"player": "distill"}] * n, 15 + k) for k in range(games)]
-        results = play(session, starts, random_legal(random.Random(2)), shuffle=random.Random(3))
+        starts = [start_message(f"c-mix-{k}", 300 + k, [{"player": "distill"}] * n, 15 + k) for k in range(games)]
+        results = play_session(session, starts, random_legal(random.Random(2)), shuffle=random.Random(3))
     finally:
         session.close()
     return f"{len(results)} games at once, answers shuffled and split over two frames: all ended"
@@ -327,7 +329,8 @@ def _check_held(command: Sequence[str], deadline: float) -> str:
             return "one game per process: no game waits on another"
         n = _pod(session.hello)
         starts = {
-            s["game"]: s for s in (start(f"c-held-{k}", 500 + k, [{"player": "distill"}] * n, 12) for k in (0, 1))
+            s["game"]: s
+            for s in (start_message(f"c-held-{k}", 500 + k, [{"player": "distill"}] * n, 12) for k in (0, 1))
         }
         for message in starts.values():
             session.send(message)
@@ -385,7 +388,7 @@ def _check_illegal(command: Sequence[str], deadline: float) -> str:
     session = _Session(command, deadline)
     try:
         n = _pod(session.hello)
-        session.send(start("c-illegal", 400, [{"player": "distill"}] * n))
+        session.send(start_message("c-illegal", 400, [{"player": "distill"}] * n))
         message = session.read("game")
         while message["type"] != "decisions":
             message = session.read("game")
@@ -429,7 +432,7 @@ def _check_malformed(command: Sequence[str], deadline: float) -> str:
         if reply.get("type") != "error" or reply.get("code") != "unknown_game":
             raise _Failed(f"an answer for a game that does not exist got {reply}, not an error with code unknown_game")
         n = _pod(session.hello)
-        play(session, [start("c-after", 500, [{"player": "distill"}] * n, 10)], first_legal)
+        play_session(session, [start_message("c-after", 500, [{"player": "distill"}] * n, 10)], first_legal)
     finally:
         session.close()
     return "garbage got bad_frame, an unknown game unknown_game, and a game played after both"
@@ -449,9 +452,9 @@ def _check_determinism(command: Sequence[str], deadline: float) -> str:
         runs = []
         for k in range(2):
             rows: list[Any] = []
-            results = play(
+            results = play_session(
                 session,
-                [start(f"c-det-{k}", 600, seats, 25)],
+                [start_message(f"c-det-{k}", 600, seats, 25)],
                 first_legal,
                 on_request=lambda r: rows.append({**r["row"], "game_id": None}),
             )
@@ -521,14 +524,14 @@ def _measure(command: Sequence[str], deadline: float) -> tuple[str, float, float
         games = min(64, session.hello.games_per_process)
         asked = [0]
         began = time.perf_counter()
-        play(
+        play_session(
             session,
-            [start(f"c-speed-{k}", 700 + k, [{"player": "distill"}] * n, 30) for k in range(games)],
+            [start_message(f"c-speed-{k}", 700 + k, [{"player": "distill"}] * n, 30) for k in range(games)],
             first_legal,
             on_request=lambda r: asked.__setitem__(0, asked[0] + 1),
         )
         rate = asked[0] / (time.perf_counter() - began)
-        session.send(start("c-latency", 800, [{"player": "distill"}] * n, 30))
+        session.send(start_message("c-latency", 800, [{"player": "distill"}] * n, 30))
         trips = []
         while len(trips) < 200:
             sent = time.perf_counter()

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from toolkit.engine.wire import FrameBuffer, FrameError, decode, encode
+from toolkit.engine.wire import FrameBuffer, FrameError, decode, encode_frame
 from toolkit.errors import EngineError
 from toolkit.schema.engine import MAX_FRAME_BYTES
 
@@ -160,7 +160,7 @@ class EngineProcess:
                 Distill first is a race), or closed its input and runs on.
         """
         try:
-            self.stdin.write(encode(message))
+            self.stdin.write(encode_frame(message))
             self.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             status = self.exit_status(ended=True)

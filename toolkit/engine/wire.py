@@ -2,7 +2,7 @@
 
 :class:`FrameBuffer` cuts what a pipe delivered into frames (a partial line
 waits for the rest; a line longer than the cap is an error, never buffered
-without end); :func:`encode` writes one. Both sides of the protocol use
+without end); :func:`encode_frame` writes one. Both sides of the protocol use
 them: the driver over its engine processes' pipes, the built-in engine over
 its standard input and output.
 """
@@ -21,7 +21,7 @@ class FrameError(Exception):
     """A frame that is not one JSON object, or is longer than the cap."""
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode_frame(message: dict[str, Any]) -> bytes:
     """One frame: the message as compact JSON and a newline."""
     return orjson.dumps(message) + b"\n"
 

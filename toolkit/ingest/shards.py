@@ -80,7 +80,7 @@ def staging_for(layout: Layout, folder: Path) -> ShardStaging | None:
     location = remote.location_of(layout)
     if location is None:
         return None
-    if not remote.has_table(location):
+    if not remote.location_has_table(location):
         Lake.open(layout, write=True).close()
     return ShardStaging(location=location.uri, recorded=layout.stored(folder))
 

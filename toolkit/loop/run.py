@@ -287,7 +287,7 @@ class _Loop:
         name = StepName.ACCEPT if status == "accepted" else StepName.REJECT
         self._step(
             name,
-            batches.run,
+            batches.batches_step,
             batches.BatchStatusInput(batches=found, status=status, reason=reason),
             batches.BatchStatusResult,
         )
@@ -298,7 +298,7 @@ class _Loop:
         boot, gen = self.config.bootstrap, self._gen()
         logs = self._step(
             StepName.SIMULATE,
-            simulate.run,
+            simulate.simulate_step,
             simulate.SimulateInput(games=boot.games, players=list(boot.players), logs=[str(p) for p in boot.logs]),
             simulate.SimulateStepResult,
         )
@@ -312,7 +312,7 @@ class _Loop:
             return
         data = self._step(  # gated: all the data the run trains on, the lake's copies of its games included
             StepName.DATA_GATE,
-            data_gate.run,
+            data_gate.data_gate_step,
             data_gate.DataGateInput(batches=sorted({*found, *ingested.held_by})),
             data_gate.DataGateResult,
         )
@@ -349,7 +349,7 @@ class _Loop:
 
     def _attempt(self, g: int) -> tuple[bool, str]:
         """Self-play, gate and merge the teacher's data, then train and gate the student."""
-        play = self._step(StepName.SELFPLAY, selfplay.run, self._selfplay_input(g), selfplay.SelfPlayResult)
+        play = self._step(StepName.SELFPLAY, selfplay.selfplay_step, self._selfplay_input(g), selfplay.SelfPlayResult)
         found = self._ingest([str(f) for f in play.export.files], own=True, staged=play.export.staged).batches
         baseline = self.state.current_ppo or self.state.current_student
         gate = self._step(
@@ -361,7 +361,10 @@ class _Loop:
         if not gate.passed:
             return self._reject(found, f"PPO gate: {gate.reason}")
         data = self._step(
-            StepName.DATA_GATE, data_gate.run, data_gate.DataGateInput(batches=found), data_gate.DataGateResult
+            StepName.DATA_GATE,
+            data_gate.data_gate_step,
+            data_gate.DataGateInput(batches=found),
+            data_gate.DataGateResult,
         )
         if not data.passed:
             return self._reject(found, f"data gate: {data.reason}")
@@ -390,10 +393,10 @@ class _Loop:
         with ``retention: delete``, delete them if the loop wrote them (``own``) and they were read (a file that
         could not be read stays)."""
         step = ingest.IngestInput(files=files, staged=staged)
-        ingested = self._step(StepName.INGEST, ingest.run, step, ingest.IngestStepResult)
+        ingested = self._step(StepName.INGEST, ingest.ingest_step, step, ingest.IngestStepResult)
         done = [f for f in files if f not in set(ingested.failed)] if own else []
         if self.config.retention == "delete" and done:
-            self._step(StepName.RETAIN, retain.run, retain.RetainInput(files=done), retain.RetainResult)
+            self._step(StepName.RETAIN, retain.retain_step, retain.RetainInput(files=done), retain.RetainResult)
         return ingested
 
     def _reject(self, found: list[str], reason: str) -> tuple[bool, str]:
@@ -473,13 +476,13 @@ class _Loop:
         gen = self._gen()
         built = self._step(
             StepName.BUILD,
-            build.run,
+            build.build_step,
             build.BuildInput(own_batches=sorted(self.state.batches()), leave_out=sorted(self._old_teacher_batches())),
             build.BuildStepResult,
         )
         trained = self._step(
             StepName.TRAIN_STUDENT,
-            student.run,
+            student.student_step,
             student.StudentInput(
                 dataset=built.name,
                 fingerprint=built.fingerprint,
@@ -489,7 +492,7 @@ class _Loop:
         )
         verdict = self._step(
             StepName.ACCURACY_GUARD,
-            guard.run,
+            guard.guard_step,
             guard.GuardInput(
                 candidate=trained.checkpoint,
                 previous=self.state.current_student,
@@ -518,7 +521,7 @@ class _Loop:
             reference = saved.result["folder"] if saved else None
         self._step(
             StepName.EVALUATE,
-            evaluate.run,
+            evaluate.evaluate_step,
             evaluate.EvaluateInput(
                 models=models, reference=reference, seed=derive_seed(self.config.seed, SeedSlot.EVALUATION)
             ),
@@ -535,7 +538,7 @@ class _Loop:
         start = saved.result["checkpoint"] if saved and probe.start == "bootstrap_student" else None
         self._step(
             StepName.EXPLOIT,
-            exploit.run,
+            exploit.exploit_step,
             exploit.ExploitInput(
                 target=self.state.current_student,
                 start=start,
@@ -547,7 +550,7 @@ class _Loop:
     def _rate(self, g: int) -> None:
         self._step(
             StepName.RATINGS,
-            ratings.run,
+            ratings.ratings_step,
             ratings.RatingsInput(
                 pool=self.layout.stored(self.run_folder.ratings_path),
                 tournament=generation_label(g),

@@ -248,7 +248,7 @@ def _finish(
 ) -> LabelCheckResult:
     import pyarrow.compute as pc
 
-    from toolkit.quality.report_html import write_report
+    from toolkit.quality.report_html import write_labels_report
 
     def count(name: str) -> int:
         return int(pc.sum(scores.column(name)).as_py() or 0)
@@ -277,7 +277,7 @@ def _finish(
     result.seconds = round(time.perf_counter() - started, 3)  # the work; writing is the record's
     if config.write:
         info = write_scores(layout, dataset, scores, _info(dataset, config, result))
-        html = write_report(layout, result, info)
+        html = write_labels_report(layout, result, info)
         result.paths = {
             "scores": layout.stored(layout.label_scores(dataset.name, dataset.fingerprint)),
             "record": layout.stored(layout.label_scores_info(dataset.name, dataset.fingerprint)),

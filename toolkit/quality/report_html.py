@@ -31,16 +31,16 @@ if TYPE_CHECKING:
 ISSUE_ROWS: Final = 50
 
 
-def write_report(layout: Layout, result: LabelCheckResult, info: LabelScoresInfo) -> Path:
+def write_labels_report(layout: Layout, result: LabelCheckResult, info: LabelScoresInfo) -> Path:
     """Write ``reports/check-labels-<name>-<fp>-<time>.{html,json}``; returns the HTML's path."""
     stem = f"check-labels-{result.dataset}-{result.fingerprint[:12]}-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S%f}"
     html = layout.reports / f"{stem}.html"
     write_text_atomic(layout.reports / f"{stem}.json", result.model_dump_json(indent=1) + "\n")
-    write_text_atomic(html, render_html(result, info))
+    write_text_atomic(html, render_labels_html(result, info))
     return html
 
 
-def render_html(result: LabelCheckResult, info: LabelScoresInfo) -> str:
+def render_labels_html(result: LabelCheckResult, info: LabelScoresInfo) -> str:
     title = f"label check: {result.dataset} {result.fingerprint}"
     body = "\n".join([_verdict(result), _checked(result, info), _groups(result), _issues(result)])
     return (

@@ -30,12 +30,12 @@ def _layout(request: Request):  # noqa: ANN202 - the app's Layout
 
 
 @router.get("/runs", response_model=list[RunStatus], summary="Every loop run of the data root")
-def runs(request: Request) -> list[RunStatus]:
+def get_runs(request: Request) -> list[RunStatus]:
     return list_runs(_layout(request))
 
 
 @router.get("/distill/status", response_model=RunStatus, summary="Where a loop run stands")
-def status(request: Request, name: Name = "demo") -> RunStatus:
+def get_status(request: Request, name: Name = "demo") -> RunStatus:
     return run_status(_layout(request), name)
 
 
@@ -44,20 +44,20 @@ def status(request: Request, name: Name = "demo") -> RunStatus:
     response_model=control.ControlResult,
     summary="Start a new loop run in its own process (429 when the server runs as many loops as it allows)",
 )
-def start(request: Request, ask: control.StartRequest) -> control.ControlResult:
-    return control.start(_layout(request), ask, request.app.state.slots)
+def post_start(request: Request, ask: control.StartRequest) -> control.ControlResult:
+    return control.start_run(_layout(request), ask, request.app.state.slots)
 
 
 @router.post("/distill/stop", response_model=control.ControlResult, summary="Stop a loop run at its next step boundary")
-def stop(request: Request, run: control.RunRef) -> control.ControlResult:
-    return control.stop(_layout(request), run.name)
+def post_stop(request: Request, run: control.RunRef) -> control.ControlResult:
+    return control.stop_run(_layout(request), run.name)
 
 
 @router.post(
     "/distill/pause", response_model=control.ControlResult, summary="Pause a loop run at its next step boundary"
 )
-def pause(request: Request, run: control.RunRef) -> control.ControlResult:
-    return control.pause(_layout(request), run.name)
+def post_pause(request: Request, run: control.RunRef) -> control.ControlResult:
+    return control.pause_run(_layout(request), run.name)
 
 
 @router.post(
@@ -65,8 +65,8 @@ def pause(request: Request, run: control.RunRef) -> control.ControlResult:
     response_model=control.ControlResult,
     summary="Resume a paused, stopped or interrupted loop run in its own process",
 )
-def resume(request: Request, run: control.RunRef) -> control.ControlResult:
-    return control.resume(_layout(request), run.name, request.app.state.slots)
+def post_resume(request: Request, run: control.RunRef) -> control.ControlResult:
+    return control.resume_run(_layout(request), run.name, request.app.state.slots)
 
 
 @router.get(
@@ -74,7 +74,7 @@ def resume(request: Request, run: control.RunRef) -> control.ControlResult:
     response_model=list[GenerationRecord],
     summary="Each finished generation's record (the trends view; as `distill loop history --json`)",
 )
-def generations(request: Request, name: Name = "demo") -> list[GenerationRecord]:
+def get_generations(request: Request, name: Name = "demo") -> list[GenerationRecord]:
     run_status(_layout(request), name)  # 404 for an unknown run
     return views.generations(_layout(request), name)
 
@@ -84,9 +84,9 @@ def generations(request: Request, name: Name = "demo") -> list[GenerationRecord]
     response_model=list[views.RatingsPoint],
     summary="The rating table after each generation (the Elo / OpenSkill history)",
 )
-def ratings(request: Request, name: Name = "demo") -> list[views.RatingsPoint]:
+def get_ratings(request: Request, name: Name = "demo") -> list[views.RatingsPoint]:
     run_status(_layout(request), name)
-    return views.ratings(views.generations(_layout(request), name))
+    return views.ratings_points(views.generations(_layout(request), name))
 
 
 @router.get(
@@ -94,14 +94,14 @@ def ratings(request: Request, name: Name = "demo") -> list[views.RatingsPoint]:
     response_model=list[views.CompositionPoint],
     summary="The student's training rows per generation, by source (Forge-role vs PPO and the rest)",
 )
-def composition(request: Request, name: Name = "demo") -> list[views.CompositionPoint]:
+def get_composition(request: Request, name: Name = "demo") -> list[views.CompositionPoint]:
     run_status(_layout(request), name)
     layout = _layout(request)
-    return views.composition(views.generations(layout, name), layout)
+    return views.composition_points(views.generations(layout, name), layout)
 
 
 @router.get("/distill/run", response_model=views.RunDetail, summary="Everything the run page shows")
-def run_detail(request: Request, name: Name = "demo") -> views.RunDetail:
+def get_run_detail(request: Request, name: Name = "demo") -> views.RunDetail:
     return views.run_detail(_layout(request), name)
 
 
@@ -110,7 +110,7 @@ def run_detail(request: Request, name: Name = "demo") -> views.RunDetail:
     response_model=views.LakeSummary,
     summary="Rows by source and generation, quarantined lines by reason, the latest batches",
 )
-def lake(request: Request) -> views.LakeSummary:
+def get_lake(request: Request) -> views.LakeSummary:
     return views.lake_summary(_layout(request))
 
 
@@ -127,7 +127,7 @@ class ApiError(BaseModel):
     responses={422: {"model": ApiError, "description": "Invalid names, or not 2 to 8 runs."}},
     summary="Two or more runs side by side: strength per generation, composition, ratings",
 )
-def compare(
+def get_compare(
     request: Request,
     runs: Annotated[list[str], Query(description="Run names: runs=a,b or runs=a&runs=b (2 to 8).")],
 ) -> RunComparison:

@@ -16,7 +16,7 @@ from toolkit.loop.state import RunFolder
 from toolkit.ratings import Standing
 from toolkit.serve import charts as specs
 from toolkit.serve.generations import GenerationRow, generation_rows, table_label
-from toolkit.serve.views import composition, generations, run_config
+from toolkit.serve.views import composition_points, generations, run_config
 
 MAX_RUNS: Final = 8
 
@@ -60,7 +60,7 @@ def comparison(layout: Layout, names: Sequence[str]) -> RunComparison:
         RunFolder(layout, name).load()  # an unknown run: RunNotFoundError (404)
         records = generations(layout, name)
         config = run_config(layout, name)
-        shares = composition(records, layout)
+        shares = composition_points(records, layout)
         rated = [r for r in records if r.ratings]
         runs.append(
             ComparedRun(

@@ -73,7 +73,7 @@ class ControlResult(BaseModel):
 _spawn_lock = threading.Lock()
 
 
-def start(layout: Layout, ask: StartRequest, slots: LoopSlots) -> ControlResult:
+def start_run(layout: Layout, ask: StartRequest, slots: LoopSlots) -> ControlResult:
     """Spawn a new loop run; refused if a run of that name exists.
 
     Raises:
@@ -99,7 +99,7 @@ def start(layout: Layout, ask: StartRequest, slots: LoopSlots) -> ControlResult:
     return ControlResult(action="start", message=f"loop {config.name} started", status=run_status(layout, config.name))
 
 
-def resume(layout: Layout, name: str, slots: LoopSlots) -> ControlResult:
+def resume_run(layout: Layout, name: str, slots: LoopSlots) -> ControlResult:
     """Spawn ``loop resume`` for a run no process runs (paused, stopped, interrupted, failed).
 
     Raises:
@@ -116,7 +116,7 @@ def resume(layout: Layout, name: str, slots: LoopSlots) -> ControlResult:
     return ControlResult(action="resume", message=f"loop {name} resumed", status=run_status(layout, name))
 
 
-def pause(layout: Layout, name: str) -> ControlResult:
+def pause_run(layout: Layout, name: str) -> ControlResult:
     """Ask a running loop to pause at its next step boundary.
 
     Raises:
@@ -131,7 +131,7 @@ def pause(layout: Layout, name: str) -> ControlResult:
     )
 
 
-def stop(layout: Layout, name: str) -> ControlResult:
+def stop_run(layout: Layout, name: str) -> ControlResult:
     """Ask a running loop to stop at its next step boundary; a paused or interrupted run is marked stopped at once.
 
     Raises:

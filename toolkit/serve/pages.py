@@ -95,7 +95,7 @@ async def start_form(request: Request) -> Response:
                 "seed": fields.get("seed") or None,
             }
         )
-        result = control.start(layout, ask, request.app.state.slots)
+        result = control.start_run(layout, ask, request.app.state.slots)
     except (DistillError, ValueError) as error:
         return _page(
             request, "index.html", status_code=_code(error), runs=list_runs(layout), error=_say(error), form=fields
@@ -107,9 +107,9 @@ async def start_form(request: Request) -> Response:
 def control_form(request: Request, name: str, action: str) -> Response:
     layout, slots = request.app.state.layout, request.app.state.slots
     acts = {
-        "pause": lambda: control.pause(layout, name),
-        "resume": lambda: control.resume(layout, name, slots),
-        "stop": lambda: control.stop(layout, name),
+        "pause": lambda: control.pause_run(layout, name),
+        "resume": lambda: control.resume_run(layout, name, slots),
+        "stop": lambda: control.stop_run(layout, name),
     }
     if action not in acts:
         return _page(request, "error.html", status_code=404, error=f"unknown control {action!r}")

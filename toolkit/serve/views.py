@@ -158,11 +158,11 @@ def generations(layout: Layout, name: str) -> list[GenerationRecord]:
     return [GenerationRecord.model_validate(r) for r in RunFolder(layout, name).records()]
 
 
-def ratings(records: list[GenerationRecord]) -> list[RatingsPoint]:
+def ratings_points(records: list[GenerationRecord]) -> list[RatingsPoint]:
     return [RatingsPoint(generation=r.generation, standings=r.ratings) for r in records if r.ratings]
 
 
-def composition(records: list[GenerationRecord], layout: Layout | None = None) -> list[CompositionPoint]:
+def composition_points(records: list[GenerationRecord], layout: Layout | None = None) -> list[CompositionPoint]:
     """Each generation's training rows by source, and the build they are (with ``layout``, the lake version it
     read, from its manifest)."""
     points = []
@@ -202,8 +202,8 @@ def run_detail(layout: Layout, name: str) -> RunDetail:
     config = run_config(layout, name)
     rejected = loop_frames.rejected_batches(layout, name).to_dicts() if layout.catalog.exists() else []
     rows = generation_rows(records)
-    points = ratings(records)
-    shares = composition(records, layout)
+    points = ratings_points(records)
+    shares = composition_points(records, layout)
     tensorboard, install = tensorboard_note(run)
     return RunDetail(
         name=name,

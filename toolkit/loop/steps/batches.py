@@ -20,7 +20,7 @@ class BatchStatusResult(BaseModel):
     reason: str
 
 
-def run(ctx: StepContext, step: BatchStatusInput) -> BatchStatusResult:
+def batches_step(ctx: StepContext, step: BatchStatusInput) -> BatchStatusResult:
     if step.batches:
         with Lake.open(ctx.layout, write=True, wait=ctx.catalog_wait) as lake:
             lake.review(step.batches, step.status, step.reason)

@@ -39,7 +39,7 @@ class BuildStepResult(BaseModel):
     batches: list[str]
 
 
-def run(ctx: StepContext, step: BuildInput) -> BuildStepResult:
+def build_step(ctx: StepContext, step: BuildInput) -> BuildStepResult:
     """Build ``loop-<name>`` from every usable batch: not rejected, not retired, not another run's, not left out."""
     from toolkit.datasets.build import build_dataset
 

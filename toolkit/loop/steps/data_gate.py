@@ -19,7 +19,7 @@ class DataGateResult(BaseModel):
     warnings: int = 0
 
 
-def run(ctx: StepContext, step: DataGateInput) -> DataGateResult:
+def data_gate_step(ctx: StepContext, step: DataGateInput) -> DataGateResult:
     config = ctx.config
     if not config.data_gate or not step.batches:
         return DataGateResult(

@@ -49,7 +49,7 @@ class EvaluationStepResult(BaseModel):
     folder: str  # relative to the data root
 
 
-def run(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
+def evaluate_step(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
     from toolkit.train.agents import policy_blob
     from toolkit.train.evaluate import EvaluateConfig, compare, evaluate, read_evaluation, write_evaluation
 

@@ -15,7 +15,7 @@ class GuardInput(BaseModel):
     fingerprint: str
 
 
-def run(ctx: StepContext, step: GuardInput) -> GuardVerdict:
+def guard_step(ctx: StepContext, step: GuardInput) -> GuardVerdict:
     from toolkit.datasets.dataset import open_dataset
 
     dataset = open_dataset(ctx.layout, step.dataset, step.fingerprint)

@@ -26,7 +26,7 @@ class IngestStepResult(BaseModel):
     held_by: list[str] = []  # the batches holding them (another run's, say, that played the same seed)
 
 
-def run(ctx: StepContext, step: IngestInput) -> IngestStepResult:
+def ingest_step(ctx: StepContext, step: IngestInput) -> IngestStepResult:
     """Ingest the files; the counts are the catalog's for their batches, so a re-run after a crash that came
     between the catalog's commit and the step's saved result (the files are then already ingested) records the
     same result."""

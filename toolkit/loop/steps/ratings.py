@@ -23,7 +23,7 @@ class RatingsResult(BaseModel):
     standings: list[Standing]
 
 
-def run(ctx: StepContext, step: RatingsInput) -> RatingsResult:
+def ratings_step(ctx: StepContext, step: RatingsInput) -> RatingsResult:
     from toolkit.train.agents import PlayerRef, player_from_ref, policy_blob
 
     entrants: dict[str, PlayerRef] = {name: name for name in ctx.config.tournament.baselines}

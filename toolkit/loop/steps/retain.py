@@ -26,7 +26,7 @@ class RetainResult(BaseModel):
     deleted: list[str]  # every file of the input, now gone
 
 
-def run(ctx: StepContext, step: RetainInput) -> RetainResult:
+def retain_step(ctx: StepContext, step: RetainInput) -> RetainResult:
     """Delete the run's own ingested logs.
 
     Raises:

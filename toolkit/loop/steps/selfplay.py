@@ -49,7 +49,7 @@ class SelfPlayResult(BaseModel):
     )
 
 
-def run(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
+def selfplay_step(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
     from toolkit.train.checkpoints import CARD_SUFFIX
     from toolkit.train.export import ExportConfig
     from toolkit.train.policy import PolicySpec

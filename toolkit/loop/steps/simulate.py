@@ -25,7 +25,7 @@ class SimulateStepResult(BaseModel):
     )
 
 
-def run(ctx: StepContext, step: SimulateInput) -> SimulateStepResult:
+def simulate_step(ctx: StepContext, step: SimulateInput) -> SimulateStepResult:
     from toolkit.game.simulate import SimulateConfig, simulate
 
     if step.logs:

@@ -28,7 +28,7 @@ class StudentResult(BaseModel):
     samples_per_second: float
 
 
-def run(ctx: StepContext, step: StudentInput) -> StudentResult:
+def student_step(ctx: StepContext, step: StudentInput) -> StudentResult:
     from toolkit.train.bc import train_bc
 
     config = bc_config(ctx.config.student, step, seed=ctx.seed, generation=ctx.generation)
