@@ -71,7 +71,8 @@ def precision(layout, scored, flipped: set) -> str:  # noqa: ANN001
 
 
 def student(layout, name: str, epochs: int) -> Path:  # noqa: ANN001
-    from toolkit.train.bc import BCConfig, train_bc
+    from toolkit.train.bc import train_bc
+    from toolkit.train.config import BCConfig
 
     return train_bc(layout, BCConfig(dataset=name, epochs=epochs, seed=0, run_id=f"bench-{name}")).checkpoint
 
@@ -100,7 +101,8 @@ def main() -> None:
     from toolkit.datasets.dataset import HOLDOUT, open_dataset
     from toolkit.train.agents import policy_blob
     from toolkit.train.bc import read_split
-    from toolkit.train.evaluate import EvaluateConfig, compare, evaluate
+    from toolkit.train.config import EvaluateConfig
+    from toolkit.train.evaluate import compare, evaluate
 
     torch.set_num_threads(1)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -74,8 +74,9 @@ def child_evaluate(games: int, where: str) -> None:
     from toolkit.engine.driver import EngineConfig
     from toolkit.game.players import PolicyPlayer
     from toolkit.jobs.config import BackendConfig
-    from toolkit.train.evaluate import EvaluateConfig, evaluate
-    from toolkit.train.policy import ActorNet, PolicySpec, greedy_policy
+    from toolkit.train.config import EvaluateConfig, PolicySpec
+    from toolkit.train.evaluate import evaluate
+    from toolkit.train.policy import ActorNet, greedy_policy
 
     torch.manual_seed(0)
     policy = greedy_policy(ActorNet(PolicySpec()))

@@ -522,7 +522,8 @@ def export_file(games: int) -> tuple[Path, dict[str, Any]]:
     teacher is the tuned heuristic (no trained model to load: the rows, their dialect and compression are the
     export's)."""
     from toolkit.jobs.config import BackendConfig
-    from toolkit.train.export import SELF, ExportConfig, export_league_games
+    from toolkit.train.config import SELF, ExportConfig
+    from toolkit.train.export import export_league_games
 
     path, folder, cached = _cache_slot(f"export-{games}-s{SEED}", ".jsonl.zst")
     if cached is not None:

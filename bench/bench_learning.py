@@ -53,7 +53,8 @@ from toolkit.loop.state import RunFolder
 from toolkit.ratings import RatedGame, fit_ratings
 from toolkit.stats import wilson_interval
 from toolkit.train.agents import policy_blob
-from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
+from toolkit.train.config import EvaluateConfig
+from toolkit.train.evaluate import EvaluationResult, evaluate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import judged  # noqa: E402

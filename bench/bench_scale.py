@@ -45,7 +45,8 @@ POOL_TARGET = 1.8  # the process pool, warm, against in-process on 2 cores (the 
 
 def _checkpoint(folder: Path) -> Path:
     from toolkit.train import checkpoints
-    from toolkit.train.policy import ActorNet, PolicySpec
+    from toolkit.train.config import PolicySpec
+    from toolkit.train.policy import ActorNet
 
     torch.manual_seed(0)
     actor = ActorNet(PolicySpec())
@@ -55,7 +56,8 @@ def _checkpoint(folder: Path) -> Path:
 
 
 def _job(blob, out: Path, games: int, backend) -> tuple[float, str, int]:  # noqa: ANN001
-    from toolkit.train.export import SELF, ExportConfig, export_league_games
+    from toolkit.train.config import SELF, ExportConfig
+    from toolkit.train.export import export_league_games
 
     start = time.perf_counter()
     counts = export_league_games(

@@ -158,8 +158,8 @@ def ppo_figures(steps: int, baseline_steps: int, tmp: Path) -> dict[str, float]:
     from toolkit.game.env import CommanderEnv
     from toolkit.game.league import OpponentPool
     from toolkit.game.vec_env import CommanderVecEnv
-    from toolkit.train.export import ExportConfig
-    from toolkit.train.ppo import PPOConfig, train_ppo
+    from toolkit.train.config import ExportConfig, PPOConfig
+    from toolkit.train.ppo import train_ppo
 
     out: dict[str, float] = {}
     config = PPOConfig(total_steps=steps, eval_every=0, eval_games=4, run_id="bench", export=ExportConfig(games=1000))
@@ -209,8 +209,9 @@ def bc_figures(tmp: Path, games: int) -> dict[str, float]:
     from toolkit.game.simulate import SimulateConfig, simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
-    from toolkit.train.bc import BCConfig, read_split, train_bc
-    from toolkit.train.policy import ActorNet, PolicySpec
+    from toolkit.train.bc import read_split, train_bc
+    from toolkit.train.config import BCConfig, PolicySpec
+    from toolkit.train.policy import ActorNet
 
     layout = Layout.at(tmp / "home")
     logs = simulate(SimulateConfig(games=games, seed=1, out=tmp / "logs"))
@@ -252,7 +253,8 @@ def bc_figures(tmp: Path, games: int) -> dict[str, float]:
 
 def eval_figures(checkpoint: str) -> dict[str, float]:
     from toolkit.train.agents import load_agent
-    from toolkit.train.evaluate import EvaluateConfig, evaluate
+    from toolkit.train.config import EvaluateConfig
+    from toolkit.train.evaluate import evaluate
 
     agent = load_agent(Path(checkpoint))
     result = evaluate(agent.player, EvaluateConfig(opponents=("heuristic",) * 3, games=400, seed=3))

@@ -61,7 +61,7 @@ def profile_ppo(steps: int) -> None:
     from toolkit import features
     from toolkit.game import core, observation, players, rules, vec_env
     from toolkit.train import ppo
-    from toolkit.train.export import ExportConfig
+    from toolkit.train.config import ExportConfig
 
     for owner, name, key in [
         (ppo_mask.MaskablePPO, "learn", "sb3: learn loop"),

@@ -22,7 +22,8 @@ from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec, Protocol
 from toolkit.errors import EngineError
 from toolkit.game.players import PolicyPlayer
 from toolkit.loop.state import RunFolder
-from toolkit.train.evaluate import EvaluateConfig, evaluate
+from toolkit.train.config import EvaluateConfig
+from toolkit.train.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = Path(__file__).with_name("toy_engine.py")

@@ -17,8 +17,9 @@ from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.ratings import TournamentConfig, play_tournament
 from toolkit.train.agents import agent_from_blob, player_from_ref, policy_blob
-from toolkit.train.evaluate import EvaluateConfig, evaluate
-from toolkit.train.export import SELF, ExportConfig, export_league_games
+from toolkit.train.config import SELF, EvaluateConfig, ExportConfig
+from toolkit.train.evaluate import evaluate
+from toolkit.train.export import export_league_games
 
 INPROCESS = BackendConfig(kind="inprocess", shard_games=100)
 POOL = BackendConfig(kind="pool", workers=2, shard_games=100)

@@ -15,7 +15,7 @@ from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.quality.labels import LabelCheckConfig, LabelCheckResult, check_labels
 from toolkit.quality.noise import Key, flip_files
-from toolkit.train.policy import PolicySpec
+from toolkit.train.config import PolicySpec
 
 # The student's network at the loop's small size and fewer steps: the suite's time. The default (128x128, 2,000+
 # steps a fold) on more games is what bench/bench_labels.py measures against the figures.

@@ -24,7 +24,8 @@ from toolkit.quality.labels import check_labels
 from toolkit.schema import columns as col
 from toolkit.schema import scores as sc
 from toolkit.train import checkpoints
-from toolkit.train.policy import ActorNet, PolicySpec
+from toolkit.train.config import PolicySpec
+from toolkit.train.policy import ActorNet
 
 TINY_NET = FAST.model_copy(update={"policy": PolicySpec(pi=(16,), vf=(16,)), "min_steps": 20, "max_steps": 20})
 

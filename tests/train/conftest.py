@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from toolkit.train import checkpoints
-from toolkit.train.export import ExportConfig
-from toolkit.train.policy import ActorNet, PolicySpec
-from toolkit.train.ppo import PPOConfig
+from toolkit.train.config import ExportConfig, PolicySpec, PPOConfig
+from toolkit.train.policy import ActorNet
 
 SMALL = PolicySpec(pi=(32, 32), vf=(32, 32))
 

@@ -11,8 +11,9 @@ from tests.train.conftest import SMALL
 from toolkit.errors import BuildError
 from toolkit.train import checkpoints
 from toolkit.train.agents import load_agent
-from toolkit.train.bc import BCConfig, train_bc
-from toolkit.train.evaluate import EvaluateConfig, evaluate
+from toolkit.train.bc import train_bc
+from toolkit.train.config import BCConfig, EvaluateConfig
+from toolkit.train.evaluate import evaluate
 
 
 def _config(**overrides) -> BCConfig:

@@ -12,7 +12,8 @@ from tests.train.conftest import SMALL, save_actor
 from toolkit.errors import TrainError
 from toolkit.train import checkpoints
 from toolkit.train.agents import load_agent
-from toolkit.train.policy import ActorNet, PolicySpec
+from toolkit.train.config import PolicySpec
+from toolkit.train.policy import ActorNet
 
 
 def test_weights_round_trip_bit_exact_with_a_complete_card(tmp_path: Path) -> None:

@@ -115,7 +115,8 @@ def test_evaluate_vs_three_copies_of_a_checkpoint_is_a_head_to_head_against_the_
 def test_evaluate_vs_a_mixed_table_plays_the_checkpoint_in_its_seat(bc_checkpoint: Path) -> None:
     from toolkit.game.players import make_player
     from toolkit.train.agents import load_agent, policy_blob
-    from toolkit.train.evaluate import EvaluateConfig, evaluate
+    from toolkit.train.config import EvaluateConfig
+    from toolkit.train.evaluate import evaluate
 
     done = _evaluate(
         "--policy", str(bc_checkpoint), "--vs", f"heuristic,{bc_checkpoint},tuned", "--games", "32", "--json"

@@ -12,7 +12,8 @@ from toolkit.game import core
 from toolkit.game.players import make_player
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent, make_recurrent_policy
-from toolkit.train.evaluate import EvaluateConfig, compare, evaluate
+from toolkit.train.config import EvaluateConfig
+from toolkit.train.evaluate import compare, evaluate
 from toolkit.train.ppo import train_ppo
 
 

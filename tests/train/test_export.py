@@ -14,8 +14,9 @@ from toolkit.game.players import make_player
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.schema.models import DecisionSnapshot
-from toolkit.train.evaluate import EvaluateConfig, evaluate
-from toolkit.train.export import SELF, DecisionExporter, ExportConfig, draw_lineups, export_league_games
+from toolkit.train.config import SELF, EvaluateConfig, ExportConfig
+from toolkit.train.evaluate import evaluate
+from toolkit.train.export import DecisionExporter, draw_lineups, export_league_games
 
 
 def _episodes(n: int, seed: int = 0, illegal_every: int = 0) -> list[EpisodeRecord]:

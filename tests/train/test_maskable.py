@@ -12,8 +12,9 @@ from tests.train.test_policy import _observations
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE
 from toolkit.game.rules import N_ACTIONS
+from toolkit.train.config import PolicySpec
 from toolkit.train.maskable import DirectMaskablePolicy
-from toolkit.train.policy import PolicySpec
+from toolkit.train.policy import sb3_policy_kwargs
 
 
 def _pair(activation: str) -> tuple[MaskableActorCriticPolicy, DirectMaskablePolicy]:
@@ -21,8 +22,8 @@ def _pair(activation: str) -> tuple[MaskableActorCriticPolicy, DirectMaskablePol
     spec = PolicySpec(pi=(32, 16), vf=(24,), activation=activation)  # type: ignore[arg-type]
     spaces = (gym.spaces.Box(-np.inf, np.inf, (FEATURE_SIZE,), np.float32), gym.spaces.Discrete(N_ACTIONS))
     torch.manual_seed(0)
-    parent = MaskableActorCriticPolicy(*spaces, lambda _: 3e-4, **spec.sb3_kwargs())
-    ours = DirectMaskablePolicy(*spaces, lambda _: 3e-4, **spec.sb3_kwargs())
+    parent = MaskableActorCriticPolicy(*spaces, lambda _: 3e-4, **sb3_policy_kwargs(spec))
+    ours = DirectMaskablePolicy(*spaces, lambda _: 3e-4, **sb3_policy_kwargs(spec))
     ours.load_state_dict(parent.state_dict())
     return parent, ours
 

@@ -11,7 +11,8 @@ import torch
 from tests.train.conftest import SMALL, tiny_ppo
 from toolkit.errors import TrainError
 from toolkit.train import checkpoints, metrics
-from toolkit.train.bc import BCConfig, train_bc
+from toolkit.train.bc import train_bc
+from toolkit.train.config import BCConfig
 from toolkit.train.metrics import MetricsWriter
 from toolkit.train.ppo import train_ppo
 

@@ -11,13 +11,14 @@ from toolkit.errors import TrainError
 from toolkit.game import core, rules
 from toolkit.game.env import CommanderEnv
 from toolkit.game.players import make_player
+from toolkit.train.config import PolicySpec
 from toolkit.train.policy import (
     ActorNet,
-    PolicySpec,
     actor_state_from_sb3,
     greedy_forward,
     greedy_policy,
     sb3_greedy_policy,
+    sb3_policy_kwargs,
     warm_start,
 )
 
@@ -46,7 +47,7 @@ def _observations(n_games: int = 8) -> tuple[np.ndarray, np.ndarray]:
 def _ppo(spec: PolicySpec):
     from sb3_contrib import MaskablePPO
 
-    return MaskablePPO("MlpPolicy", CommanderEnv(), policy_kwargs=spec.sb3_kwargs(), seed=0, device="cpu")
+    return MaskablePPO("MlpPolicy", CommanderEnv(), policy_kwargs=sb3_policy_kwargs(spec), seed=0, device="cpu")
 
 
 def test_warm_started_ppo_policy_gives_the_bc_logits_and_actions() -> None:

@@ -13,8 +13,9 @@ from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.train import checkpoints
 from toolkit.train.agents import load_agent
-from toolkit.train.evaluate import EvaluateConfig, evaluate
-from toolkit.train.ppo import CurriculumStage, train_ppo
+from toolkit.train.config import CurriculumStage, EvaluateConfig
+from toolkit.train.evaluate import evaluate
+from toolkit.train.ppo import train_ppo
 
 
 def test_a_short_run_logs_evaluates_checkpoints_and_exports(tmp_path: Path) -> None:

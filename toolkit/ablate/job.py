@@ -50,8 +50,9 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
     from toolkit.jobs.config import BackendConfig
     from toolkit.loop.gates import holdout_accuracy
     from toolkit.train.agents import policy_blob
-    from toolkit.train.bc import BCConfig, train_bc
-    from toolkit.train.evaluate import EvaluateConfig, evaluate, write_evaluation
+    from toolkit.train.bc import train_bc
+    from toolkit.train.config import BCConfig, EvaluateConfig
+    from toolkit.train.evaluate import evaluate, write_evaluation
 
     job = jobs[shard.start]
     started = time.perf_counter()

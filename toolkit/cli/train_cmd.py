@@ -67,7 +67,7 @@ def _league(value: str | None) -> list[str] | None:
     """``--opponents``: player types and ``self`` as named; a checkpoint found as the other commands find one (as
     given, else under the data root)."""
     from toolkit.game.players import PLAYER_TYPES
-    from toolkit.train.export import SELF
+    from toolkit.train.config import SELF
 
     names = _names(value)
     return [n if n in (*PLAYER_TYPES, SELF) else str(checkpoint(Path(n))) for n in names] if names else None
@@ -104,7 +104,8 @@ def train_bc_command(
 ) -> None:
     """Behaviour cloning on a built dataset; holdout accuracy, recall and loss after every epoch."""
     from toolkit.config import load_config
-    from toolkit.train.bc import BCConfig, train_bc
+    from toolkit.train.bc import train_bc
+    from toolkit.train.config import BCConfig
 
     cfg = load_config(
         BCConfig,
@@ -188,7 +189,8 @@ def train_ppo_command(
     """PPO self-play on the Distill game (or, with --engine, in that engine: league player types as its AI
     profiles, outcome rewards only): evaluation in pods, best checkpoint, decision export."""
     from toolkit.config import load_config
-    from toolkit.train.ppo import PPOConfig, train_ppo
+    from toolkit.train.config import PPOConfig
+    from toolkit.train.ppo import train_ppo
 
     cfg = load_config(
         PPOConfig,
@@ -280,8 +282,9 @@ def evaluate_command(
     """
     from toolkit.config import load_config
     from toolkit.train.agents import player_refs, policy_blob
-    from toolkit.train.evaluate import EvaluateConfig, evaluate
+    from toolkit.train.config import EvaluateConfig
     from toolkit.train.evaluate import compare as compare_results
+    from toolkit.train.evaluate import evaluate
 
     names = _names(vs) or []
     cfg = load_config(

@@ -56,7 +56,8 @@ from toolkit.loop.config import (
 )
 from toolkit.stats import Z95, MeanSPRT
 from toolkit.train.agents import PlayerRef, PolicyBlob
-from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
+from toolkit.train.config import EvaluateConfig
+from toolkit.train.evaluate import EvaluationResult, evaluate
 
 
 class GateRound(BaseModel):

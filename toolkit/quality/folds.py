@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from toolkit.train.bc import fit_rows, masked_probabilities
-from toolkit.train.policy import PolicySpec
+from toolkit.train.config import PolicySpec
 
 
 def assign_folds(game_ids: np.ndarray, folds: int, seed: int) -> np.ndarray:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from toolkit.datasets.scores import GroupRate
 from toolkit.limits import MAX_BATCH, MAX_SEED, MAX_UPDATES
 from toolkit.quality.rates import read_rate
-from toolkit.train.policy import PolicySpec
+from toolkit.train.config import PolicySpec
 
 
 class LabelCheckConfig(BaseModel):

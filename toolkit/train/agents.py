@@ -32,7 +32,8 @@ from toolkit.game.players import PLAYER_TYPES, DecisionBatch, Player, PolicyPlay
 from toolkit.jobs.worker import cached
 from toolkit.layout import generation_label
 from toolkit.train.checkpoints import ModelCard, card_path, load_tensors, read_weights, tensors_from_bytes
-from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, check_spec, greedy_policy
+from toolkit.train.config import PolicySpec
+from toolkit.train.policy import ActorNet, actor_state_from_sb3, check_spec, greedy_policy, sb3_policy_kwargs
 
 FALLBACK_ACTION = rules.PASS  # what an illegal request becomes: always legal
 DEFAULT_LSTM_HIDDEN = 128  # a recurrent card that names no LSTM size
@@ -233,7 +234,7 @@ def make_recurrent_policy(spec: PolicySpec, lstm_hidden: int) -> Any:
 
     env = CommanderEnv()
     return RecurrentActorCriticPolicy(
-        env.observation_space, env.action_space, lambda _: 0.0, lstm_hidden_size=lstm_hidden, **spec.sb3_kwargs()
+        env.observation_space, env.action_space, lambda _: 0.0, lstm_hidden_size=lstm_hidden, **sb3_policy_kwargs(spec)
     )
 
 

@@ -30,93 +30,25 @@ import warnings
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
 from toolkit.datasets.dataset import FEATURES, HOLDOUT, LABEL, LEGAL_MASK, SAMPLE_WEIGHT, TRAIN, Dataset, open_dataset
-from toolkit.datasets.ref import split_build_field
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import Layout
-from toolkit.limits import MAX_BATCH, MAX_COEF, MAX_EPOCHS, MAX_MB, MAX_ROWS, MAX_SEED
 from toolkit.progress import Progress, ProgressFn
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.train import checkpoints
+from toolkit.train.config import BCConfig, PolicySpec
 from toolkit.train.metrics import MetricsWriter
-from toolkit.train.policy import ActorNet, PolicySpec
+from toolkit.train.policy import ActorNet
 
 _COLUMNS = [FEATURES, LABEL, LEGAL_MASK, SAMPLE_WEIGHT]
-
-
-class BCConfig(BaseModel):
-    """Everything `distill train bc` does; each field is a YAML key and most are flags."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    dataset: str = Field(description="The built dataset's name (--dataset NAME, or NAME@FINGERPRINT).")
-    fingerprint: str | None = Field(None, description="A specific build of it; default: its latest (--fingerprint).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_build_reference(cls, data: Any) -> Any:
-        return split_build_field(data, "dataset")
-
-    allow_retired: bool = Field(
-        False,
-        description="Train on a build that read batches the lake has retired since (--allow-retired); without it, "
-        "such a build is refused, naming each batch and why it was retired.",
-    )
-    run_id: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
-        description="Names this run's files; default: UTC time + random suffix (--run-id).",
-    )
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds the initial weights and the shuffles (--seed).")
-    epochs: int = Field(20, ge=1, le=10_000, description="Most passes over the train split (--epochs).")
-    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per gradient step (--batch-size).")
-    read_batch_rows: int = Field(
-        65_536, ge=1, le=MAX_ROWS, description="Rows read from Parquet at a time (and shuffled together)."
-    )
-    cache_mb: int = Field(
-        2048,
-        ge=0,
-        le=MAX_MB,
-        description="Keep the decoded train split in memory across epochs when it takes at most this many MiB "
-        "(0: read it from Parquet every epoch). The minibatches are the same either way.",
-    )
-    learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate (--lr).")
-    weight_decay: float = Field(0.0, ge=0, le=MAX_COEF, description="Adam weight decay.")
-    use_sample_weights: bool = Field(True, description="Weight each row's loss by its sample_weight.")
-    class_weighting: Literal["none", "balanced"] = Field(
-        "none", description="balanced: also weight rows by the inverse frequency of their label (--class-weighting)."
-    )
-    select: Literal["holdout_loss", "last_epoch"] = Field(
-        "holdout_loss",
-        description="Which weights to keep: those of the lowest holdout loss (early stopping), or the "
-        "last epoch's (for a student distilled from a teacher that plays unlike the holdout's source) (--select).",
-    )
-    patience: int = Field(
-        3, ge=1, le=MAX_EPOCHS, description="Epochs without holdout-loss improvement before stopping (--patience)."
-    )
-    min_delta: float = Field(
-        1e-4, ge=0, le=MAX_COEF, description="Smallest holdout-loss decrease that counts as improvement."
-    )
-    policy: PolicySpec = Field(
-        default_factory=PolicySpec, description="Network shape (must match PPO's to warm-start)."
-    )
-    generation: int | None = Field(
-        None, ge=0, le=999, description="Loop generation stamped on the card (--generation)."
-    )
-    torch_threads: int = Field(1, ge=1, le=64, description="torch threads (1 is fastest for small nets on 2 cores).")
-    tensorboard: bool | None = Field(
-        None,
-        description="Training curves as TensorBoard event files too: None when "
-        "the tensorboard package is installed, True to require it (CSV is always written).",
-    )
 
 
 class EpochMetrics(BaseModel):

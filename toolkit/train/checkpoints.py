@@ -34,7 +34,7 @@ from toolkit.features import FEATURE_SIZE, FEATURE_VERSION
 from toolkit.layout import CARD_FORMAT_VERSION, FINGERPRINT_PATTERN, NAME_PATTERN, Layout
 from toolkit.schema.vocab import N_ACTIONS
 from toolkit.storage import file_sha256, read_versioned, temporary_sibling, write_text_atomic
-from toolkit.train.policy import PolicySpec
+from toolkit.train.config import PolicySpec
 
 Kind = Literal["bc", "ppo", "ppo-recurrent"]
 KINDS: Final = ("bc", "ppo", "ppo-recurrent")

@@ -27,46 +27,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, Field, computed_field
 
 from toolkit.errors import ConfigError
-from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
+from toolkit.game import core, rules
 from toolkit.game.lineup import UNKNOWN, Entrant
 from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import EVALUATION_FORMAT_VERSION
-from toolkit.limits import MAX_BATCH, MAX_GAMES, MAX_SEED, MaxRounds
 from toolkit.stats import Z95, wilson_interval
 from toolkit.storage import read_versioned, write_text_atomic
 from toolkit.train.agents import PlayerRef, PolicyBlob, entrant, player_from_ref, player_refs, ref_name
+from toolkit.train.config import EvaluateConfig
 from toolkit.train.export import DecisionExporter
 
 if TYPE_CHECKING:
     from toolkit.engine.driver import Decider, EngineConfig
-
-
-class EvaluateConfig(BaseModel):
-    """How to evaluate."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    opponents: tuple[str, ...] = Field(
-        ("heuristic",) * 3,
-        min_length=1,
-        max_length=5,
-        description="Players in the other seats, in seat order: player types (random, heuristic, tuned) and "
-        "checkpoints (card paths), mixed as you like (--vs).",
-    )
-    games: int = Field(
-        200, ge=1, le=MAX_GAMES, description="Games in all, rounded up to a multiple of the pod size (--games)."
-    )
-    seed: int = Field(
-        0, ge=0, le=MAX_SEED, description="Seed of the deals; the same deals are replayed for every seat (--seed)."
-    )
-    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
-    batch_size: int = Field(256, ge=1, le=MAX_BATCH, description="Games stepped at once.")
 
 
 class Outcome(BaseModel):

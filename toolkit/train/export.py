@@ -30,11 +30,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from toolkit.engine.driver import EngineConfig, EngineGame
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
@@ -47,39 +47,11 @@ from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import generation_label
-from toolkit.limits import MAX_GAMES, MAX_ROWS
 from toolkit.train.agents import PlayerRef, entrant, player_from_ref
+from toolkit.train.config import SELF, ExportConfig
 from toolkit.train.engine_export import engine_records
 
 _GAME_FIELDS = ("game", "winner", "truncated", "placement", "archetype", "commander", "decisions")
-
-
-class ExportConfig(BaseModel):
-    """Which decisions the exporter writes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = Field(True, description="Write the learner's decisions at all (--no-export turns it off).")
-    games: int = Field(
-        1000,
-        ge=0,
-        le=MAX_GAMES,
-        description="Games the trained policy plays against the league after training, "
-        "its decisions written as the teacher's labels (--export-games).",
-    )
-    only_wins: bool = Field(
-        False,
-        description="Keep only episodes the agent won (--wins-only); by default every "
-        "episode: a teacher's play is worth learning in the games it loses too.",
-    )
-    min_decisions: int = Field(
-        3, ge=1, le=MAX_ROWS, description="Skip episodes with fewer learner decisions than this."
-    )
-    episodes_per_flush: int = Field(
-        256, ge=1, le=MAX_GAMES, description="Episodes buffered before rows are built and written."
-    )
-    compression: records.Compression = Field("none", description="none, gzip or zstd.")
-    export_eval: bool = Field(True, description="Also write evaluation games, as source `<source>-eval`.")
 
 
 class ExportCounts(BaseModel):
@@ -277,7 +249,6 @@ class DecisionExporter:
         return self.counts
 
 
-SELF: Final = "self"
 """A league entry that is the teacher itself (self-play: those seats are exported too)."""
 
 

@@ -15,39 +15,25 @@ masking value), so a masked policy never prefers an illegal action.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final, Literal
+from typing import Final
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from toolkit.errors import TrainError
 from toolkit.features import FEATURE_SIZE
-from toolkit.limits import LayerSize
 from toolkit.schema.vocab import N_ACTIONS
+from toolkit.train.config import PolicySpec
 
 MASKED_LOGIT: Final = -1e8  # what sb3-contrib's MaskableCategorical writes for illegal actions
 ACTIVATIONS: Final[dict[str, type[nn.Module]]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
 _SB3_ACTOR = {"mlp_extractor.policy_net.": "policy_net.", "action_net.": "action_net."}
 
 
-class PolicySpec(BaseModel):
-    """The network's shape; the same spec builds the BC net and the PPO policy."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    pi: tuple[LayerSize, ...] = Field(
-        (128, 128), min_length=1, max_length=64, description="Hidden sizes of the actor (policy) MLP."
-    )
-    vf: tuple[LayerSize, ...] = Field(
-        (128, 128), min_length=1, max_length=64, description="Hidden sizes of the critic (value) MLP (PPO only)."
-    )
-    activation: Literal["tanh", "relu"] = Field("tanh", description="Activation between layers, actor and critic.")
-
-    def sb3_kwargs(self) -> dict:
-        """``policy_kwargs`` that make an sb3 policy of this shape."""
-        return {"net_arch": {"pi": list(self.pi), "vf": list(self.vf)}, "activation_fn": ACTIVATIONS[self.activation]}
+def sb3_policy_kwargs(spec: PolicySpec) -> dict:
+    """``policy_kwargs`` that make an sb3 policy of ``spec``'s shape."""
+    return {"net_arch": {"pi": list(spec.pi), "vf": list(spec.vf)}, "activation_fn": ACTIVATIONS[spec.activation]}
 
 
 class ActorNet(nn.Module):

@@ -52,189 +52,31 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Any, Final
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
 from toolkit.engine.driver import EngineConfig
 from toolkit.engine.vec_env import EngineVecEnv
 from toolkit.errors import ConfigError, TrainError
-from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.league import OpponentPool, OpponentTally
 from toolkit.game.players import PLAYER_TYPES, Player, PolicyPlayer, make_player
 from toolkit.game.vec_env import CommanderVecEnv
 from toolkit.ingest.handover import ShardStaging
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
-from toolkit.limits import (
-    MAX_BATCH,
-    MAX_COEF,
-    MAX_EPOCHS,
-    MAX_GAMES,
-    MAX_ROLLOUT,
-    MAX_SEED,
-    MAX_STEPS,
-    MAX_UPDATES,
-    MaxRounds,
-)
 from toolkit.progress import Progress, ProgressFn
 from toolkit.train import checkpoints
 from toolkit.train.agents import RecurrentPlayer, load_agent, player_ref, policy_blob
-from toolkit.train.evaluate import EvaluateConfig, EvaluationResult, evaluate
-from toolkit.train.export import SELF, DecisionExporter, ExportConfig, ExportCounts, export_league_games
+from toolkit.train.config import SELF, CurriculumStage, EvaluateConfig, PPOConfig
+from toolkit.train.evaluate import EvaluationResult, evaluate
+from toolkit.train.export import DecisionExporter, ExportCounts, export_league_games
 from toolkit.train.metrics import MetricsWriter
-from toolkit.train.policy import ActorNet, PolicySpec, actor_state_from_sb3, sb3_greedy_policy, warm_start
-
-_RECURRENT_DEFAULTS = {"n_steps": 16, "batch_size": 2048, "n_epochs": 4}
-_FLAT_DEFAULTS = {"n_steps": 16, "batch_size": 1024, "n_epochs": 4}
-
-
-class CurriculumStage(BaseModel):
-    """One stage of the opponent curriculum."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(description="Shown in the metrics (e.g. easy, medium, hard).")
-    opponents: tuple[str, ...] = Field(min_length=1, description="The pool of this stage (names or checkpoints).")
-    promote_win_rate: float = Field(
-        0.5, gt=0, le=1, description="Move on when an evaluation against this stage's pool reaches this win rate..."
-    )
-    min_steps: int = Field(
-        0, ge=0, le=MAX_STEPS, description="...and at least this many steps were spent in the stage."
-    )
-
-
-class PPOConfig(BaseModel):
-    """Everything `distill train ppo` does; each field is a YAML key and most are flags."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    policy_kind: Literal["flat", "recurrent"] = Field(
-        "flat", description="MaskablePPO (flat) or RecurrentPPO with an LSTM (--policy)."
-    )
-    run_id: str | None = Field(
-        None,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
-        description="Names this run's files; default: UTC time + random suffix (--run-id).",
-    )
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds the model, the envs and the opponent draws (--seed).")
-    total_steps: int = Field(100_000, ge=1, le=MAX_STEPS, description="Learner decisions to train on (--steps).")
-    n_envs: int = Field(512, ge=1, le=4096, description="Games stepped together in the vectorised env (--envs).")
-    n_steps: int | None = Field(None, ge=2, le=MAX_ROLLOUT, description="Steps per env per rollout; default 16.")
-    batch_size: int | None = Field(
-        None, ge=2, le=MAX_BATCH, description="Minibatch size; default 1024 (flat), 2048 (recurrent)."
-    )
-    n_epochs: int | None = Field(None, ge=1, le=MAX_EPOCHS, description="Passes over each rollout; default 4.")
-    learning_rate: float = Field(3e-4, gt=0, le=1, description="Initial learning rate (--lr).")
-    lr_schedule: Literal["constant", "linear"] = Field(
-        "linear", description="constant, or linear down to lr_final_fraction x the initial rate at the end."
-    )
-    lr_final_fraction: float = Field(0.1, ge=0, le=1, description="Final rate of the linear schedule, as a fraction.")
-    gamma: float = Field(0.995, gt=0, le=1, description="Discount factor (a game is ~30-60 learner decisions).")
-    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE lambda.")
-    clip_range: float = Field(0.2, gt=0, le=1, description="PPO ratio clip.")
-    ent_coef: float = Field(
-        0.01, ge=0, le=1, description="Entropy bonus (keeps a sharp BC start exploring) (--ent-coef)."
-    )
-    vf_coef: float = Field(0.5, ge=0, le=MAX_COEF, description="Value loss weight.")
-    max_grad_norm: float = Field(
-        0.5, gt=0, le=MAX_COEF, description="Gradient clipping norm (the norm is logged before clipping)."
-    )
-    target_kl: float | None = Field(
-        None, gt=0, le=MAX_COEF, description="Stop an update's epochs early beyond this KL."
-    )
-    critic_warmup_updates: int = Field(
-        0, ge=0, le=MAX_UPDATES, description="Updates with the actor frozen, training only the critic."
-    )
-    policy: PolicySpec = Field(
-        default_factory=PolicySpec, description="Network shape; taken from the BC checkpoint when warm-starting."
-    )
-    lstm_hidden: int = Field(128, ge=1, le=4096, description="LSTM hidden size (recurrent) (--lstm-hidden).")
-    warm_start: Path | None = Field(
-        None,
-        description="Checkpoint to start from (--warm-start): a flat PPO one "
-        "gives its whole policy, critic included; a BC one its actor.",
-    )
-    opponents: tuple[str, ...] = Field(
-        ("heuristic", "tuned", "self"),
-        min_length=1,
-        description="The league each opponent seat is drawn from per episode: "
-        "heuristic, tuned, random, self, or a checkpoint path (--opponents).",
-    )
-    opponent_weights: tuple[Annotated[float, Field(ge=0, le=MAX_COEF)], ...] | None = Field(
-        None, description="Relative weight of each opponent in the draw (default: equal)."
-    )
-    opponent_mirror: float = Field(
-        0.0,
-        ge=0,
-        le=1,
-        description="Share of episodes (training and export) whose opponent seats all hold one player drawn from "
-        "the league: the learner against three copies, where passive players stall (--mirror).",
-    )
-    curriculum: tuple[CurriculumStage, ...] = Field(
-        (), description="Stages of opponent pools with promotion rules; replaces `opponents` when given."
-    )
-    pod_size: int = Field(4, ge=2, le=6, description="Seats at the table.")
-    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
-    turn_limit_reward: float = Field(
-        -1.0,
-        ge=-10,
-        le=0,
-        description="The learner's terminal reward at the turn limit (-1: the same as a loss; lower makes a stall "
-        "cost more than a loss).",
-    )
-    eval_every: int = Field(
-        20_000, ge=0, le=MAX_STEPS, description="Steps between evaluations; 0: only before and after (--eval-every)."
-    )
-    eval_games: int = Field(100, ge=1, le=MAX_GAMES, description="Games per evaluation, seats rotated (--eval-games).")
-    eval_opponents: tuple[str, ...] = Field(
-        ("heuristic",) * 3, min_length=1, description="Opponents of the evaluation pods (--eval-vs)."
-    )
-    generation: int = Field(
-        0, ge=0, le=999, description="Loop generation: model_version gen-NNN on exports and cards (--generation)."
-    )
-    export: ExportConfig = Field(default_factory=ExportConfig, description="The decision exporter.")
-    torch_threads: int = Field(1, ge=1, le=64, description="torch threads; 1 is fastest for small nets on a busy box.")
-    tensorboard: bool | None = Field(
-        None,
-        description="Training curves as TensorBoard event files too: None when "
-        "the tensorboard package is installed, True to require it (CSV is always written).",
-    )
-
-    @model_validator(mode="after")
-    def _check(self) -> PPOConfig:
-        for name in (*self.opponents, *(o for s in self.curriculum for o in s.opponents)):
-            if name not in (*PLAYER_TYPES, SELF) and not name.endswith((".json", ".safetensors")):
-                raise ValueError(f"opponent {name!r}: use {', '.join(PLAYER_TYPES)}, {SELF} or a checkpoint .json")
-        if self.policy_kind == "recurrent" and SELF in self.opponents:
-            raise ValueError("opponent 'self' is for the flat policy; use a checkpoint of the recurrent one")
-        if self.opponent_weights is not None and (
-            len(self.opponent_weights) != len(self.opponents)
-            or min(self.opponent_weights) < 0
-            or sum(self.opponent_weights) <= 0
-        ):
-            raise ValueError("opponent_weights: one non-negative weight per opponent, not all zero")
-        for name in self.eval_opponents:
-            if name not in PLAYER_TYPES:
-                raise ValueError(f"eval opponent {name!r}: use {', '.join(PLAYER_TYPES)}")
-        return self
-
-    def resolved(self, key: str) -> int:
-        """n_steps / batch_size / n_epochs, defaulted by policy kind."""
-        value = getattr(self, key)
-        return (
-            value
-            if value is not None
-            else (_RECURRENT_DEFAULTS if self.policy_kind == "recurrent" else _FLAT_DEFAULTS)[key]
-        )
-
-    @property
-    def kind(self) -> checkpoints.Kind:
-        return "ppo-recurrent" if self.policy_kind == "recurrent" else "ppo"
+from toolkit.train.policy import ActorNet, actor_state_from_sb3, sb3_greedy_policy, sb3_policy_kwargs, warm_start
 
 
 class UpdateStats(BaseModel):
@@ -707,13 +549,13 @@ def _make_model(config: PPOConfig, env: Any) -> Any:
     if config.policy_kind == "recurrent":
         from sb3_contrib import RecurrentPPO
 
-        kwargs = {**config.policy.sb3_kwargs(), "lstm_hidden_size": config.lstm_hidden}
+        kwargs = {**sb3_policy_kwargs(config.policy), "lstm_hidden_size": config.lstm_hidden}
         return RecurrentPPO("MlpLstmPolicy", env, policy_kwargs=kwargs, **common)
     from sb3_contrib import MaskablePPO
 
     from toolkit.train.maskable import DirectMaskablePolicy
 
-    kwargs = {**config.policy.sb3_kwargs(), "optimizer_kwargs": dict(_OPTIMIZER_KWARGS)}
+    kwargs = {**sb3_policy_kwargs(config.policy), "optimizer_kwargs": dict(_OPTIMIZER_KWARGS)}
     return MaskablePPO(DirectMaskablePolicy, env, policy_kwargs=kwargs, **common)
 
 

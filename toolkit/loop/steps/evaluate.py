@@ -51,7 +51,8 @@ class EvaluationStepResult(BaseModel):
 
 def evaluate_step(ctx: StepContext, step: EvaluateInput) -> EvaluationStepResult:
     from toolkit.train.agents import policy_blob
-    from toolkit.train.evaluate import EvaluateConfig, compare, evaluate, read_evaluation, write_evaluation
+    from toolkit.train.config import EvaluateConfig
+    from toolkit.train.evaluate import compare, evaluate, read_evaluation, write_evaluation
 
     evaluation = ctx.config.evaluation
     scores: dict[str, dict[str, Score]] = {}

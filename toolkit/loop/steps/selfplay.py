@@ -51,9 +51,8 @@ class SelfPlayResult(BaseModel):
 
 def selfplay_step(ctx: StepContext, step: SelfPlayInput) -> SelfPlayResult:
     from toolkit.train.checkpoints import CARD_SUFFIX
-    from toolkit.train.export import ExportConfig
-    from toolkit.train.policy import PolicySpec
-    from toolkit.train.ppo import PPOConfig, train_ppo
+    from toolkit.train.config import ExportConfig, PolicySpec, PPOConfig
+    from toolkit.train.ppo import train_ppo
 
     p = ctx.config.ppo
     hidden = ctx.config.student.hidden

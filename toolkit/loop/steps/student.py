@@ -10,7 +10,7 @@ from toolkit.loop.config import StudentConfig
 from toolkit.loop.steps.base import StepContext
 
 if TYPE_CHECKING:
-    from toolkit.train.bc import BCConfig
+    from toolkit.train.config import BCConfig
 
 
 class StudentInput(BaseModel):
@@ -45,8 +45,7 @@ def student_step(ctx: StepContext, step: StudentInput) -> StudentResult:
 
 def bc_config(student: StudentConfig, step: StudentInput, *, seed: int, generation: int | None) -> BCConfig:
     """The behaviour cloning a loop's student gets: ``student``'s settings on the dataset ``step`` names."""
-    from toolkit.train.bc import BCConfig
-    from toolkit.train.policy import PolicySpec
+    from toolkit.train.config import BCConfig, PolicySpec
 
     return BCConfig(
         dataset=step.dataset,
