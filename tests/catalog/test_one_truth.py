@@ -231,3 +231,26 @@ def test_a_reindex_killed_mid_way_leaves_every_answer_as_it_was(
     assert killed.returncode == -signal.SIGKILL
     assert (count(layout), as_json(layout, "lake", "history"), as_json(layout, "sql", "FROM batches")) == answers
     assert as_json(layout, "lake", "reindex")["found"] == "current (version 2)"
+
+
+def test_a_reader_that_found_no_table_while_a_first_writer_made_it_reads_the_empty_lake(
+    layout: Layout, logs: dict[str, Path]
+) -> None:
+    """The moment after a reader found a catalog but no table (``connect_reader``) and a first writer committed the
+    table: the reader's checks ran on its read-only connection and failed writing the index ("Cannot execute
+    statement of type UPDATE ... read-only"; seen by the dashboard as a loop's first ingest landed)."""
+    from toolkit.catalog import connect
+
+    with Lake.open(layout, write=True):  # the first writer's catalog, before its first batch
+        pass
+    before = layout.catalog.read_bytes()
+    assert distill(layout, "ingest", str(logs["a"])).exit_code == 0
+    for path in layout.home.glob("catalog*"):  # the reader holds the catalog as it was when it looked
+        path.unlink()
+    layout.catalog.write_bytes(before)
+    empty = connect._without_table(layout)  # what the reader does next, the table now made
+    try:
+        assert empty.execute("SELECT count(*) FROM lake_files").fetchone() == (0,)
+    finally:
+        empty.close()
+    assert count(layout) > 0  # and the next reader sees the table

@@ -94,12 +94,7 @@ def sync(con: duckdb.DuckDBPyConnection, layout: Layout) -> list[int]:
     refuse_format_1(con, layout)
     remote.refresh(layout)  # a shared lake's copy brought up to its location's log
     if not delta.exists(layout.lake):
-        if index.has_table(con, "versions") and index.indexed_version(con) is not None:
-            raise CatalogError(
-                f"the lake's table is gone: {layout.lake / log.LOG_FOLDER} holds no commit, while the catalog "
-                f"indexes versions 0 to {index.indexed_version(con)} of it",
-                hint="restore the lake folder from a backup (the catalog is only an index of it)",
-            )
+        refuse_lost_table(con, layout)
         return []
     try:
         return index.catch_up(con, layout.lake)
@@ -164,13 +159,26 @@ def refuse_format_1(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
         )
 
 
+def refuse_lost_table(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
+    """A lake whose Delta log holds no commit while the catalog indexes versions of it lost its table: refused."""
+    if index.has_table(con, "versions") and index.indexed_version(con) is not None:
+        raise CatalogError(
+            f"the lake's table is gone: {layout.lake / log.LOG_FOLDER} holds no commit, while the catalog "
+            f"indexes versions 0 to {index.indexed_version(con)} of it",
+            hint="restore the lake folder from a backup (the catalog is only an index of it)",
+        )
+
+
 def _without_table(layout: Layout) -> duckdb.DuckDBPyConnection:
     """An empty index, where the data root has a catalog but no table yet (a first writer is making it)."""
     found = _open_index(layout)
     if found is None:
         raise CatalogError(f"no catalog at {layout.catalog}", hint="ingest some logs first: distill ingest PATH")
-    try:
-        sync(found, layout)  # refuses format 1, or a table that is gone while the catalog indexes it
+    try:  # checks only: the connection is read-only, and a first writer may make the table meanwhile (then the
+        # reader sees the lake as it was when it looked: empty)
+        refuse_format_1(found, layout)
+        if not delta.exists(layout.lake):
+            refuse_lost_table(found, layout)
     finally:
         found.close()
     empty = duckdb.connect(":memory:")
