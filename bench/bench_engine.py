@@ -50,7 +50,8 @@ def first_legal(observations, masks):  # type: ignore[no-untyped-def]
 
 
 def child_wire(processes: int, per_process: int, games: int, turn_limit: int) -> None:
-    from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec
+    from toolkit.engine.config import EngineConfig
+    from toolkit.engine.driver import EngineDriver, GameSpec
 
     specs = [
         GameSpec(f"b{k}", k, tuple({"player": "distill"} for _ in range(4)), turn_limit, dict.fromkeys(range(4), "p"))
@@ -71,7 +72,7 @@ def child_evaluate(games: int, where: str) -> None:
     import torch
 
     from toolkit.engine.builtin import DEFAULT_GAMES
-    from toolkit.engine.driver import EngineConfig
+    from toolkit.engine.config import EngineConfig
     from toolkit.game.players import PolicyPlayer
     from toolkit.jobs.config import BackendConfig
     from toolkit.train.config import EvaluateConfig, PolicySpec
@@ -93,7 +94,7 @@ def child_evaluate(games: int, where: str) -> None:
 
 
 def child_env(envs: int, steps: int, where: str) -> None:
-    from toolkit.engine.driver import EngineConfig
+    from toolkit.engine.config import EngineConfig
     from toolkit.engine.vec_env import EngineVecEnv
     from toolkit.game.league import OpponentPool
     from toolkit.game.vec_env import CommanderVecEnv

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from toolkit.errors import ConfigError
@@ -58,6 +58,13 @@ def load_config(model: type[M], path: Path | None = None, overrides: dict[str, A
             f"invalid {model.__name__}: {validation_message(error)}",
             hint="fix the field in the YAML file or the matching --flag",
         ) from None
+
+
+def optional_field(model: type[BaseModel], name: str) -> Any:
+    """``model``'s field ``name`` as an optional type for another model (a request, a form) that leaves it to
+    ``model``'s default when not given: the same type, bounds and description, default None."""
+    field = model.model_fields[name]
+    return typing.Annotated[field.annotation | None, Field(description=field.description), *field.metadata]
 
 
 def validation_message(error: ValidationError, *, as_flags: bool = False) -> str:

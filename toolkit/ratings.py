@@ -50,7 +50,7 @@ from toolkit.stats import Z95, interval_verdict, probability_above_zero
 from toolkit.storage import read_versioned, write_text_atomic
 
 if TYPE_CHECKING:
-    from toolkit.engine.driver import EngineConfig
+    from toolkit.engine.config import EngineConfig
 
 POD: Final = 4
 ELO_ANCHOR: Final = 1500.0

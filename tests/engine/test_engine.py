@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from toolkit.cli.main import app
 from toolkit.engine.check import check_engine
-from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec, ProtocolBreach
+from toolkit.engine.config import EngineConfig
+from toolkit.engine.driver import EngineDriver, GameSpec, ProtocolBreach
 from toolkit.errors import EngineError
 from toolkit.game.players import PolicyPlayer
 from toolkit.loop.state import RunFolder

@@ -96,7 +96,7 @@ def run_variant(shard: Shard, jobs: list[VariantJob]) -> VariantRun:
 def seat_player(layout: Layout, name: str) -> Path | str:
     """A table's seat: a player type as named; a checkpoint as given when it is there, else under the data root
     (``runs/<loop>/...`` as the loop's records name them)."""
-    from toolkit.game.players import PLAYER_TYPES
+    from toolkit.game import PLAYER_TYPES
     from toolkit.train.checkpoints import locate_checkpoint
 
     return name if name in PLAYER_TYPES else locate_checkpoint(Path(name), lambda: layout)

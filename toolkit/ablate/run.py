@@ -87,7 +87,7 @@ def run_ablation(layout: Layout, config: AblateConfig, *, progress: ProgressFn |
 
 def _check_players(layout: Layout, variants: list[Variant]) -> None:
     """Every seat of every table is a player type or a checkpoint (as given, else under the data root)."""
-    from toolkit.game.players import PLAYER_TYPES
+    from toolkit.game import PLAYER_TYPES
     from toolkit.train.checkpoints import card_path
 
     problems = []

@@ -12,11 +12,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import click
 import typer
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
@@ -25,11 +26,12 @@ from rich.table import Table as RichTable
 from rich.text import Text
 from typer.core import TyperGroup
 
+from toolkit.engine.config import EngineConfig
 from toolkit.errors import ConfigError, DistillError
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import HOME_ENV, LAKE_ENV, Layout
-from toolkit.limits import MAX_ROUNDS, MAX_ROUNDS_HELP
+from toolkit.limits import MAX_ROUNDS, MAX_ROUNDS_HELP, MaxRounds
 from toolkit.progress import Progress, ProgressFn
 
 # Text from users, logs and files is printed as it is: no markup, no emoji codes (":x:"), no highlighting. The few
@@ -153,21 +155,39 @@ FingerprintOpt = Annotated[
 
 def model_option(model: type[BaseModel], name: str, flag: str) -> Any:
     """The option ``flag`` of ``model``'s field ``name``, from that field's one definition: its help is the field's
-    description (less the flag it names at its end) and default, its bounds the field's. The command's parameter
-    is None when the flag is not given: the model's default then applies (``model(**given)``)."""
+    description (less the flag it names at its end), its choices (a Literal field) and its default, its bounds the
+    field's. The command's parameter is None when the flag is not given: the model's default then applies
+    (``model(**given)``). ``flag`` may name both forms of a switch (``--allow-retired/--no-allow-retired``)."""
+    return field_option(model.model_fields[name], flag)
+
+
+def field_option(field: FieldInfo, flag: str) -> Any:
+    """The option ``flag`` of a field (see :func:`model_option`)."""
     from annotated_types import Ge, Le
 
-    field = model.model_fields[name]
-    text = re.sub(r"\s*\(--[a-z-]+\)(?=\.?$)", "", field.description or "").rstrip(".")
-    if field.default is not None:
-        text += f" (default: {field.default})"
+    text = re.sub(r"\s*\(--[a-z/-]+\)(?=\.?$)", "", field.description or "").rstrip(".")
+    notes = []
+    choices = [get_args(a) for a in (field.annotation, *get_args(field.annotation)) if get_origin(a) is Literal]
+    if choices:
+        notes.append("one of " + ", ".join(map(str, choices[0])))
+    if not field.is_required() and (default := field.get_default(call_default_factory=True)) is not None:
+        notes.append(f"default: {option_value(default)}")
     return typer.Option(
         flag,
         min=next((m.ge for m in field.metadata if isinstance(m, Ge)), None),
         max=next((m.le for m in field.metadata if isinstance(m, Le)), None),
-        help=text + ".",
+        help=text + (f" ({'; '.join(notes)})" if notes else "") + ".",
         show_default=False,
     )
+
+
+def option_value(value: Any) -> str:
+    """A config value as its flag is written: a list comma-separated, a switch on or off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple | list):
+        return ",".join(map(option_value, value))
+    return str(value)
 
 
 # Where a game job runs: the options of toolkit.jobs.config.BackendConfig, from its fields (see backend_config).
@@ -190,23 +210,21 @@ EngineOpt = Annotated[
         "the engine protocol: player types are its AI profiles, checkpoints Distill's seats.",
     ),
 ]
-EngineProcessesOpt = Annotated[
-    int, typer.Option("--engine-processes", min=1, max=64, help="Engine processes run at once (with --engine).")
-]
+EngineProcessesOpt = Annotated[int | None, model_option(EngineConfig, "processes", "--engine-processes")]
 
 
-def engine_config(command: str | None, processes: int) -> Any:
+def engine_config(command: str | None, processes: int | None) -> EngineConfig | None:
     """The engine the flags name (None: Distill's own game, in process)."""
     if command is None:
         return None
-    from toolkit.engine.driver import EngineConfig
-
-    return EngineConfig(command=command, processes=processes)
+    return EngineConfig(command=command, **({} if processes is None else {"processes": processes}))
 
 
-# --max-rounds, from the one definition every config's max_rounds has (toolkit.limits.MaxRounds): where the command
-# takes a config (the loop, train ppo, ablate), None leaves the config's value.
-MaxRoundsOpt = Annotated[int, typer.Option("--max-rounds", min=1, max=MAX_ROUNDS, help=f"{MAX_ROUNDS_HELP}.")]
+# --max-rounds, from the one definition every config's max_rounds has (toolkit.limits.MaxRounds) and its one default;
+# None when not given: the command's config then holds the default. ablate's leaves the base run's value instead.
+MaxRoundsOpt = Annotated[
+    int | None, field_option(FieldInfo.from_annotated_attribute(MaxRounds, DEFAULT_MAX_ROUNDS), "--max-rounds")
+]
 ConfigMaxRoundsOpt = Annotated[
     int | None,
     typer.Option(

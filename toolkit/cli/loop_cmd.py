@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from toolkit.cli.app import ConfigMaxRoundsOpt, JsonOpt, Table, app, console, layout, points, print_json
+from toolkit.cli.app import JsonOpt, Table, app, console, layout, model_option, points, print_json
 from toolkit.errors import ConfigError
-from toolkit.limits import MAX_GENERATION, MAX_SEED
+from toolkit.loop.config import LoopConfig
 from toolkit.progress import Progress
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
@@ -29,12 +29,10 @@ def loop_run_command(
     config_file: Annotated[
         Path | None, typer.Option("--config", help="A loop.yaml; flags override its fields.")
     ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Name of the run (default: demo).")] = None,
-    max_generations: Annotated[
-        int | None, typer.Option("--max-generations", max=MAX_GENERATION, help="Generations after the bootstrap.")
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", max=MAX_SEED, help="Seed of the whole run.")] = None,
-    max_rounds: ConfigMaxRoundsOpt = None,
+    name: Annotated[str | None, model_option(LoopConfig, "name", "--name")] = None,
+    max_generations: Annotated[int | None, model_option(LoopConfig, "max_generations", "--max-generations")] = None,
+    seed: Annotated[int | None, model_option(LoopConfig, "seed", "--seed")] = None,
+    max_rounds: Annotated[int | None, model_option(LoopConfig, "max_rounds", "--max-rounds")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Start a loop run and follow it to the end (or to a stop, pause, failure or convergence).
@@ -42,7 +40,6 @@ def loop_run_command(
     Every option of the loop is a field of its config: `distill loop config` prints them all, documented.
     """
     from toolkit.config import load_config
-    from toolkit.loop.config import LoopConfig
     from toolkit.loop.run import run_loop
 
     config = load_config(
@@ -74,7 +71,6 @@ def loop_config_command(
     import sys
 
     from toolkit.config import default_yaml
-    from toolkit.loop.config import LoopConfig
     from toolkit.storage import write_text_atomic
 
     text = default_yaml(LoopConfig, header=LOOP_YAML_HEADER)

@@ -27,7 +27,6 @@ from toolkit.cli.app import (
 )
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
-from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.limits import MAX_BATCH, MAX_GAMES, MAX_SEED
 
 
@@ -41,13 +40,13 @@ def simulate_command(
     out: Annotated[Path | None, typer.Option("--out", help="Folder for the JSONL logs (omit to only play).")] = None,
     compress: Annotated[str, typer.Option("--compress", help="none, gzip or zstd.")] = "none",
     batch_size: Annotated[int, typer.Option("--batch-size", max=MAX_BATCH, help="Games stepped at once.")] = 1024,
-    max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
+    max_rounds: MaxRoundsOpt = None,
     backend: BackendOpt = None,
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     shard_games: ShardOpt = None,
     engine: EngineOpt = None,
-    engine_processes: EngineProcessesOpt = 1,
+    engine_processes: EngineProcessesOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics).
@@ -63,7 +62,7 @@ def simulate_command(
             out=out,
             compression=compress,
             batch_size=batch_size,
-            max_rounds=max_rounds,  # type: ignore[arg-type]
+            **({} if max_rounds is None else {"max_rounds": max_rounds}),
         )
     except ValidationError as error:
         raise ConfigError(

@@ -27,7 +27,6 @@ from toolkit.cli.app import (
     warn_truncations,
 )
 from toolkit.errors import ConfigError
-from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.limits import MAX_DEALS, MAX_SEED
 
 LINEUPS_SHOWN = 12  # more lineups than this: their truncations are in the JSON only
@@ -51,7 +50,7 @@ def tournament_command(
         int, typer.Option("--deals", max=MAX_DEALS, help="Deals per lineup, each played in every seat rotation.")
     ] = 16,
     seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seed of the deals.")] = 0,
-    max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
+    max_rounds: MaxRoundsOpt = None,
     pool: Annotated[
         Path | None,
         typer.Option("--pool", help="A rating pool (JSON) to add the games to; its ratings are refitted from all."),
@@ -64,7 +63,7 @@ def tournament_command(
     address: AddressOpt = None,
     shard_games: ShardOpt = None,
     engine: EngineOpt = None,
-    engine_processes: EngineProcessesOpt = 1,
+    engine_processes: EngineProcessesOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Play every lineup of 4 entrants (with a focus player) on the same deals in every seat rotation; rate them.
@@ -90,7 +89,9 @@ def tournament_command(
     unknown = [f for f in focused if f not in players]
     if unknown:
         raise ConfigError(f"--focus names no entrant: {', '.join(unknown)}", hint=f"entrants: {', '.join(players)}")
-    config = TournamentConfig(deals_per_lineup=deals, seed=seed, max_rounds=max_rounds)
+    config = TournamentConfig(
+        deals_per_lineup=deals, seed=seed, **({} if max_rounds is None else {"max_rounds": max_rounds})
+    )
     games = play_tournament(
         players,
         focused,
@@ -106,8 +107,8 @@ def tournament_command(
     if pool is not None:
         rated.save()
     table = standings(rated)
-    truncations = count_truncations(games, max_rounds)
-    warn_truncations(truncations.truncated, truncations.games, max_rounds)
+    truncations = count_truncations(games, config.max_rounds)
+    warn_truncations(truncations.truncated, truncations.games, config.max_rounds)
     if as_json:
         print_json(
             {
@@ -140,7 +141,7 @@ def tournament_command(
     console.print(shown)
     console.print(
         f"truncated: {truncations.truncated} of {truncations.games} games ({truncations.share:.1%}) ended at the "
-        f"turn limit ({max_rounds} rounds) with no winner"
+        f"turn limit ({config.max_rounds} rounds) with no winner"
     )
     if 1 < len(truncations.by_lineup) <= LINEUPS_SHOWN:
         lineups = Table(title="games at the turn limit, per lineup (all seat rotations)")

@@ -10,12 +10,10 @@ import typer
 from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
-    ConfigMaxRoundsOpt,
     EngineOpt,
     EngineProcessesOpt,
     FingerprintOpt,
     JsonOpt,
-    MaxRoundsOpt,
     ShardOpt,
     Table,
     WorkersOpt,
@@ -25,24 +23,13 @@ from toolkit.cli.app import (
     console,
     engine_config,
     layout,
+    model_option,
     points,
     print_json,
     progress_bar,
     warn_truncations,
 )
-from toolkit.game import DEFAULT_MAX_ROUNDS
-from toolkit.limits import (
-    MAX_BATCH,
-    MAX_COEF,
-    MAX_ENVS,
-    MAX_EPOCHS,
-    MAX_GAMES,
-    MAX_GENERATION,
-    MAX_LAYER,
-    MAX_RATE,
-    MAX_SEED,
-    MAX_STEPS,
-)
+from toolkit.train.config import BCConfig, EvaluateConfig, ExportConfig, PPOConfig
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.train.evaluate import EvaluationResult
@@ -52,11 +39,6 @@ app.add_typer(train_app, name="train")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="YAML config; flags override its fields.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", help="Folder for checkpoints (default: <home>/runs/train).")]
-SeedOpt = Annotated[int | None, typer.Option("--seed", max=MAX_SEED, help="Seed (same seed, same weights).")]
-RunOpt = Annotated[str | None, typer.Option("--run-id", help="Names this run's files (default: time + random).")]
-GenOpt = Annotated[
-    int | None, typer.Option("--generation", max=MAX_GENERATION, help="Loop generation stamped on cards and exports.")
-]
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -66,7 +48,7 @@ def _names(value: str | None) -> list[str] | None:
 def _league(value: str | None) -> list[str] | None:
     """``--opponents``: player types and ``self`` as named; a checkpoint found as the other commands find one (as
     given, else under the data root)."""
-    from toolkit.game.players import PLAYER_TYPES
+    from toolkit.game import PLAYER_TYPES
     from toolkit.train.config import SELF
 
     names = _names(value)
@@ -75,37 +57,27 @@ def _league(value: str | None) -> list[str] | None:
 
 @train_app.command("bc")
 def train_bc_command(
-    dataset: Annotated[
-        str | None, typer.Option("--dataset", help="The build: NAME (its latest) or NAME@FINGERPRINT.")
-    ] = None,
+    dataset: Annotated[str | None, model_option(BCConfig, "dataset", "--dataset")] = None,
     config: ConfigOpt = None,
     fingerprint: FingerprintOpt = None,
-    epochs: Annotated[int | None, typer.Option("--epochs", max=MAX_EPOCHS, help="Most epochs.")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", max=MAX_BATCH, help="Rows per step.")] = None,
-    lr: Annotated[float | None, typer.Option("--lr", max=MAX_RATE, help="Learning rate.")] = None,
-    class_weighting: Annotated[str | None, typer.Option("--class-weighting", help="none or balanced.")] = None,
-    patience: Annotated[
-        int | None, typer.Option("--patience", max=MAX_EPOCHS, help="Early-stopping patience, epochs.")
-    ] = None,
-    select: Annotated[str | None, typer.Option("--select", help="holdout_loss (early stopping) or last_epoch.")] = None,
+    epochs: Annotated[int | None, model_option(BCConfig, "epochs", "--epochs")] = None,
+    batch_size: Annotated[int | None, model_option(BCConfig, "batch_size", "--batch-size")] = None,
+    lr: Annotated[float | None, model_option(BCConfig, "learning_rate", "--lr")] = None,
+    class_weighting: Annotated[str | None, model_option(BCConfig, "class_weighting", "--class-weighting")] = None,
+    patience: Annotated[int | None, model_option(BCConfig, "patience", "--patience")] = None,
+    select: Annotated[str | None, model_option(BCConfig, "select", "--select")] = None,
     allow_retired: Annotated[
-        bool | None,
-        typer.Option(
-            "--allow-retired/--no-allow-retired",
-            help="Train on a build that read batches retired from the lake since (refused otherwise).",
-            show_default=False,
-        ),
+        bool | None, model_option(BCConfig, "allow_retired", "--allow-retired/--no-allow-retired")
     ] = None,
-    seed: SeedOpt = None,
-    run_id: RunOpt = None,
-    generation: GenOpt = None,
+    seed: Annotated[int | None, model_option(BCConfig, "seed", "--seed")] = None,
+    run_id: Annotated[str | None, model_option(BCConfig, "run_id", "--run-id")] = None,
+    generation: Annotated[int | None, model_option(BCConfig, "generation", "--generation")] = None,
     out: OutOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Behaviour cloning on a built dataset; holdout accuracy, recall and loss after every epoch."""
     from toolkit.config import load_config
     from toolkit.train.bc import train_bc
-    from toolkit.train.config import BCConfig
 
     cfg = load_config(
         BCConfig,
@@ -144,52 +116,38 @@ def train_bc_command(
 @train_app.command("ppo")
 def train_ppo_command(
     config: ConfigOpt = None,
-    policy: Annotated[
-        str | None, typer.Option("--policy", help="flat (MaskablePPO) or recurrent (RecurrentPPO).")
-    ] = None,
-    steps: Annotated[int | None, typer.Option("--steps", max=MAX_STEPS, help="Learner decisions to train on.")] = None,
-    envs: Annotated[int | None, typer.Option("--envs", max=MAX_ENVS, help="Envs stepped together.")] = None,
-    warm_start: Annotated[Path | None, typer.Option("--warm-start", help="BC checkpoint to start from.")] = None,
-    opponents: Annotated[
-        str | None, typer.Option("--opponents", help="League: heuristic,tuned,random,self,CKPT.json")
-    ] = None,
-    weights: Annotated[str | None, typer.Option("--opponent-weights", help="League weights, e.g. 1,1,2.")] = None,
-    mirror: Annotated[
-        float | None,
-        typer.Option("--mirror", min=0, max=1, help="Share of games with one drawn opponent in every other seat."),
-    ] = None,
-    eval_every: Annotated[
-        int | None, typer.Option("--eval-every", max=MAX_STEPS, help="Steps between evaluations.")
-    ] = None,
-    eval_games: Annotated[int | None, typer.Option("--eval-games", max=MAX_GAMES, help="Games per evaluation.")] = None,
-    eval_vs: Annotated[str | None, typer.Option("--eval-vs", help="Evaluation opponents, comma-separated.")] = None,
-    max_rounds: ConfigMaxRoundsOpt = None,
-    lr: Annotated[float | None, typer.Option("--lr", max=MAX_RATE, help="Initial learning rate.")] = None,
-    ent_coef: Annotated[float | None, typer.Option("--ent-coef", max=MAX_COEF, help="Entropy bonus.")] = None,
-    lstm_hidden: Annotated[
-        int | None, typer.Option("--lstm-hidden", max=MAX_LAYER, help="LSTM size (recurrent).")
-    ] = None,
-    no_export: Annotated[bool, typer.Option("--no-export", help="Do not write the learner's decisions.")] = False,
-    export_games: Annotated[
-        int | None, typer.Option("--export-games", max=MAX_GAMES, help="Games the final policy plays and exports.")
-    ] = None,
-    wins_only: Annotated[bool, typer.Option("--wins-only", help="Export only the games it won.")] = False,
-    seed: SeedOpt = None,
-    run_id: RunOpt = None,
-    generation: GenOpt = None,
+    policy: Annotated[str | None, model_option(PPOConfig, "policy_kind", "--policy")] = None,
+    steps: Annotated[int | None, model_option(PPOConfig, "total_steps", "--steps")] = None,
+    envs: Annotated[int | None, model_option(PPOConfig, "n_envs", "--envs")] = None,
+    warm_start: Annotated[Path | None, model_option(PPOConfig, "warm_start", "--warm-start")] = None,
+    opponents: Annotated[str | None, model_option(PPOConfig, "opponents", "--opponents")] = None,
+    weights: Annotated[str | None, model_option(PPOConfig, "opponent_weights", "--opponent-weights")] = None,
+    mirror: Annotated[float | None, model_option(PPOConfig, "opponent_mirror", "--mirror")] = None,
+    eval_every: Annotated[int | None, model_option(PPOConfig, "eval_every", "--eval-every")] = None,
+    eval_games: Annotated[int | None, model_option(PPOConfig, "eval_games", "--eval-games")] = None,
+    eval_vs: Annotated[str | None, model_option(PPOConfig, "eval_opponents", "--eval-vs")] = None,
+    max_rounds: Annotated[int | None, model_option(PPOConfig, "max_rounds", "--max-rounds")] = None,
+    lr: Annotated[float | None, model_option(PPOConfig, "learning_rate", "--lr")] = None,
+    ent_coef: Annotated[float | None, model_option(PPOConfig, "ent_coef", "--ent-coef")] = None,
+    lstm_hidden: Annotated[int | None, model_option(PPOConfig, "lstm_hidden", "--lstm-hidden")] = None,
+    export: Annotated[bool | None, model_option(ExportConfig, "enabled", "--export/--no-export")] = None,
+    export_games: Annotated[int | None, model_option(ExportConfig, "games", "--export-games")] = None,
+    wins_only: Annotated[bool | None, model_option(ExportConfig, "only_wins", "--wins-only/--all-games")] = None,
+    seed: Annotated[int | None, model_option(PPOConfig, "seed", "--seed")] = None,
+    run_id: Annotated[str | None, model_option(PPOConfig, "run_id", "--run-id")] = None,
+    generation: Annotated[int | None, model_option(PPOConfig, "generation", "--generation")] = None,
     out: OutOpt = None,
     backend: BackendOpt = None,
     workers: WorkersOpt = None,
     address: AddressOpt = None,
     shard_games: ShardOpt = None,
     engine: EngineOpt = None,
-    engine_processes: EngineProcessesOpt = 1,
+    engine_processes: EngineProcessesOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """PPO self-play on the Distill game (or, with --engine, in that engine: league player types as its AI
     profiles, outcome rewards only): evaluation in pods, best checkpoint, decision export."""
     from toolkit.config import load_config
-    from toolkit.train.config import PPOConfig
     from toolkit.train.ppo import train_ppo
 
     cfg = load_config(
@@ -213,8 +171,8 @@ def train_ppo_command(
             "seed": seed,
             "run_id": run_id,
             "generation": generation,
-            "export.enabled": False if no_export else None,
-            "export.only_wins": True if wins_only else None,
+            "export.enabled": export,
+            "export.only_wins": wins_only,
             "export.games": export_games,
         },
     )
@@ -249,21 +207,10 @@ def train_ppo_command(
 @app.command("evaluate")
 def evaluate_command(
     policy: Annotated[Path, typer.Option("--policy", help="Checkpoint (.json or .safetensors) of any kind.")],
-    vs: Annotated[
-        str,
-        typer.Option(
-            "--vs",
-            help="The other seats, comma-separated, in seat order: player types (random, heuristic, tuned) and "
-            "checkpoints (card .json, .safetensors or their stem; relative paths are looked up here, then under "
-            "the data root), mixed as you like; with --engine, ai:PROFILE seats the engine's own AI of that profile. "
-            "Head to head: --policy gen2.json --vs gen1.json,gen1.json,gen1.json.",
-        ),
-    ] = "heuristic,heuristic,heuristic",
-    games: Annotated[
-        int, typer.Option("--games", max=MAX_GAMES, help="Games (rounded up to a multiple of the pod size).")
-    ] = 200,
-    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seed of the deals.")] = 0,
-    max_rounds: MaxRoundsOpt = DEFAULT_MAX_ROUNDS,
+    vs: Annotated[str | None, model_option(EvaluateConfig, "opponents", "--vs")] = None,
+    games: Annotated[int | None, model_option(EvaluateConfig, "games", "--games")] = None,
+    seed: Annotated[int | None, model_option(EvaluateConfig, "seed", "--seed")] = None,
+    max_rounds: Annotated[int | None, model_option(EvaluateConfig, "max_rounds", "--max-rounds")] = None,
     compare: Annotated[
         Path | None,
         typer.Option("--compare", help="A second checkpoint, on the same deals; the difference in percentage points."),
@@ -273,7 +220,7 @@ def evaluate_command(
     address: AddressOpt = None,
     shard_games: ShardOpt = None,
     engine: EngineOpt = None,
-    engine_processes: EngineProcessesOpt = 1,
+    engine_processes: EngineProcessesOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Play a checkpoint in every seat of 4-player pods: win rate (Wilson 95%) against chance, placement, per seat.
@@ -282,21 +229,21 @@ def evaluate_command(
     """
     from toolkit.config import load_config
     from toolkit.train.agents import player_refs, policy_blob
-    from toolkit.train.config import EvaluateConfig
     from toolkit.train.evaluate import compare as compare_results
     from toolkit.train.evaluate import evaluate
 
-    names = _names(vs) or []
     cfg = load_config(
-        EvaluateConfig, None, {"opponents": names, "games": games, "seed": seed, "max_rounds": max_rounds}
+        EvaluateConfig,
+        None,
+        {"opponents": None if vs is None else _names(vs) or [], "games": games, "seed": seed, "max_rounds": max_rounds},
     )
-    opponents = player_refs(names, option="--vs", locate=checkpoint, engine_ai=engine is not None)
+    opponents = player_refs(list(cfg.opponents), option="--vs", locate=checkpoint, engine_ai=engine is not None)
     where = backend_config(backend, workers, address, shard_games)
     cards = [checkpoint(p) for p in [policy] + ([compare] if compare else [])]
     on = engine_config(engine, engine_processes)
     results = [evaluate(policy_blob(card), cfg, opponents=opponents, backend=where, engine=on) for card in cards]
     for r in results:
-        warn_truncations(r.truncations, r.games, max_rounds)
+        warn_truncations(r.truncations, r.games, cfg.max_rounds)
     if compare is not None and len(results) == 2:
         diff = compare_results(*results)
         if as_json:

@@ -17,7 +17,8 @@ import time
 import numpy as np
 import orjson
 
-from toolkit.engine.driver import EngineConfig, EngineDriver, GameSpec, game_seed
+from toolkit.engine.config import EngineConfig
+from toolkit.engine.driver import EngineDriver, GameSpec, game_seed
 from toolkit.errors import ConfigError, EngineError
 from toolkit.game import records
 from toolkit.game.simulate import SimulateConfig, SimulateResult, simulate_result

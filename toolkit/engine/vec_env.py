@@ -29,7 +29,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from toolkit.engine.driver import Decider, EngineConfig, EngineDriver, GameSpec, Held, decider
+from toolkit.engine.config import EngineConfig
+from toolkit.engine.driver import Decider, EngineDriver, GameSpec, Held, decider
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS, rules
 from toolkit.game.env import OBS_BOUND, action_space, observation_space

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from toolkit.game.players import PLAYER_TYPES
+from toolkit.game import PLAYER_TYPES
 from toolkit.schema.vocab import UNKNOWN_KIND
 
 

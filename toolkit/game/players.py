@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.game import rules
+from toolkit.game import PLAYER_TYPES, rules
 from toolkit.game.cards import LAND, POWER, REMOVAL
 from toolkit.game.observation import observe
 
@@ -251,9 +251,6 @@ def policy_targets(batch: DecisionBatch, actions: np.ndarray) -> np.ndarray:
     if len(attacks):
         targets[attacks] = attack_target(batch.state, batch.games[attacks], batch.seats[attacks].astype(np.intp))[0]
     return targets
-
-
-PLAYER_TYPES = ("random", "heuristic", "tuned")
 
 
 def make_player(name: str) -> Player:

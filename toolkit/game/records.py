@@ -41,12 +41,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Final, Literal
+from typing import IO, Final
 
 import numpy as np
 import orjson
 
-from toolkit.game import rules
+from toolkit.game import Compression, rules
 from toolkit.game.cards import ARCHETYPE_NAMES, N_CARDS, NAMES
 from toolkit.game.core import Finished
 from toolkit.game.lineup import Entrant, lineup_entries
@@ -54,7 +54,6 @@ from toolkit.game.observation import SEAT_FIELDS
 from toolkit.schema.vocab import MACRO_ACTIONS, MAX_POD_SIZE, SCHEMA_VERSION
 
 ENGINE: Final = "distill-game"
-Compression = Literal["none", "gzip", "zstd"]
 SUFFIX: Final[dict[str, str]] = {"none": ".jsonl", "gzip": ".jsonl.gz", "zstd": ".jsonl.zst"}
 _N_CARDS = N_CARDS
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.config import map_paths
 from toolkit.datasets.config import HoldoutConfig
-from toolkit.engine.driver import EngineConfig
+from toolkit.engine.config import EngineConfig
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import NAME_PATTERN, RUN_CONFIG_FORMAT_VERSION, Layout

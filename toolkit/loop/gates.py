@@ -44,7 +44,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from toolkit.datasets.dataset import HOLDOUT, Dataset
-from toolkit.engine.driver import EngineConfig
+from toolkit.engine.config import EngineConfig
 from toolkit.game.players import Player
 from toolkit.jobs.config import BackendConfig
 from toolkit.loop.config import (

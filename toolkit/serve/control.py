@@ -29,7 +29,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from toolkit.config import load_config
+from toolkit.config import load_config, optional_field
 from toolkit.errors import ConfigError, DistillError
 from toolkit.layout import Layout
 from toolkit.loop.config import NAME_PATTERN, LoopConfig
@@ -54,12 +54,17 @@ class RunRef(BaseModel):
     name: str = Field(pattern=NAME_PATTERN, description="The loop run (folder runs/<name>).")
 
 
+# The fields a start may set beside its config: LoopConfig's own (type, bounds, description), None for its default.
+MaxGenerations = optional_field(LoopConfig, "max_generations")
+Seed = optional_field(LoopConfig, "seed")
+
+
 class StartRequest(RunRef):
     """A new loop run: its name, and its config (LoopConfig fields; YAML text or an object; defaults otherwise)."""
 
     config: dict[str, Any] | str | None = Field(None, description="LoopConfig fields, as an object or as YAML text.")
-    max_generations: int | None = Field(None, ge=1, le=999)
-    seed: int | None = Field(None, ge=0)
+    max_generations: MaxGenerations = None
+    seed: Seed = None
 
 
 class ControlResult(BaseModel):

@@ -20,10 +20,12 @@ from toolkit.loop.status import list_runs, run_status
 from toolkit.serve import control, views
 from toolkit.serve.admission import LoopLimitError
 from toolkit.serve.compare import comparison, parse_runs
+from toolkit.serve.form import START_INPUTS
 from toolkit.serve.gate_report import gate_report
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+templates.env.globals["start_inputs"] = START_INPUTS
 REPORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.html$"
 
 

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.datasets.ref import split_build_field
-from toolkit.game import DEFAULT_MAX_ROUNDS, records
-from toolkit.game.players import PLAYER_TYPES
+from toolkit.game import DEFAULT_MAX_ROUNDS, PLAYER_TYPES, Compression
 from toolkit.limits import (
     MAX_BATCH,
     MAX_COEF,
@@ -56,7 +55,7 @@ class BCConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dataset: str = Field(description="The built dataset's name (--dataset NAME, or NAME@FINGERPRINT).")
+    dataset: str = Field(description="The build to train on: NAME (its latest) or NAME@FINGERPRINT (--dataset).")
     fingerprint: str | None = Field(None, description="A specific build of it; default: its latest (--fingerprint).")
 
     @model_validator(mode="before")
@@ -127,8 +126,10 @@ class EvaluateConfig(BaseModel):
         ("heuristic",) * 3,
         min_length=1,
         max_length=5,
-        description="Players in the other seats, in seat order: player types (random, heuristic, tuned) and "
-        "checkpoints (card paths), mixed as you like (--vs).",
+        description="The other seats, comma-separated, in seat order: player types (random, heuristic, tuned) and "
+        "checkpoints (card .json, .safetensors or their stem; relative paths are looked up here, then under the data "
+        "root), mixed as you like; with --engine, ai:PROFILE seats the engine's own AI of that profile. Head to "
+        "head: --policy gen2.json --vs gen1.json,gen1.json,gen1.json (--vs).",
     )
     games: int = Field(
         200, ge=1, le=MAX_GAMES, description="Games in all, rounded up to a multiple of the pod size (--games)."
@@ -145,7 +146,7 @@ class ExportConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = Field(True, description="Write the learner's decisions at all (--no-export turns it off).")
+    enabled: bool = Field(True, description="Write the learner's decisions at all (--export/--no-export).")
     games: int = Field(
         1000,
         ge=0,
@@ -155,8 +156,8 @@ class ExportConfig(BaseModel):
     )
     only_wins: bool = Field(
         False,
-        description="Keep only episodes the agent won (--wins-only); by default every "
-        "episode: a teacher's play is worth learning in the games it loses too.",
+        description="Keep only the episodes the agent won; by default every episode: a teacher's play is worth "
+        "learning in the games it loses too (--wins-only/--all-games).",
     )
     min_decisions: int = Field(
         3, ge=1, le=MAX_ROWS, description="Skip episodes with fewer learner decisions than this."
@@ -164,7 +165,7 @@ class ExportConfig(BaseModel):
     episodes_per_flush: int = Field(
         256, ge=1, le=MAX_GAMES, description="Episodes buffered before rows are built and written."
     )
-    compression: records.Compression = Field("none", description="none, gzip or zstd.")
+    compression: Compression = Field("none", description="none, gzip or zstd.")
     export_eval: bool = Field(True, description="Also write evaluation games, as source `<source>-eval`.")
 
 
@@ -235,8 +236,8 @@ class PPOConfig(BaseModel):
     lstm_hidden: int = Field(128, ge=1, le=4096, description="LSTM hidden size (recurrent) (--lstm-hidden).")
     warm_start: Path | None = Field(
         None,
-        description="Checkpoint to start from (--warm-start): a flat PPO one "
-        "gives its whole policy, critic included; a BC one its actor.",
+        description="Checkpoint to start from: a flat PPO one gives its whole policy, critic included; a BC one its "
+        "actor (--warm-start).",
     )
     opponents: tuple[str, ...] = Field(
         ("heuristic", "tuned", "self"),
@@ -245,7 +246,9 @@ class PPOConfig(BaseModel):
         "heuristic, tuned, random, self, or a checkpoint path (--opponents).",
     )
     opponent_weights: tuple[Annotated[float, Field(ge=0, le=MAX_COEF)], ...] | None = Field(
-        None, description="Relative weight of each opponent in the draw (default: equal)."
+        None,
+        description="Relative weight of each opponent in the draw, comma-separated (e.g. 1,1,2); default: equal "
+        "(--opponent-weights).",
     )
     opponent_mirror: float = Field(
         0.0,
@@ -271,7 +274,7 @@ class PPOConfig(BaseModel):
     )
     eval_games: int = Field(100, ge=1, le=MAX_GAMES, description="Games per evaluation, seats rotated (--eval-games).")
     eval_opponents: tuple[str, ...] = Field(
-        ("heuristic",) * 3, min_length=1, description="Opponents of the evaluation pods (--eval-vs)."
+        ("heuristic",) * 3, min_length=1, description="Opponents of the evaluation pods, comma-separated (--eval-vs)."
     )
     generation: int = Field(
         0, ge=0, le=999, description="Loop generation: model_version gen-NNN on exports and cards (--generation)."

@@ -44,7 +44,8 @@ from toolkit.train.config import EvaluateConfig
 from toolkit.train.export import DecisionExporter
 
 if TYPE_CHECKING:
-    from toolkit.engine.driver import Decider, EngineConfig
+    from toolkit.engine.config import EngineConfig
+    from toolkit.engine.driver import Decider
 
 
 class Outcome(BaseModel):

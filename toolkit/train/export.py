@@ -36,7 +36,8 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, Field
 
-from toolkit.engine.driver import EngineConfig, EngineGame
+from toolkit.engine.config import EngineConfig
+from toolkit.engine.driver import EngineGame
 from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
 from toolkit.game.core import Finished
 from toolkit.game.env import EpisodeRecord

@@ -60,7 +60,7 @@ from pydantic import BaseModel, Field
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
-from toolkit.engine.driver import EngineConfig
+from toolkit.engine.config import EngineConfig
 from toolkit.engine.vec_env import EngineVecEnv
 from toolkit.errors import ConfigError, TrainError
 from toolkit.game.league import OpponentPool, OpponentTally

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from toolkit.catalog.connect import WriterWait
-from toolkit.engine.driver import EngineConfig
+from toolkit.engine.config import EngineConfig
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
 
