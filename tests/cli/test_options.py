@@ -15,6 +15,7 @@ from pydantic.fields import FieldInfo
 
 from tests.factories import cli_params
 from toolkit.cli.app import backend_config
+from toolkit.datasets.config import BuildConfig, LabelIssueFilter
 from toolkit.engine.config import EngineConfig
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS
@@ -80,6 +81,26 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
         {"--vs": "opponents", "--games": "games", "--seed": "seed", "--max-rounds": "max_rounds"},
     ),
     (
+        "build",
+        BuildConfig,
+        {
+            "--name": "name",
+            "--source": "sources",
+            "--generation": "generations",
+            "--batch": "batches",
+            "--weight": "weights",
+            "--mode": "weight_mode",
+            "--min-reward": "min_reward",
+            "--wins-only": "wins_only",
+            "--min-length": "min_episode_length",
+            "--exclude-labels": "exclude_label_sources",
+            "--pod-size": "pod_sizes",
+            "--seed": "seed",
+            "--generation-decay": "generation_decay",
+        },
+    ),
+    ("build", LabelIssueFilter, {"--min-label-quality": "min_quality", "--label-scores": "scores"}),
+    (
         "loop run",
         LoopConfig,
         {"--name": "name", "--max-generations": "max_generations", "--seed": "seed", "--max-rounds": "max_rounds"},
@@ -92,8 +113,14 @@ def _params(command: str) -> dict[str, Any]:
 
 
 def _bounds(field: FieldInfo) -> tuple[Any, Any]:
-    low = next((m.ge for m in field.metadata if isinstance(m, Ge)), None)
-    high = next((m.le for m in field.metadata if isinstance(m, Le)), None)
+    """The field's bounds, or a list field's items' (``list[Annotated[int, Field(ge=0)]] | None``)."""
+    found = list(field.metadata)
+    for arg in (field.annotation, *get_args(field.annotation)):
+        if get_origin(arg) is list:
+            [item] = get_args(arg)
+            found += [m for info in getattr(item, "__metadata__", ()) for m in info.metadata]
+    low = next((m.ge for m in found if isinstance(m, Ge)), None)
+    high = next((m.le for m in found if isinstance(m, Le)), None)
     return low, high
 
 
@@ -116,7 +143,7 @@ def test_every_flag_that_sets_a_config_field_is_that_field(
         where = (command, flag)
         assert param.default is None, where  # not given: the config's default
         assert param.help.startswith(re.split(r" \(--", field.description or "")[0].rstrip(".")), where
-        if not field.is_required() and (default := field.get_default(call_default_factory=True)) is not None:
+        if not field.is_required() and (default := field.get_default(call_default_factory=True)) not in (None, [], {}):
             assert f"default: {_shown(default)})" in param.help, where
         for choices in (get_args(a) for a in (field.annotation, *get_args(field.annotation))):
             if choices and get_origin(field.annotation) is Literal:

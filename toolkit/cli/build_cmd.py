@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from toolkit.cli.app import AsOfOpt, JsonOpt, Table, app, console, layout, print_json, progress_bar
+from toolkit.cli.app import AsOfOpt, JsonOpt, Table, app, console, layout, model_option, print_json, progress_bar
+from toolkit.datasets.config import BuildConfig, LabelIssueFilter
 from toolkit.errors import ConfigError
-from toolkit.limits import MAX_GENERATION, MAX_REWARD, MAX_ROWS, MAX_SEED
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.datasets.dataset import Manifest
@@ -37,45 +37,22 @@ def build_command(
     config_file: Annotated[
         Path | None, typer.Option("--config", help="A build.yaml; flags override its fields.")
     ] = None,
-    name: Annotated[str | None, typer.Option("--name", help="Dataset name (default: default).")] = None,
-    source: Annotated[list[str] | None, typer.Option("--source", help="Read only this source (repeat).")] = None,
-    generation: Annotated[
-        list[int] | None, typer.Option("--generation", max=MAX_GENERATION, help="Read only this generation (repeat).")
-    ] = None,
-    batch: Annotated[list[str] | None, typer.Option("--batch", help="Read only this batch id (repeat).")] = None,
-    weight: Annotated[
-        list[str] | None, typer.Option("--weight", help="SOURCE=W: ratio weight or target share (repeat).")
-    ] = None,
-    mode: Annotated[str | None, typer.Option("--mode", help="How weights read: ratio (default) or share.")] = None,
-    min_reward: Annotated[
-        float | None,
-        typer.Option(
-            "--min-reward",
-            min=-MAX_REWARD,
-            max=MAX_REWARD,
-            help="Minimum episode return as logged, shaping included (policy sources).",
-        ),
-    ] = None,
-    wins_only: Annotated[
-        list[str] | None, typer.Option("--wins-only", help="Keep only won episodes of SOURCE (repeat).")
-    ] = None,
-    min_length: Annotated[
-        int | None, typer.Option("--min-length", max=MAX_ROWS, help="Minimum decisions per episode.")
-    ] = None,
+    name: Annotated[str | None, model_option(BuildConfig, "name", "--name")] = None,
+    source: Annotated[list[str] | None, model_option(BuildConfig, "sources", "--source")] = None,
+    generation: Annotated[list[int] | None, model_option(BuildConfig, "generations", "--generation")] = None,
+    batch: Annotated[list[str] | None, model_option(BuildConfig, "batches", "--batch")] = None,
+    weight: Annotated[list[str] | None, model_option(BuildConfig, "weights", "--weight")] = None,
+    mode: Annotated[str | None, model_option(BuildConfig, "weight_mode", "--mode")] = None,
+    min_reward: Annotated[float | None, model_option(BuildConfig, "min_reward", "--min-reward")] = None,
+    wins_only: Annotated[list[str] | None, model_option(BuildConfig, "wins_only", "--wins-only")] = None,
+    min_length: Annotated[int | None, model_option(BuildConfig, "min_episode_length", "--min-length")] = None,
     exclude_labels: Annotated[
-        list[str] | None, typer.Option("--exclude-labels", help="Drop rows labelled this way, e.g. card_role (repeat).")
+        list[str] | None, model_option(BuildConfig, "exclude_label_sources", "--exclude-labels")
     ] = None,
-    pod_size: Annotated[
-        list[int] | None, typer.Option("--pod-size", max=8, help="Keep only pods of this size (repeat).")
-    ] = None,
-    seed: Annotated[int | None, typer.Option("--seed", max=MAX_SEED, help="Seed of the game sampling.")] = None,
+    pod_size: Annotated[list[int] | None, model_option(BuildConfig, "pod_sizes", "--pod-size")] = None,
+    seed: Annotated[int | None, model_option(BuildConfig, "seed", "--seed")] = None,
     generation_decay: Annotated[
-        float | None,
-        typer.Option(
-            "--generation-decay",
-            max=1,
-            help="D in (0, 1]: within a source, generation g weighs D^(newest - g) (its share holds).",
-        ),
+        float | None, model_option(BuildConfig, "generation_decay", "--generation-decay")
     ] = None,
     drop_label_issues: Annotated[
         bool,
@@ -85,25 +62,15 @@ def build_command(
         ),
     ] = False,
     min_label_quality: Annotated[
-        float | None,
-        typer.Option(
-            "--min-label-quality", max=1, help="Leave out train decisions whose label quality is below Q (0-1)."
-        ),
+        float | None, model_option(LabelIssueFilter, "min_quality", "--min-label-quality")
     ] = None,
-    label_scores: Annotated[
-        str | None,
-        typer.Option(
-            "--label-scores",
-            help="NAME or NAME@FINGERPRINT: the scored build to read (default: the newest scored build of --name).",
-        ),
-    ] = None,
+    label_scores: Annotated[str | None, model_option(LabelIssueFilter, "scores", "--label-scores")] = None,
     as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build a training dataset from the lake: weighted, filtered, deduplicated, with a fixed holdout."""
     from toolkit.config import load_config
     from toolkit.datasets.build import build_dataset
-    from toolkit.datasets.config import BuildConfig
 
     config = load_config(
         BuildConfig,

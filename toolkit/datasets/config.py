@@ -94,34 +94,52 @@ class BuildConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(DEFAULT_NAME, pattern=NAME_PATTERN, description="Dataset name (folder under builds/).")
-    sources: list[str] | None = Field(None, description="Sources to read; null: every source in the lake.")
-    generations: list[Annotated[int, Field(ge=0, le=MAX_GENERATION)]] | None = Field(
-        None, description="Generations to read; null: all (incl. none)."
+    name: str = Field(
+        DEFAULT_NAME, pattern=NAME_PATTERN, description="Dataset name: its folder under builds/ (--name)."
     )
-    batches: list[str] | None = Field(None, description="Batch ids to read; null: every non-rejected batch.")
-    weight_mode: Literal["ratio", "share"] = Field("ratio", description="How `weights` are read (see module doc).")
-    weights: dict[str, SourceWeight] = Field(default_factory=dict, description="Per-source weight or target share.")
+    sources: list[str] | None = Field(
+        None, description="Sources to read; null: every source in the lake (--source, once per source)."
+    )
+    generations: list[Annotated[int, Field(ge=0, le=MAX_GENERATION)]] | None = Field(
+        None, description="Generations to read; null: all, rows of no generation included (--generation, once each)."
+    )
+    batches: list[str] | None = Field(
+        None, description="Batch ids to read; null: every non-rejected batch (--batch, once per batch)."
+    )
+    weight_mode: Literal["ratio", "share"] = Field(
+        "ratio",
+        description="How `weights` are read: relative weights (ratio) or target shares of the train split (share) "
+        "(--mode).",
+    )
+    weights: dict[str, SourceWeight] = Field(
+        default_factory=dict, description="Per-source weight or target share: SOURCE=W (--weight, once per source)."
+    )
     min_reward: float | None = Field(
         None,
         ge=-MAX_REWARD,
         le=MAX_REWARD,
         description="Minimum episode return as the writer logged it (shaping included), for `reward_sources` "
-        "only; the result is `wins_only`'s (the outcome).",
+        "only; the result is `wins_only`'s (the outcome) (--min-reward).",
     )
     reward_sources: list[str] = Field(
         default_factory=lambda: ["ppo"], description="Policy-written sources `min_reward` applies to."
     )
-    wins_only: list[str] = Field(default_factory=list, description="Sources of which only won episodes are kept.")
-    min_episode_length: int = Field(1, ge=1, le=MAX_ROWS, description="Minimum decisions in a kept episode.")
+    wins_only: list[str] = Field(
+        default_factory=list, description="Sources of which only won episodes are kept (--wins-only, once per source)."
+    )
+    min_episode_length: int = Field(
+        1, ge=1, le=MAX_ROWS, description="Minimum decisions in a kept episode (--min-length)."
+    )
     exclude_label_sources: list[str] = Field(
-        default_factory=list, description="Drop rows whose label was obtained this way (e.g. card_role, default)."
+        default_factory=list,
+        description="Drop rows whose label was obtained this way, e.g. card_role or default (--exclude-labels, "
+        "once per way).",
     )
     pod_sizes: list[Annotated[int, Field(ge=MIN_POD_SIZE, le=MAX_POD_SIZE)]] | None = Field(
-        None, description="Pod sizes to keep; null: all."
+        None, description="Pod sizes to keep; null: all (--pod-size, once per size)."
     )
     holdout: HoldoutConfig = Field(default_factory=HoldoutConfig)
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the game sampling.")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the game sampling (--seed).")
     rows_per_file: int = Field(262_144, ge=100, le=MAX_ROWS, description="Rows per Parquet part.")
     label_issues: LabelIssueFilter | None = Field(
         None, description="Leave label issues out of the train split, by a scored build's label scores."
@@ -133,7 +151,7 @@ class BuildConfig(BaseModel):
         description="A window of generations with decaying weight (KataGo's shuffle window): within each source, "
         "an episode of generation g weighs decay^(G - g), G the source's newest generation in the build, rescaled "
         "so the source keeps its weighted rows (its share holds); rows with no generation keep their weight. "
-        "null: every generation weighs the same.",
+        "null: every generation weighs the same (--generation-decay).",
     )
 
     @model_serializer(mode="wrap")
