@@ -398,3 +398,16 @@ def test_one_of_several_writers_killed_mid_ingest_costs_the_others_nothing(
         ok(tmp_path / "root0", lake_uri, "ingest", str(path))  # the rerun: recovery, then each batch once
     assert rows(tmp_path / "other", lake_uri, "SELECT count(*) AS batches FROM batches") == [{"batches": 9}]
     assert not any((tmp_path / "root0" / "staging").iterdir())
+
+
+def test_a_lake_location_file_of_a_newer_distill_is_refused_naming_it_and_its_version(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "lake.json").write_text(json.dumps({"format_version": 2, "uri": "s3://bucket/lake"}))
+    result, output = distill(home, "s3://bucket/lake", "sql", "SELECT 1 AS one")
+    assert result.exit_code != 0
+    said = " ".join(output.split())
+    assert f"{home / 'lake.json'} is a lake location of format version 2; this Distill reads version 1" in said
+    (home / "lake.json").write_text(json.dumps({"format_version": 1, "uri": "s3://bucket/lake", "extra": 1}))
+    result, output = distill(home, "s3://bucket/lake", "sql", "SELECT 1 AS one")
+    assert result.exit_code != 0 and "is not a valid lake location: extra" in " ".join(output.split())

@@ -43,9 +43,12 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlparse
 
+from pydantic import BaseModel, ConfigDict
+
 from toolkit.catalog import log
 from toolkit.errors import CatalogError, LakeLogError, UsageError
 from toolkit.layout import LAKE_ENV, NAME_PATTERN, STAGED_FOLDER, Layout
+from toolkit.storage import read_versioned
 
 LOCATION_FILE: Final = "lake.json"  # in the data root: the location of its lake (absent: a local lake)
 LOCATION_FORMAT_VERSION: Final = 1
@@ -440,22 +443,30 @@ def new_token() -> str:
 # -- helpers ----------------------------------------------------------------------------------------------------
 
 
+class LocationRecord(BaseModel):
+    """``lake.json`` in a data root: where its lake is (the data root keeps a copy of its index)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format_version: int
+    uri: str
+
+
 def _recorded(layout: Layout) -> LakeLocation | None:
     path = layout.home / LOCATION_FILE
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise CatalogError(f"{path} is not a regular file", hint=f"delete {path} and open the data root with --lake")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except (OSError, ValueError) as error:
-        raise CatalogError(f"{path} cannot be read: {error}", hint=f"delete {path} and open it with --lake") from None
-    if not isinstance(raw, dict) or raw.get("format_version") != LOCATION_FORMAT_VERSION or "uri" not in raw:
-        raise CatalogError(
-            f"{path} is not a lake location of format version {LOCATION_FORMAT_VERSION}",
-            hint=f"delete {path} and open the data root with --lake",
-        )
-    return LakeLocation.parse(str(raw["uri"]))
+    record = read_versioned(
+        path,
+        LocationRecord,
+        LOCATION_FORMAT_VERSION,
+        what="lake location",
+        error=CatalogError,
+        hint=f"delete {path} and open the data root with --lake",
+    )
+    return LakeLocation.parse(record.uri)
 
 
 def _record(layout: Layout, location: LakeLocation) -> None:
