@@ -56,7 +56,8 @@ def lake_home(decisions: int) -> Path:
 def make_lake(home: Path, decisions: int) -> int:
     """Simulate and ingest parts until the lake holds ``decisions`` decisions; returns how many it holds."""
     from toolkit.catalog.lake import Lake
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
 

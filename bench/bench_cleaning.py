@@ -39,7 +39,8 @@ def prepare(games: int, rate: float, seed: int):  # noqa: ANN201 - (Layout, Labe
     """A data root with ``noisy`` (scored) and ``clean`` (its flagged train rows dropped)."""
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
     from toolkit.quality.labels import check_labels

@@ -40,9 +40,10 @@ from pathlib import Path
 import numpy as np
 
 from toolkit.game import core
+from toolkit.game.config import SimulateConfig
 from toolkit.game.env import CommanderEnv
 from toolkit.game.players import HeuristicParams, HeuristicPlayer, RandomPlayer, make_player
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.simulate import simulate
 from toolkit.game.vec_env import CommanderVecEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -504,7 +504,8 @@ def data_file(rows: int, dirty: float = 0.0) -> tuple[Path, dict[str, Any]]:
 def sim_file(games: int) -> tuple[Path, dict[str, Any]]:
     """The simulator's own log of ``games`` heuristic games (one file, as ``distill simulate`` writes
     it), simulated once and cached under ``bench/out/data``."""
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.jobs.config import BackendConfig
 
     path, folder, cached = _cache_slot(f"sim-{games}-s{SEED}", ".jsonl")

@@ -40,7 +40,8 @@ def noisy_build(games: int, rate: float, seed: int = 11) -> tuple[Path, set]:
     """A data root with ``games`` heuristic games, ``rate`` of their choices flipped, built as ``noisy``."""
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
     from toolkit.quality.noise import flip_files
@@ -88,7 +89,8 @@ def speed_home(rows: int) -> Path:
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
     from toolkit.datasets.dataset import list_names
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
 

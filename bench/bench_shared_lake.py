@@ -102,7 +102,8 @@ def child_writer(home: str, lake: str, paths: list[str]) -> None:
 def child_job(home: str, lake: str, games: str, staged: str, compression: str) -> None:
     """A simulation job on the pool into the lake at ``lake``: staged by its workers (``staged`` = "1") and
     committed as one version, or written as logs the driver ingests."""
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.ingest.shards import commit_shards, fetch_logs, staging_for
     from toolkit.jobs.backends import close_pools

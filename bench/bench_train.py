@@ -206,7 +206,8 @@ def vec_env_figures() -> dict[str, float]:
 def bc_figures(tmp: Path, games: int) -> dict[str, float]:
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
     from toolkit.train.bc import read_split, train_bc

@@ -40,7 +40,8 @@ PLAYERS = ("heuristic", "heuristic", "heuristic", "random")
 
 
 def make_lake(home: Path, batches: int, games: int) -> None:
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
 

@@ -117,7 +117,8 @@ def _cpu_by_thread() -> dict[str, float]:
 def profile_bc() -> None:
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
     from toolkit.train import bc

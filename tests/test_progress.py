@@ -6,7 +6,8 @@ from pathlib import Path
 
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.config import SimulateConfig
+from toolkit.game.simulate import simulate
 from toolkit.ingest.dry_run import validate_paths
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout

@@ -29,7 +29,8 @@ import pyarrow.parquet as pq
 
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.config import SimulateConfig
+from toolkit.game.simulate import simulate
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 

@@ -31,7 +31,8 @@ def _lake(root: Path, logs: list[Path]) -> Layout:
 @pytest.fixture(scope="module")
 def lakes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Layout, Layout]:
     """Two data roots holding the same tiny lake: 40 simulated games of the Forge stand-in."""
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
 
     root = tmp_path_factory.mktemp("ablate")
     logs = simulate(

@@ -16,7 +16,8 @@ import pytest
 from tests.factories import make_snapshot
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.config import SimulateConfig
+from toolkit.game.simulate import simulate
 from toolkit.ingest.config import IngestConfig, ReadOptions
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout

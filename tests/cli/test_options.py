@@ -19,6 +19,7 @@ from toolkit.datasets.config import BuildConfig, LabelIssueFilter
 from toolkit.engine.config import EngineConfig
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS
+from toolkit.game.config import SimulateConfig
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
@@ -100,6 +101,19 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
         },
     ),
     ("build", LabelIssueFilter, {"--min-label-quality": "min_quality", "--label-scores": "scores"}),
+    (
+        "simulate",
+        SimulateConfig,
+        {
+            "--games": "games",
+            "--players": "players",
+            "--seed": "seed",
+            "--out": "out",
+            "--compress": "compression",
+            "--batch-size": "batch_size",
+            "--max-rounds": "max_rounds",
+        },
+    ),
     (
         "loop run",
         LoopConfig,

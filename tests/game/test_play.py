@@ -13,9 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from toolkit.game import core, records, rules
+from toolkit.game.config import SimulateConfig
 from toolkit.game.env import CommanderEnv
 from toolkit.game.players import DecisionBatch, HeuristicPlayer, PolicyPlayer, RandomPlayer, make_player
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.simulate import simulate
 from toolkit.schema.models import DecisionSnapshot
 
 

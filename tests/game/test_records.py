@@ -10,10 +10,11 @@ import pytest
 
 from toolkit.game import cards as C
 from toolkit.game import core, records, rules
+from toolkit.game.config import SimulateConfig
 from toolkit.game.lineup import Entrant
 from toolkit.game.observation import SEAT_FIELDS
 from toolkit.game.players import make_player
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.simulate import simulate
 from toolkit.schema.models import ActionRecord, DecisionSnapshot, PlayerState
 
 

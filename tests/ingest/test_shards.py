@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from toolkit.catalog.lake import Lake
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.config import SimulateConfig
+from toolkit.game.simulate import simulate
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.ingest.shards import commit_shards, fetch_logs, staging_for
 from toolkit.jobs.config import BackendConfig

@@ -27,7 +27,8 @@ SEE_REJECTS = 'counted by reason in `distill sql "FROM reject_reasons"`'
 
 
 def _forge_log(folder: Path, games: int = 4) -> Path:
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
 
     players = ("heuristic", "tuned", "heuristic", "tuned")
     [log] = simulate(SimulateConfig(games=games, players=players, seed=3, out=folder, max_rounds=20)).files

@@ -143,7 +143,8 @@ def _sha256(path: Path) -> str:
 
 
 def test_the_loop_never_touches_a_users_logs(tmp_path: Path) -> None:
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
 
     players = ("heuristic", "tuned", "heuristic", "tuned")
     given = simulate(SimulateConfig(games=30, players=players, seed=5, out=tmp_path / "forge", max_rounds=20)).files

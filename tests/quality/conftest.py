@@ -10,7 +10,8 @@ import pytest
 from toolkit.datasets.build import build_dataset
 from toolkit.datasets.config import BuildConfig
 from toolkit.datasets.dataset import Dataset
-from toolkit.game.simulate import SimulateConfig, simulate
+from toolkit.game.config import SimulateConfig
+from toolkit.game.simulate import simulate
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout
 from toolkit.quality.labels import LabelCheckConfig, LabelCheckResult, check_labels

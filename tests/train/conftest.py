@@ -63,7 +63,8 @@ def tiny_dataset(tmp_path_factory: pytest.TempPathFactory):
     """A real built dataset: 60 simulated heuristic/random games, ingested, built (train + fixed holdout)."""
     from toolkit.datasets.build import build_dataset
     from toolkit.datasets.config import BuildConfig
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
     from toolkit.ingest.ingest import ingest_paths
     from toolkit.layout import Layout
 

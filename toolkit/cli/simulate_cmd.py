@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
 from pydantic import ValidationError
 
 from toolkit.cli.app import (
@@ -22,24 +21,23 @@ from toolkit.cli.app import (
     backend_config,
     console,
     engine_config,
+    model_option,
     print_json,
     progress_bar,
 )
 from toolkit.config import validation_message
 from toolkit.errors import ConfigError
-from toolkit.limits import MAX_BATCH, MAX_GAMES, MAX_SEED
+from toolkit.game.config import SimulateConfig
 
 
 @app.command("simulate")
 def simulate_command(
-    games: Annotated[int, typer.Option("--games", max=MAX_GAMES, help="Games to play.")] = 1000,
-    players: Annotated[
-        str, typer.Option("--players", help="One player per seat, comma-separated: random, heuristic, tuned.")
-    ] = "heuristic,heuristic,heuristic,heuristic",
-    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seed: same seed, same games, same bytes.")] = 0,
-    out: Annotated[Path | None, typer.Option("--out", help="Folder for the JSONL logs (omit to only play).")] = None,
-    compress: Annotated[str, typer.Option("--compress", help="none, gzip or zstd.")] = "none",
-    batch_size: Annotated[int, typer.Option("--batch-size", max=MAX_BATCH, help="Games stepped at once.")] = 1024,
+    games: Annotated[int | None, model_option(SimulateConfig, "games", "--games")] = None,
+    players: Annotated[str | None, model_option(SimulateConfig, "players", "--players")] = None,
+    seed: Annotated[int | None, model_option(SimulateConfig, "seed", "--seed")] = None,
+    out: Annotated[Path | None, model_option(SimulateConfig, "out", "--out")] = None,
+    compress: Annotated[str | None, model_option(SimulateConfig, "compression", "--compress")] = None,
+    batch_size: Annotated[int | None, model_option(SimulateConfig, "batch_size", "--batch-size")] = None,
     max_rounds: MaxRoundsOpt = None,
     backend: BackendOpt = None,
     workers: WorkersOpt = None,
@@ -52,18 +50,19 @@ def simulate_command(
     """Play GAMES games of the Distill Commander game and write every decision (role forge for heuristics).
     With --engine, the games are played in that engine by its own AI (the player types as its profiles) and the
     logs are the records of its decisions."""
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.simulate import simulate
 
+    given = {
+        "games": games,
+        "players": None if players is None else tuple(p.strip() for p in players.split(",")),
+        "seed": seed,
+        "out": out,
+        "compression": compress,
+        "batch_size": batch_size,
+        "max_rounds": max_rounds,
+    }
     try:
-        config = SimulateConfig(
-            games=games,
-            players=tuple(p.strip() for p in players.split(",")),
-            seed=seed,
-            out=out,
-            compression=compress,
-            batch_size=batch_size,
-            **({} if max_rounds is None else {"max_rounds": max_rounds}),
-        )
+        config = SimulateConfig(**{name: value for name, value in given.items() if value is not None})
     except ValidationError as error:
         raise ConfigError(
             f"invalid simulate options: {validation_message(error)}", hint="see distill simulate --help"

@@ -21,7 +21,8 @@ from toolkit.engine.config import EngineConfig
 from toolkit.engine.driver import EngineDriver, GameSpec, game_seed
 from toolkit.errors import ConfigError, EngineError
 from toolkit.game import records
-from toolkit.game.simulate import SimulateConfig, SimulateResult, simulate_result
+from toolkit.game.config import SimulateConfig
+from toolkit.game.simulate import SimulateResult, simulate_result
 
 
 def simulate_on_engine(config: SimulateConfig, engine: EngineConfig) -> SimulateResult:

@@ -19,48 +19,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field
 
 from toolkit.errors import ConfigError
-from toolkit.game import DEFAULT_MAX_ROUNDS, core, records, rules
+from toolkit.game import core, records, rules
+from toolkit.game.config import SimulateConfig
 from toolkit.game.lineup import entrant_of
-from toolkit.game.players import PLAYER_TYPES, make_player
+from toolkit.game.players import make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.handoff import Handoff
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
-from toolkit.limits import MAX_ROWS, MAX_SEED, MaxRounds
 from toolkit.progress import ProgressFn
-
-
-class SimulateConfig(BaseModel):
-    """What to simulate and where to write it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    games: int = Field(1000, ge=1, le=100_000_000, description="Games to play (--games).")
-    players: tuple[str, ...] = Field(
-        ("heuristic",) * 4,
-        min_length=2,
-        max_length=6,
-        description=f"One player per seat, among {', '.join(PLAYER_TYPES)} (--players).",
-    )
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the run; same seed, same games, same bytes (--seed).")
-    out: Path | None = Field(None, description="Folder for the decision logs; None plays without writing (--out).")
-    compression: records.Compression = Field("none", description="none, gzip or zstd (--compress).")
-    batch_size: int = Field(1024, ge=1, le=65_536, description="Games stepped at once (--batch-size).")
-    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
-    rows_per_file: int = Field(
-        1_000_000, ge=1, le=MAX_ROWS, description="Decisions per part file before starting the next."
-    )
-
-    @field_validator("players")
-    @classmethod
-    def _known_players(cls, players: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [p for p in players if p not in PLAYER_TYPES]
-        if unknown:
-            raise ValueError(f"unknown players {unknown}: --players takes names among {', '.join(PLAYER_TYPES)}")
-        return players
 
 
 class SimulateResult(BaseModel):

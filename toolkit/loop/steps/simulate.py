@@ -26,7 +26,8 @@ class SimulateStepResult(BaseModel):
 
 
 def simulate_step(ctx: StepContext, step: SimulateInput) -> SimulateStepResult:
-    from toolkit.game.simulate import SimulateConfig, simulate
+    from toolkit.game.config import SimulateConfig
+    from toolkit.game.simulate import simulate
 
     if step.logs:
         return SimulateStepResult(files=step.logs, simulated=False)
