@@ -20,6 +20,7 @@ from toolkit.engine.config import EngineConfig
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.config import SimulateConfig
+from toolkit.ingest.config import ReadOptions
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig
@@ -101,6 +102,10 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
         },
     ),
     ("build", LabelIssueFilter, {"--min-label-quality": "min_quality", "--label-scores": "scores"}),
+    *(
+        (command, ReadOptions, {"--dialect": "dialect", "--source": "source", "--max-line-bytes": "max_line_bytes"})
+        for command in ("validate", "ingest")
+    ),
     (
         "simulate",
         SimulateConfig,

@@ -12,15 +12,26 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from toolkit.cli.app import AsOfOpt, JsonOpt, Table, app, console, err_console, layout, print_json, progress_bar
+from toolkit.cli.app import (
+    AsOfOpt,
+    JsonOpt,
+    Table,
+    app,
+    console,
+    err_console,
+    layout,
+    model_option,
+    print_json,
+    progress_bar,
+)
 from toolkit.errors import ConfigError, UsageError
-from toolkit.limits import MAX_ERRORS, MAX_LINE_BYTES, MAX_ROWS, MAX_SECONDS
+from toolkit.ingest.config import ReadOptions
+from toolkit.limits import MAX_ERRORS, MAX_ROWS, MAX_SECONDS
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.catalog.query import QueryResult
     from toolkit.catalog.store import Catalog
     from toolkit.catalog.views import SandboxLimits
-    from toolkit.ingest.config import ReadOptions
 
 PathsArg = Annotated[
     list[Path],
@@ -30,27 +41,12 @@ PathsArg = Annotated[
         show_default=False,
     ),
 ]
-DialectOpt = Annotated[
-    str | None, typer.Option("--dialect", help="Force a dialect: canonical, forge, sim, ds, ppo_legacy.")
-]
-SourceOpt = Annotated[
-    str | None, typer.Option("--source", help="Force the source role of every row (e.g. forge, ppo).")
-]
-MaxLineOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-line-bytes",
-        max=MAX_LINE_BYTES,
-        min=1024,
-        help="Longer lines are rejected unread, only their first 4 KiB quarantined (default 4 MiB).",
-        show_default=False,
-    ),
-]
+DialectOpt = Annotated[str | None, model_option(ReadOptions, "dialect", "--dialect")]
+SourceOpt = Annotated[str | None, model_option(ReadOptions, "source", "--source")]
+MaxLineOpt = Annotated[int | None, model_option(ReadOptions, "max_line_bytes", "--max-line-bytes")]
 
 
 def _read_options(dialect: str | None, source: str | None, max_line_bytes: int | None) -> ReadOptions:
-    from toolkit.ingest.config import ReadOptions
-
     limits = {} if max_line_bytes is None else {"max_line_bytes": max_line_bytes}
     return ReadOptions(dialect=dialect, source=source, **limits)
 

@@ -4,13 +4,20 @@
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit import limits
 from toolkit.errors import ConfigError
-from toolkit.ingest.reader import CHUNK_BYTES, MAX_LINE_BYTES
 from toolkit.schema.vocab import DIALECTS, SOURCE_PATTERN
+
+# Bytes of lines per chunk (~8,000 canonical records): each chunk is one part
+# handed between threads, with a fixed cost (column checks, partition runs,
+# lineage) that larger chunks spread thinner; 16 MB took ~6% less CPU than 8 MB.
+CHUNK_BYTES: Final[int] = 16 << 20
+# The longest line read by default (``ReadOptions.max_line_bytes``); a longer one is rejected unread.
+MAX_LINE_BYTES: Final[int] = 4 << 20
 
 
 class ReadOptions(BaseModel):
@@ -18,13 +25,19 @@ class ReadOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dialect: str | None = Field(default=None, description="Force this dialect for every line (default: detect).")
-    source: str | None = Field(default=None, description="Force this source role on every row.")
+    dialect: str | None = Field(
+        default=None,
+        description=f"Force this dialect for every line, one of {', '.join(DIALECTS)}; default: detect (--dialect).",
+    )
+    source: str | None = Field(
+        default=None, description="Force the source role of every row, e.g. forge or ppo (--source)."
+    )
     max_line_bytes: int = Field(
         default=MAX_LINE_BYTES,
         ge=1024,
         le=limits.MAX_LINE_BYTES,
-        description="Longer lines are rejected unread: skipped to their newline, their first 4 KiB kept.",
+        description="Longer lines are rejected unread: skipped to their newline, their first 4 KiB quarantined "
+        "(--max-line-bytes).",
     )
     max_stdin_bytes: int = Field(
         default=64 << 30,
