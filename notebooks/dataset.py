@@ -48,9 +48,9 @@ def _(sections, show):
 
 
 @app.cell
-def _(args, layout, name, report_path, sections, write_report):
+def _(args, layout, name, report_path, sections, write_sections_report):
     if "report" in args:
-        print(write_report(report_path(layout, "dataset", name.value), f"Dataset {name.value}", sections))
+        print(write_sections_report(report_path(layout, "dataset", name.value), f"Dataset {name.value}", sections))
     return
 
 

@@ -46,9 +46,9 @@ def _(sections, show):
 
 
 @app.cell
-def _(args, layout, report_path, sections, write_report):
+def _(args, layout, report_path, sections, write_sections_report):
     if "report" in args:
-        print(write_report(report_path(layout, "lake"), f"The lake of {layout.home.name}", sections))
+        print(write_sections_report(report_path(layout, "lake"), f"The lake of {layout.home.name}", sections))
     return
 
 

@@ -49,9 +49,9 @@ def _(sections, show):
 
 
 @app.cell
-def _(args, layout, name, report_path, sections, write_report):
+def _(args, layout, name, report_path, sections, write_sections_report):
     if "report" in args:
-        print(write_report(report_path(layout, "loop", name.value), f"Loop run {name.value}", sections))
+        print(write_sections_report(report_path(layout, "loop", name.value), f"Loop run {name.value}", sections))
     return
 
 
