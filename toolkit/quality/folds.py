@@ -14,11 +14,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
+from typing import Final
 
 import numpy as np
 
 from toolkit.train.bc import fit_rows, masked_probabilities
 from toolkit.train.config import PolicySpec
+
+PROBABILITY_ROWS: Final = 65_536  # held rows scored at a time (a copy of their features: ~30 MB)
 
 
 def assign_folds(game_ids: np.ndarray, folds: int, seed: int) -> np.ndarray:
@@ -70,7 +73,10 @@ def out_of_sample_probabilities(
             learning_rate=learning_rate,
             seed=seed * 1000 + k,
         )
-        probs[held] = masked_probabilities(actor, features[held], masks[held])
+        held_rows = np.flatnonzero(held)
+        for start in range(0, len(held_rows), PROBABILITY_ROWS):  # the held rows gathered a chunk at a time
+            part = held_rows[start : start + PROBABILITY_ROWS]
+            probs[part] = masked_probabilities(actor, features[part], masks[part], chunk=PROBABILITY_ROWS)
         if on_fold is not None:
             on_fold(k + 1)
     return probs

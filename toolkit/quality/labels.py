@@ -67,11 +67,11 @@ def check_labels(
     started = time.perf_counter()
     dataset = open_dataset(layout, name, config.fingerprint)
     teacher = load_teacher(config.teacher, dataset) if config.teacher is not None else None
-    table = _read_rows(dataset)
-    features, labels, masks, weights = _arrays(table)
+    table, features, masks = _read_rows(dataset)
+    labels = table.column(LABEL).to_numpy().astype(np.int64)
+    weights = table.column(SAMPLE_WEIGHT).to_numpy().astype(np.float32)
     legal = masks.sum(1)
     scored = legal > 1
-    table = table.drop_columns([FEATURES, LEGAL_MASK])  # read through the arrays from here on
     game_ids = table.column(col.GAME_ID).to_numpy(zero_copy_only=False)
     _validate(dataset, game_ids, labels, scored, config)
     torch.set_num_threads(config.torch_threads)
@@ -99,27 +99,30 @@ def check_labels(
     return _finish(layout, dataset, config, scores, started)
 
 
-def _read_rows(dataset: Dataset) -> pa.Table:
-    """Both splits' rows (keys, features, label, mask, weight) with a ``split`` column, train first."""
-    columns = [*_KEYS, FEATURES, LABEL, LEGAL_MASK, SAMPLE_WEIGHT]
+def _read_rows(dataset: Dataset) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """Both splits' rows, train first: their keys, label and weight with a ``split`` column, and their feature
+    vectors [N, FEATURE_SIZE] float32 and legal masks [N, actions] bool, streamed batch by batch into the arrays
+    (the vectors are held once, never as an Arrow table beside them)."""
     parts = []
     for split in SPLITS:
-        part = dataset.read(split, columns)
+        part = dataset.read(split, [*_KEYS, LABEL, SAMPLE_WEIGHT])
         parts.append(part.append_column(sc.SPLIT, pa.array([split] * part.num_rows, pa.string())))
-    return pa.concat_tables(parts).combine_chunks()
+    table = pa.concat_tables(parts).combine_chunks()
+    features = np.empty((table.num_rows, FEATURE_SIZE), np.float32)
+    masks = np.empty((table.num_rows, N_ACTIONS), bool)
+    at = 0
+    for split in SPLITS:
+        for batch in dataset.iter_batches(split, [FEATURES, LEGAL_MASK]):
+            rows = slice(at, at + batch.num_rows)
+            features[rows] = _values(batch.column(FEATURES)).reshape(batch.num_rows, FEATURE_SIZE)
+            masks[rows] = _values(batch.column(LEGAL_MASK)).reshape(batch.num_rows, N_ACTIONS)
+            at += batch.num_rows
+    return table, features, masks
 
 
-def _arrays(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    n = table.num_rows
-
-    def flat(name: str) -> np.ndarray:
-        return table.column(name).combine_chunks().flatten().to_numpy(zero_copy_only=False)
-
-    features = flat(FEATURES).astype(np.float32, copy=False).reshape(n, FEATURE_SIZE)
-    masks = flat(LEGAL_MASK).astype(bool, copy=False).reshape(n, N_ACTIONS)
-    labels = table.column(LABEL).to_numpy().astype(np.int64)
-    weights = table.column(SAMPLE_WEIGHT).to_numpy().astype(np.float32)
-    return features, labels, masks, weights
+def _values(column: pa.Array) -> np.ndarray:
+    """The values of a list column's rows, end to end."""
+    return column.flatten().to_numpy(zero_copy_only=False)
 
 
 def _validate(
