@@ -62,7 +62,7 @@ def _distinct(*codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def conflicts(features: np.ndarray, labels: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(within_source, across_sources): per row, whether a decision with the same vector and another label exists
-    in the same source, and in another source."""
+    in the same source, and in another source. ``sources``: each row's source, as names or as codes."""
     group = feature_groups(features)
     source = np.unique(sources, return_inverse=True)[1].ravel()
     pairs, pair_of_row = _distinct(group, source, labels)  # the distinct (group, source, label) triples

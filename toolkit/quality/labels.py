@@ -72,10 +72,12 @@ def check_labels(
     weights = table.column(SAMPLE_WEIGHT).to_numpy().astype(np.float32)
     legal = masks.sum(1)
     scored = legal > 1
-    game_ids = table.column(col.GAME_ID).to_numpy(zero_copy_only=False)
-    _validate(dataset, game_ids, labels, scored, config)
+    game_codes, games = _codes(table.column(col.GAME_ID))
+    _validate(dataset, len(games), labels, scored, config)
+    # before the folds: its transient arrays are freed for them to reuse (the process's peak is the lower)
+    within, across = conflicts(features, labels, _codes(table.column(col.SOURCE))[0])
     torch.set_num_threads(config.torch_threads)
-    fold = assign_folds(game_ids, config.folds, config.seed)
+    fold = assign_folds(games, config.folds, config.seed)[game_codes]  # a game's fold: a function of its id
     probs = out_of_sample_probabilities(
         features,
         labels,
@@ -91,7 +93,6 @@ def check_labels(
         on_fold=None if progress is None else lambda k: progress(Progress(k, config.folds, "folds")),
     )
     quality, flagged = _confident_learning(labels, probs, scored, config)
-    within, across = conflicts(features, labels, table.column(col.SOURCE).to_numpy(zero_copy_only=False))
     rows = np.arange(len(labels))
     teacher_p = None if teacher is None else teacher_probability(teacher, features, masks, labels)
     scores = _scores_table(dataset, table, labels, legal, scored, probs[rows, labels], probs.argmax(1))
@@ -125,12 +126,15 @@ def _values(column: pa.Array) -> np.ndarray:
     return column.flatten().to_numpy(zero_copy_only=False)
 
 
-def _validate(
-    dataset: Dataset, game_ids: np.ndarray, labels: np.ndarray, scored: np.ndarray, config: LabelCheckConfig
-) -> None:
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A string column as (each row's code, the distinct values): no Python string per row."""
+    encoded = column.combine_chunks().dictionary_encode()
+    return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_numpy(zero_copy_only=False)
+
+
+def _validate(dataset: Dataset, games: int, labels: np.ndarray, scored: np.ndarray, config: LabelCheckConfig) -> None:
     """Refuse a build the folds cannot score, naming what to change; every problem at once."""
     where = f"dataset {dataset.name} ({dataset.fingerprint})"
-    games = len(np.unique(game_ids))
     problems = []
     if games < config.folds:
         problems.append(f"{games} games for {config.folds} folds (each fold holds out whole games)")
