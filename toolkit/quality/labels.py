@@ -92,9 +92,10 @@ def check_labels(
         seed=config.seed,
         on_fold=None if progress is None else lambda k: progress(Progress(k, config.folds, "folds")),
     )
+    teacher_p = None if teacher is None else teacher_probability(teacher, features, masks, labels)
+    del features, masks  # the vectors' last use: cleanlab's working set takes their place
     quality, flagged = _confident_learning(labels, probs, scored, config)
     rows = np.arange(len(labels))
-    teacher_p = None if teacher is None else teacher_probability(teacher, features, masks, labels)
     scores = _scores_table(dataset, table, labels, legal, scored, probs[rows, labels], probs.argmax(1))
     scores = _with_flags(scores, quality, flagged, within, across, teacher_p)
     return _finish(layout, dataset, config, scores, started)
