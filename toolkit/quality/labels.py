@@ -119,6 +119,7 @@ def _read_rows(dataset: Dataset) -> tuple[pa.Table, np.ndarray, np.ndarray]:
             features[rows] = _values(batch.column(FEATURES)).reshape(batch.num_rows, FEATURE_SIZE)
             masks[rows] = _values(batch.column(LEGAL_MASK)).reshape(batch.num_rows, N_ACTIONS)
             at += batch.num_rows
+    pa.default_memory_pool().release_unused()  # the decoded row groups' pages, kept by the pool for reuse
     return table, features, masks
 
 
