@@ -23,7 +23,7 @@ from toolkit.game.config import SimulateConfig
 from toolkit.ingest.config import ReadOptions
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
-from toolkit.loop.config import LoopConfig
+from toolkit.loop.config import LoopConfig, StudentConfig
 from toolkit.serve.control import StartRequest
 from toolkit.train.config import BCConfig, EvaluateConfig, ExportConfig, PPOConfig
 
@@ -225,3 +225,14 @@ def test_the_start_form_the_start_request_and_loop_run_take_the_loop_configs_fie
         for candidate in ["demo", "a-b", "a.b_c", "A", "-x", "x" * 64, "x" * 65, "a b", "a/b"]:
             config_accepts = re.fullmatch(field.metadata[0].pattern, candidate) is not None
             assert (re.fullmatch(str(form["pattern"]), candidate) is not None) == config_accepts, candidate
+
+
+def test_the_loop_students_settings_are_train_bcs_own_fields() -> None:
+    """The same type, bounds and description in the loop's student and in ``train bc``; each its own default."""
+    for name in ("epochs", "batch_size", "learning_rate", "select", "patience"):
+        student, bc = StudentConfig.model_fields[name], BCConfig.model_fields[name]
+        assert (student.annotation, student.metadata, student.description) == (
+            bc.annotation,
+            bc.metadata,
+            bc.description,
+        ), name

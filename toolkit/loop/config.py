@@ -44,6 +44,7 @@ from toolkit.limits import (
     MaxRounds,
     SourceWeight,
 )
+from toolkit.train.config import BatchRows, Epochs, LearningRate, Patience, Selection
 
 TEACHER_SOURCE = "ppo"  # the role PPO's exported decisions carry in the lake
 
@@ -125,17 +126,13 @@ class DataConfig(_Config):
 class StudentConfig(_Config):
     """Behaviour cloning of the student in each generation."""
 
-    epochs: int = Field(8, ge=1, le=MAX_EPOCHS, description="Passes over the train split.")
-    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per optimiser step.")
-    learning_rate: float = Field(1e-3, gt=0, le=MAX_RATE, description="Adam's learning rate.")
-    select: Literal["holdout_loss", "last_epoch"] = Field(
-        "last_epoch",
-        description="Keep the last epoch's weights (the holdout is Forge-role play, which a student of "
-        "a stronger teacher departs from), or early-stop on the holdout loss.",
-    )
-    patience: int = Field(
-        2, ge=1, le=MAX_EPOCHS, description="Early stopping: epochs without holdout improvement (holdout_loss only)."
-    )
+    # distill train bc's own settings (one type each, toolkit.train.config); the loop's defaults: a student learns
+    # a teacher that plays unlike the holdout's Forge-role source, so it keeps its last epoch's weights
+    epochs: Epochs = 8
+    batch_size: BatchRows = 1024
+    learning_rate: LearningRate = 1e-3
+    select: Selection = "last_epoch"
+    patience: Patience = 2
     hidden: tuple[LayerSize, ...] = Field(
         (128, 128), max_length=64, description="Hidden layers (shared with PPO's actor)."
     )

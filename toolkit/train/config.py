@@ -50,6 +50,24 @@ class PolicySpec(BaseModel):
     activation: Literal["tanh", "relu"] = Field("tanh", description="Activation between layers, actor and critic.")
 
 
+# The behaviour-cloning settings a loop's student shares with `distill train bc` (toolkit.loop.config.StudentConfig):
+# one type each (bounds, description); each config sets its own default.
+Epochs = Annotated[int, Field(ge=1, le=MAX_EPOCHS, description="Most passes over the train split.")]
+BatchRows = Annotated[int, Field(ge=1, le=MAX_BATCH, description="Rows per gradient step.")]
+LearningRate = Annotated[float, Field(gt=0, le=1, description="Adam learning rate.")]
+Selection = Annotated[
+    Literal["holdout_loss", "last_epoch"],
+    Field(
+        description="Which weights to keep: those of the lowest holdout loss (early stopping), or the last epoch's "
+        "(for a student distilled from a teacher that plays unlike the holdout's source)."
+    ),
+]
+Patience = Annotated[
+    int,
+    Field(ge=1, le=MAX_EPOCHS, description="Epochs without holdout-loss improvement before stopping (holdout_loss)."),
+]
+
+
 class BCConfig(BaseModel):
     """Everything `distill train bc` does; each field is a YAML key and most are flags."""
 
@@ -74,8 +92,8 @@ class BCConfig(BaseModel):
         description="Names this run's files; default: UTC time + random suffix (--run-id).",
     )
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds the initial weights and the shuffles (--seed).")
-    epochs: int = Field(20, ge=1, le=10_000, description="Most passes over the train split (--epochs).")
-    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per gradient step (--batch-size).")
+    epochs: Epochs = 20
+    batch_size: BatchRows = 1024
     read_batch_rows: int = Field(
         65_536, ge=1, le=MAX_ROWS, description="Rows read from Parquet at a time (and shuffled together)."
     )
@@ -86,20 +104,14 @@ class BCConfig(BaseModel):
         description="Keep the decoded train split in memory across epochs when it takes at most this many MiB "
         "(0: read it from Parquet every epoch). The minibatches are the same either way.",
     )
-    learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate (--lr).")
+    learning_rate: LearningRate = 1e-3
     weight_decay: float = Field(0.0, ge=0, le=MAX_COEF, description="Adam weight decay.")
     use_sample_weights: bool = Field(True, description="Weight each row's loss by its sample_weight.")
     class_weighting: Literal["none", "balanced"] = Field(
         "none", description="balanced: also weight rows by the inverse frequency of their label (--class-weighting)."
     )
-    select: Literal["holdout_loss", "last_epoch"] = Field(
-        "holdout_loss",
-        description="Which weights to keep: those of the lowest holdout loss (early stopping), or the "
-        "last epoch's (for a student distilled from a teacher that plays unlike the holdout's source) (--select).",
-    )
-    patience: int = Field(
-        3, ge=1, le=MAX_EPOCHS, description="Epochs without holdout-loss improvement before stopping (--patience)."
-    )
+    select: Selection = "holdout_loss"
+    patience: Patience = 3
     min_delta: float = Field(
         1e-4, ge=0, le=MAX_COEF, description="Smallest holdout-loss decrease that counts as improvement."
     )
