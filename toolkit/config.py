@@ -67,6 +67,21 @@ def optional_field(model: type[BaseModel], name: str) -> Any:
     return typing.Annotated[field.annotation | None, Field(description=field.description), *field.metadata]
 
 
+def field_bounds(field: FieldInfo) -> tuple[Any, Any]:
+    """A field's inclusive bounds (``ge``, ``le``; None where it has none); a list field's are its items'
+    (``list[Annotated[int, Field(ge=0)]] | None``)."""
+    from annotated_types import Ge, Le
+
+    found = list(field.metadata)
+    for arg in (field.annotation, *typing.get_args(field.annotation)):
+        for item in typing.get_args(arg) if typing.get_origin(arg) is list else ():
+            for meta in getattr(item, "__metadata__", ()):
+                found.extend(getattr(meta, "metadata", [meta]))
+    low = next((m.ge for m in found if isinstance(m, Ge)), None)
+    high = next((m.le for m in found if isinstance(m, Le)), None)
+    return low, high
+
+
 def validation_message(error: ValidationError, *, as_flags: bool = False) -> str:
     """Every problem of a Pydantic validation error, each naming its field (``a.b: msg``, or ``--a-b: msg``)."""
 

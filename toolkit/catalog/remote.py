@@ -473,8 +473,8 @@ def _record(layout: Layout, location: LakeLocation) -> None:
     from toolkit.storage import write_text_atomic
 
     if _recorded(layout) is None:
-        body = {"format_version": LOCATION_FORMAT_VERSION, "uri": location.uri}
-        write_text_atomic(layout.inside(layout.home / LOCATION_FILE), json.dumps(body) + "\n")
+        record = LocationRecord(format_version=LOCATION_FORMAT_VERSION, uri=location.uri)
+        write_text_atomic(layout.inside(layout.home / LOCATION_FILE), json.dumps(record.model_dump()) + "\n")
 
 
 def _remote_versions(fs: Any, root: str) -> list[int]:

@@ -163,7 +163,7 @@ def model_option(model: type[BaseModel], name: str, flag: str) -> Any:
 
 def field_option(field: FieldInfo, flag: str) -> Any:
     """The option ``flag`` of a field (see :func:`model_option`); a list field's bounds are its items'."""
-    from annotated_types import Ge, Le
+    from toolkit.config import field_bounds
 
     text = re.sub(r"\s*\(--[^)]*\)(?=\.?$)", "", field.description or "").rstrip(".")
     notes = []
@@ -174,24 +174,14 @@ def field_option(field: FieldInfo, flag: str) -> Any:
         notes.append("repeat the flag for more")
     if not field.is_required() and (default := field.get_default(call_default_factory=True)) not in (None, [], {}):
         notes.append(f"default: {option_value(default)}")
-    bounds = [*field.metadata, *_item_metadata(field.annotation)]
+    low, high = field_bounds(field)
     return typer.Option(
         flag,
-        min=next((m.ge for m in bounds if isinstance(m, Ge)), None),
-        max=next((m.le for m in bounds if isinstance(m, Le)), None),
+        min=low,
+        max=high,
         help=text + (f" ({'; '.join(notes)})" if notes else "") + ".",
         show_default=False,
     )
-
-
-def _item_metadata(annotation: Any) -> list[Any]:
-    """The constraints of a list field's items (``list[Annotated[int, Field(ge=0)]] | None``)."""
-    found = []
-    for arg in (annotation, *get_args(annotation)):
-        for item in get_args(arg) if get_origin(arg) is list else ():
-            for meta in getattr(item, "__metadata__", ()):
-                found.extend(getattr(meta, "metadata", [meta]))
-    return found
 
 
 def option_value(value: Any) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from annotated_types import Ge, Le
 from pydantic import BaseModel
 
+from toolkit.config import field_bounds
 from toolkit.loop.config import LoopConfig
 
 
@@ -31,11 +31,8 @@ def form_input(model: type[BaseModel], name: str, label: str, *, required: bool 
     attributes: dict[str, str] = {}
     if field.annotation in (int, float):
         attributes["type"] = "number"
-        for meta in field.metadata:
-            if isinstance(meta, Ge):
-                attributes["min"] = str(meta.ge)
-            if isinstance(meta, Le):
-                attributes["max"] = str(meta.le)
+        low, high = field_bounds(field)
+        attributes |= {key: str(bound) for key, bound in (("min", low), ("max", high)) if bound is not None}
         if field.annotation is float:
             attributes["step"] = "any"
     pattern = next((m.pattern for m in field.metadata if getattr(m, "pattern", None)), None)
