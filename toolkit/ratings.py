@@ -39,13 +39,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.errors import ConfigError
-from toolkit.game import DEFAULT_MAX_ROUNDS, core, rules
+from toolkit.game import core, rules
+from toolkit.game.config import TournamentConfig
 from toolkit.game.players import Player, make_player
 from toolkit.jobs.config import BackendConfig
 from toolkit.jobs.plan import Shard, shards
 from toolkit.jobs.run import run_shards
 from toolkit.layout import POOL_FORMAT_VERSION
-from toolkit.limits import MAX_BATCH, MAX_DEALS, MAX_SEED, MaxRounds
 from toolkit.stats import Z95, interval_verdict, probability_above_zero
 from toolkit.storage import read_versioned, write_text_atomic
 
@@ -113,19 +113,6 @@ class PoolFile(BaseModel):
     format_version: int = POOL_FORMAT_VERSION
     tournaments: list[str] = Field(default_factory=list, description="Ids of the tournaments rated, in order.")
     games: list[RatedGame] = Field(default_factory=list)
-
-
-class TournamentConfig(BaseModel):
-    """How a tournament is played."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    deals_per_lineup: int = Field(
-        16, ge=1, le=MAX_DEALS, description="Deals per lineup; each is played once per seat rotation."
-    )
-    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the deals.")
-    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Games stepped at once.")
 
 
 class RatingPool:

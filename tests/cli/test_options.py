@@ -19,11 +19,11 @@ from toolkit.datasets.config import BuildConfig, LabelIssueFilter
 from toolkit.engine.config import EngineConfig
 from toolkit.errors import ConfigError
 from toolkit.game import DEFAULT_MAX_ROUNDS
-from toolkit.game.config import SimulateConfig
+from toolkit.game.config import SimulateConfig, TournamentConfig
 from toolkit.ingest.config import ReadOptions
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
-from toolkit.loop.config import LoopConfig, StudentConfig
+from toolkit.loop.config import LoopConfig, StudentConfig, TournamentStepConfig
 from toolkit.serve.control import StartRequest
 from toolkit.train.config import BCConfig, EvaluateConfig, ExportConfig, PPOConfig
 
@@ -119,6 +119,7 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
             "--max-rounds": "max_rounds",
         },
     ),
+    ("tournament", TournamentConfig, {"--deals": "deals_per_lineup", "--seed": "seed", "--max-rounds": "max_rounds"}),
     (
         "loop run",
         LoopConfig,
@@ -236,3 +237,17 @@ def test_the_loop_students_settings_are_train_bcs_own_fields() -> None:
             bc.metadata,
             bc.description,
         ), name
+
+
+def test_the_loops_tournament_deals_are_the_tournaments_own_field() -> None:
+    """``tournament --deals`` and the loop's ``tournament.deals_per_lineup``: one type, bounds and description."""
+    step, played = (
+        TournamentStepConfig.model_fields["deals_per_lineup"],
+        TournamentConfig.model_fields["deals_per_lineup"],
+    )
+    assert (step.annotation, step.metadata, step.description) == (
+        played.annotation,
+        played.metadata,
+        played.description,
+    )
+    assert step.description and step.metadata

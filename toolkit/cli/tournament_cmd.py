@@ -23,11 +23,12 @@ from toolkit.cli.app import (
     checkpoint,
     console,
     engine_config,
+    model_option,
     print_json,
     warn_truncations,
 )
 from toolkit.errors import ConfigError
-from toolkit.limits import MAX_DEALS, MAX_SEED
+from toolkit.game.config import TournamentConfig
 
 LINEUPS_SHOWN = 12  # more lineups than this: their truncations are in the JSON only
 
@@ -46,10 +47,8 @@ def tournament_command(
         str | None,
         typer.Option("--focus", help="Comma-separated entrants every lineup includes (default: all of them)."),
     ] = None,
-    deals: Annotated[
-        int, typer.Option("--deals", max=MAX_DEALS, help="Deals per lineup, each played in every seat rotation.")
-    ] = 16,
-    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seed of the deals.")] = 0,
+    deals: Annotated[int | None, model_option(TournamentConfig, "deals_per_lineup", "--deals")] = None,
+    seed: Annotated[int | None, model_option(TournamentConfig, "seed", "--seed")] = None,
     max_rounds: MaxRoundsOpt = None,
     pool: Annotated[
         Path | None,
@@ -73,7 +72,7 @@ def tournament_command(
     same on every back end for the same seed. With --engine the games are played in that engine on the same
     deals: player types sit as its own AI profiles, checkpoints as Distill's seats.
     """
-    from toolkit.ratings import RatingPool, TournamentConfig, count_truncations, neighbours, play_tournament, standings
+    from toolkit.ratings import RatingPool, count_truncations, neighbours, play_tournament, standings
     from toolkit.train.agents import player_from_ref, player_refs
 
     labels: dict[str, str] = {}
@@ -89,9 +88,8 @@ def tournament_command(
     unknown = [f for f in focused if f not in players]
     if unknown:
         raise ConfigError(f"--focus names no entrant: {', '.join(unknown)}", hint=f"entrants: {', '.join(players)}")
-    config = TournamentConfig(
-        deals_per_lineup=deals, seed=seed, **({} if max_rounds is None else {"max_rounds": max_rounds})
-    )
+    given = {"deals_per_lineup": deals, "seed": seed, "max_rounds": max_rounds}
+    config = TournamentConfig(**{name: value for name, value in given.items() if value is not None})
     games = play_tournament(
         players,
         focused,
@@ -101,7 +99,7 @@ def tournament_command(
         engine=engine_config(engine, engine_processes),
     )
     digest = hashlib.sha256("\n".join(f"{','.join(g.players)}:{g.winner}" for g in games).encode()).hexdigest()
-    tournament = name or f"t-{seed}-{digest[:12]}"
+    tournament = name or f"t-{config.seed}-{digest[:12]}"
     rated = RatingPool(pool)
     rated.rate(tournament, games)
     if pool is not None:

@@ -1,14 +1,21 @@
-"""What ``distill simulate`` plays and writes: :class:`SimulateConfig`, light to import (the CLI builds its
-options from it at start-up; :mod:`toolkit.game.simulate` plays the games)."""
+"""How games are played, light to import (the CLI builds its options from these at start-up): what
+``distill simulate`` plays and writes (:class:`SimulateConfig`; :mod:`toolkit.game.simulate` plays the games) and
+how a rating tournament is played (:class:`TournamentConfig`; :mod:`toolkit.ratings` plays it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolkit.game import DEFAULT_MAX_ROUNDS, PLAYER_TYPES, Compression
-from toolkit.limits import MAX_ROWS, MAX_SEED, MaxRounds
+from toolkit.limits import MAX_BATCH, MAX_DEALS, MAX_ROWS, MAX_SEED, MaxRounds
+
+# Deals per lineup of a rating tournament, `distill tournament`'s and the loop's alike (each config its own default).
+DealsPerLineup = Annotated[
+    int, Field(ge=1, le=MAX_DEALS, description="Deals per lineup, each played in every seat rotation.")
+]
 
 
 class SimulateConfig(BaseModel):
@@ -39,3 +46,14 @@ class SimulateConfig(BaseModel):
         if unknown:
             raise ValueError(f"unknown players {unknown}: --players takes names among {', '.join(PLAYER_TYPES)}")
         return players
+
+
+class TournamentConfig(BaseModel):
+    """How a tournament is played."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    deals_per_lineup: DealsPerLineup = 16
+    max_rounds: MaxRounds = DEFAULT_MAX_ROUNDS
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the deals.")
+    batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Games stepped at once.")

@@ -24,6 +24,7 @@ from toolkit.config import map_paths
 from toolkit.datasets.config import HoldoutConfig
 from toolkit.engine.config import EngineConfig
 from toolkit.game import DEFAULT_MAX_ROUNDS
+from toolkit.game.config import DealsPerLineup
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import NAME_PATTERN, RUN_CONFIG_FORMAT_VERSION, Layout
 from toolkit.limits import (
@@ -374,9 +375,7 @@ class ConvergenceConfig(_Config):
 class TournamentStepConfig(_Config):
     """The rating tournament."""
 
-    deals_per_lineup: int = Field(
-        16, ge=1, le=MAX_DEALS, description="Deals per lineup, each played in every seat rotation."
-    )
+    deals_per_lineup: DealsPerLineup = 16
     baselines: tuple[str, ...] = Field(("heuristic", "tuned", "random"), description="Fixed anchors of the pool.")
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from toolkit.game.config import TournamentConfig
 from toolkit.loop.steps.base import StepContext
-from toolkit.ratings import RatingPool, Standing, TournamentConfig, play_tournament, standings
+from toolkit.ratings import RatingPool, Standing, play_tournament, standings
 
 
 class RatingsInput(BaseModel):
