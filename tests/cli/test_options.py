@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from tests.factories import cli_params
+from toolkit.ablate.config import AblateConfig
 from toolkit.cli.app import backend_config
 from toolkit.datasets.config import BuildConfig, LabelIssueFilter
 from toolkit.engine.config import EngineConfig
@@ -118,6 +119,11 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
             "--batch-size": "batch_size",
             "--max-rounds": "max_rounds",
         },
+    ),
+    (
+        "ablate",
+        AblateConfig,
+        {"--loop": "loop", "--build": "build", "--zip": "zip", "--name": "name", "--games": "games", "--seed": "seed"},
     ),
     ("tournament", TournamentConfig, {"--deals": "deals_per_lineup", "--seed": "seed", "--max-rounds": "max_rounds"}),
     (

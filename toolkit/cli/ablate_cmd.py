@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from toolkit.ablate.config import AblateConfig
 from toolkit.cli.app import (
     AddressOpt,
     BackendOpt,
@@ -18,11 +19,11 @@ from toolkit.cli.app import (
     backend_config,
     console,
     layout,
+    model_option,
     print_json,
     progress_bar,
 )
 from toolkit.errors import ConfigError
-from toolkit.limits import MAX_GAMES, MAX_SEED
 
 if TYPE_CHECKING:
     from toolkit.ablate.result import AblationResult
@@ -46,25 +47,14 @@ def ablate_command(
             "one value. Repeat for a grid; the first combination is the baseline the others are paired with.",
         ),
     ],
-    loop: Annotated[
-        str | None, typer.Option("--loop", help="Base: a loop run of the data root (its config, its last build).")
-    ] = None,
+    loop: Annotated[str | None, model_option(AblateConfig, "loop", "--loop")] = None,
     loop_config: Annotated[Path | None, typer.Option("--loop-config", help="Base: a loop config YAML.")] = None,
-    build: Annotated[
-        str | None, typer.Option("--build", help="Base: a built dataset, NAME or NAME@FINGERPRINT.")
-    ] = None,
+    build: Annotated[str | None, model_option(AblateConfig, "build", "--build")] = None,
     build_config: Annotated[Path | None, typer.Option("--build-config", help="Base: a build config YAML.")] = None,
-    zip_values: Annotated[
-        bool, typer.Option("--zip", help="Pair the i-th values of every --vary instead of taking every combination.")
-    ] = False,
-    name: Annotated[str, typer.Option("--name", help="Output ablations/NAME/ (and builds ablate-NAME).")] = "ablation",
-    games: Annotated[
-        int, typer.Option("--games", max=MAX_GAMES, help="Games per student and table, seats rotated.")
-    ] = 1000,
-    seed: Annotated[
-        int,
-        typer.Option("--seed", max=MAX_SEED, help="Seed of the students, the deals and a loop base's build sampling."),
-    ] = 0,
+    zip_values: Annotated[bool | None, model_option(AblateConfig, "zip", "--zip/--product")] = None,
+    name: Annotated[str | None, model_option(AblateConfig, "name", "--name")] = None,
+    games: Annotated[int | None, model_option(AblateConfig, "games", "--games")] = None,
+    seed: Annotated[int | None, model_option(AblateConfig, "seed", "--seed")] = None,
     table: Annotated[
         list[str] | None,
         typer.Option(
@@ -88,24 +78,22 @@ def ablate_command(
     from pydantic import ValidationError
 
     from toolkit.ablate.base import load_base_file
-    from toolkit.ablate.config import AblateConfig, parse_table, parse_vary
+    from toolkit.ablate.config import parse_table, parse_vary
     from toolkit.ablate.run import run_ablation
     from toolkit.config import validation_message
 
     try:
+        given = {"name": name, "zip": zip_values, "seed": seed, "games": games}
         config = AblateConfig(
-            name=name,
             build=build,
             build_config=load_base_file("build", build_config) if build_config else None,
             loop=loop,
             loop_config=load_base_file("loop", loop_config) if loop_config else None,
             vary=[parse_vary(v) for v in vary],
-            zip=zip_values,
-            seed=seed,
-            games=games,
             tables=dict(parse_table(t) for t in table) if table else None,
             max_rounds=max_rounds,
             backend=backend_config(backend, workers, address),
+            **{field: value for field, value in given.items() if value is not None},
         )
     except ValidationError as error:
         raise ConfigError(f"invalid ablation: {validation_message(error, as_flags=True)}", hint="see --help") from None
