@@ -7,7 +7,7 @@ Usage::
 Ingests the file into a fresh data root under ``bench/out/homes`` while a sampler thread reads every
 thread's CPU time from ``/proc/self/task/*/stat`` (Linux), and wraps the stage's steps to add up the CPU
 time of the thread each ran on (``time.thread_time``) and the wall time of the main thread's phases.
-Steps nest (``_fast_job`` holds ``_parse_block``, ``find_bad_rows`` and ``group_by_partition``), so their
+Steps nest (``parse_sorted`` holds ``_parse_block``, ``find_bad_rows`` and ``group_by_partition``), so their
 sum is more than the total. The wrapping costs a few microseconds per call: negligible (a few hundred
 calls per GB).
 """
@@ -82,18 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from toolkit.catalog.writer import LakeWriter
-    from toolkit.ingest import fastpath, ingest, staging, validate
+    from toolkit.ingest import fastpath, ingest, parse, rows, sorting, staging
     from toolkit.layout import Layout
 
     steps: dict[str, float] = defaultdict(float)  # thread CPU seconds
     phases: dict[str, float] = defaultdict(float)  # wall seconds, main thread
     for owner, name in (
-        (validate, "_fast_job"),
+        (parse, "parse_sorted"),
         (fastpath, "_parse_block"),
         (fastpath, "find_bad_rows"),
         (fastpath, "group_by_partition"),
-        (validate._FileValidation, "prepare"),
-        (validate._FileValidation, "complete"),
+        (sorting.LineSorter, "sort"),
+        (rows.RowCheck, "check"),
         (staging.StagedBatch, "_with_lineage"),
         (staging._PartitionWriter, "write"),
         (ingest, "file_sha256"),

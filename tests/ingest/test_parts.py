@@ -11,9 +11,8 @@ import pyarrow.parquet as pq
 from tests.ingest.test_ingest import good, query
 from toolkit.ingest import ingest as ingest_module
 from toolkit.ingest.config import IngestConfig, ReadOptions
-from toolkit.ingest.fastpath import read_schema
 from toolkit.ingest.ingest import ingest_paths
-from toolkit.ingest.parts import PackedPart, Part, Reject, group_by_partition, partition_runs
+from toolkit.ingest.parts import PackedPart, Part, Reject, group_by_partition, partition_runs, read_schema
 from toolkit.ingest.rowpath import Problem
 from toolkit.layout import Layout
 

@@ -11,9 +11,10 @@ from tests.factories import make_snapshot
 from toolkit.ingest import fastpath
 from toolkit.ingest import suspects as suspects_module
 from toolkit.ingest.config import ReadOptions
+from toolkit.ingest.parse import blank_lines
 from toolkit.ingest.parts import FileReport
 from toolkit.ingest.suspects import Suspects, find_suspects
-from toolkit.ingest.validate import blank_lines, validate_file
+from toolkit.ingest.validate import validate_file
 
 
 def _line(i: int, fault: str | None = None) -> bytes:
@@ -103,7 +104,7 @@ def test_a_fault_that_parses_teaches_nothing(tmp_path: Path, monkeypatch) -> Non
         searched.append(tuple(patterns))
         return real(body, breaks, n_lines, patterns)
 
-    monkeypatch.setattr("toolkit.ingest.validate.find_suspects", recording)
+    monkeypatch.setattr("toolkit.ingest.parse.find_suspects", recording)
     report = FileReport(path=str(path))
     parts = list(validate_file(path, ReadOptions(chunk_bytes=1 << 16, workers=1), report))
     rejected = {r.line for part in parts for r in part.rejects}

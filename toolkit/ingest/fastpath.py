@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
 import orjson
@@ -30,10 +29,9 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from toolkit.ingest.memory import memory_pool
-from toolkit.ingest.parts import group_by_partition
+from toolkit.ingest.parts import group_by_partition, read_schema
 from toolkit.ingest.rules import find_bad_rows
 from toolkit.jsontext import too_deep
-from toolkit.schema.arrow import snapshot_schema
 
 # A failing block is split in this many parts (down to single lines, which then
 # go to the per-row path), after setting aside the line Arrow names, if any.
@@ -60,23 +58,8 @@ _PIECES_HELD = 64
 # Arrow ends some parse errors with the (0-based) row of the block that failed.
 _ERROR_ROW = re.compile(r" in row (\d+)$")
 _UNKNOWN_FIELD = "unexpected field"
-# The id of a line blanked to spaces in a block (see ``validate.blank_lines``): it gives no row.
+# The id of a line blanked to spaces in a block (see ``parse.blank_lines``): it gives no row.
 PLACEHOLDER_ID = -1
-
-
-def _nullable(data_type: pa.DataType) -> pa.DataType:
-    if pa.types.is_struct(data_type):
-        return pa.struct([pa.field(f.name, _nullable(f.type)) for f in data_type])
-    if pa.types.is_list(data_type):
-        return pa.list_(_nullable(data_type.value_type))
-    return data_type
-
-
-@cache
-def read_schema() -> pa.Schema:
-    """The snapshot schema with every field nullable: missing fields read as null,
-    and the checks (not the reader) decide what is required."""
-    return pa.schema([pa.field(f.name, _nullable(f.type)) for f in snapshot_schema()])
 
 
 def looks_like_object(line: bytes) -> bool:

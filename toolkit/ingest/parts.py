@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,22 @@ from pydantic import BaseModel, Field, field_serializer
 from toolkit.ingest.memory import memory_pool
 from toolkit.ingest.rowpath import MORE_PROBLEMS, Problem
 from toolkit.schema import columns as col
+from toolkit.schema.arrow import snapshot_schema
+
+
+def _nullable(data_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(data_type):
+        return pa.struct([pa.field(f.name, _nullable(f.type)) for f in data_type])
+    if pa.types.is_list(data_type):
+        return pa.list_(_nullable(data_type.value_type))
+    return data_type
+
+
+@cache
+def read_schema() -> pa.Schema:
+    """The snapshot schema with every field nullable: missing fields read as null,
+    and the checks (not the reader) decide what is required."""
+    return pa.schema([pa.field(f.name, _nullable(f.type)) for f in snapshot_schema()])
 
 
 @dataclass(frozen=True)
@@ -29,7 +46,7 @@ class Reject:
 
 @dataclass
 class Part:
-    """Accepted rows of a stretch of the file (schema ``read_schema()``) with
+    """Accepted rows of a stretch of the file (schema :func:`read_schema`) with
     their line numbers, and the rejects found in that stretch. Rows are in line
     order, except that rows of finely interleaved lake partitions (source,
     generation) are grouped by partition, in line order within each."""
@@ -176,3 +193,28 @@ def _grouped(
         [table.slice(start, stop - start) for start, stop in zip(starts.tolist(), stops.tolist(), strict=True)]
     )
     return grouped.combine_chunks(memory_pool=memory_pool()), lines[positions]
+
+
+@dataclass
+class CheckedRows:
+    """What the row step hands on for a stretch of a file: its accepted rows as tables (schema
+    :func:`read_schema`; the fast path's, then the per-row path's) with their line numbers, and its rejects."""
+
+    tables: list[pa.Table]
+    ids: list[np.ndarray]
+    rejects: list[Reject]
+
+
+def make_part(checked: CheckedRows, report: FileReport) -> Part:
+    """The part of ``checked``: its tables as one, grouped by partition when it has several, its rejects in line
+    order; counted in ``report``."""
+    tables, ids, rejects = checked.tables, checked.ids, checked.rejects
+    table = pa.concat_tables(tables) if tables else read_schema().empty_table()
+    lines = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+    if len(tables) > 1:
+        table, lines = group_by_partition(table, lines)
+    rejects.sort(key=lambda r: r.line)
+    report.valid += table.num_rows
+    for reject in rejects:
+        report.add_reject(reject)
+    return Part(table, lines, rejects)
