@@ -25,6 +25,7 @@ from toolkit.ingest.config import ReadOptions
 from toolkit.jobs.config import BackendConfig
 from toolkit.layout import Layout
 from toolkit.loop.config import LoopConfig, StudentConfig, TournamentStepConfig
+from toolkit.quality.config import LabelCheckConfig
 from toolkit.serve.control import StartRequest
 from toolkit.train.config import BCConfig, EvaluateConfig, ExportConfig, PPOConfig
 
@@ -124,6 +125,19 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
         "ablate",
         AblateConfig,
         {"--loop": "loop", "--build": "build", "--zip": "zip", "--name": "name", "--games": "games", "--seed": "seed"},
+    ),
+    (
+        "check labels",
+        LabelCheckConfig,
+        {
+            "--teacher": "teacher",
+            "--folds": "folds",
+            "--seed": "seed",
+            "--epochs": "epochs",
+            "--filter-by": "filter_by",
+            "--workers": "workers",
+            "--write": "write",
+        },
     ),
     ("tournament", TournamentConfig, {"--deals": "deals_per_lineup", "--seed": "seed", "--max-rounds": "max_rounds"}),
     (

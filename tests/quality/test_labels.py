@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -74,6 +75,32 @@ def test_the_same_build_and_seed_give_the_same_scores(noisy: Noisy) -> None:
     config = TINY_NET.model_copy(update={"write": False})
     first, again = (check_labels(noisy.layout, "noisy", config) for _ in range(2))
     assert first.issues and [i.model_dump() for i in again.issues] == [i.model_dump() for i in first.issues]
+
+
+def test_fold_models_trained_at_once_give_the_scores_they_give_one_at_a_time(noisy: Noisy) -> None:
+    """The networks are made in fold order before any trains: how many train at once changes no probability."""
+    from toolkit.quality.folds import out_of_sample_probabilities
+
+    rng = np.random.default_rng(5)
+    features = rng.normal(size=(3_000, 117)).astype(np.float32)
+    masks = rng.random((3_000, 8)) < 0.6
+    masks[:, 0] = True
+    labels = np.where(masks[:, 1], 1, 0).astype(np.int64)
+    weights = np.ones(3_000, np.float32)
+    fold = np.arange(3_000) % 3
+    done: list[int] = []
+    common = {"folds": 3, "policy": TINY_NET.policy, "steps": lambda n: 40, "batch_size": 256, "learning_rate": 1e-2}
+    one, three = (
+        out_of_sample_probabilities(
+            features, labels, masks, weights, fold, seed=4, workers=workers, on_fold=done.append, **common
+        )
+        for workers in (1, 3)
+    )
+    assert np.array_equal(one, three) and done == [1, 2, 3, 1, 2, 3]
+    assert np.allclose(one.sum(1), 1) and not one[~masks].any()
+    config = TINY_NET.model_copy(update={"write": False})
+    solo, pooled = (check_labels(noisy.layout, "noisy", config.model_copy(update={"workers": w})) for w in (1, 2))
+    assert [i.model_dump() for i in solo.issues] == [i.model_dump() for i in pooled.issues]
 
 
 def _lake(layout: Layout, write_log: Callable[..., Path], records: list[dict]) -> None:

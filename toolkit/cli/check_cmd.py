@@ -13,9 +13,21 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from toolkit.cli.app import BuildArg, FingerprintOpt, JsonOpt, Table, app, console, layout, print_json, progress_bar
+from toolkit.cli.app import (
+    BuildArg,
+    FingerprintOpt,
+    JsonOpt,
+    Table,
+    app,
+    console,
+    layout,
+    model_option,
+    print_json,
+    progress_bar,
+)
 from toolkit.config import validation_message
-from toolkit.limits import MAX_EPOCHS, MAX_GENERATION, MAX_ROWS, MAX_SEED
+from toolkit.limits import MAX_GENERATION, MAX_ROWS
+from toolkit.quality.config import LabelCheckConfig
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.checks.gate import CheckConfig
@@ -168,27 +180,14 @@ def _render(report: GateReport) -> None:
 def check_labels_command(
     build: BuildArg,
     fingerprint: FingerprintOpt = None,
-    teacher: Annotated[
-        Path | None,
-        typer.Option("--teacher", help="A bc or flat ppo checkpoint: its probability of each logged action, and KL."),
-    ] = None,
-    folds: Annotated[
-        int, typer.Option("--folds", max=20, help="k of the k-fold models (folds hold out whole games).")
-    ] = 5,
-    seed: Annotated[int, typer.Option("--seed", max=MAX_SEED, help="Seeds the folds and the models.")] = 0,
-    epochs: Annotated[
-        int,
-        typer.Option(
-            "--epochs", max=MAX_EPOCHS, help="Passes over a fold's rows (at least 2,000, at most 4,000 steps)."
-        ),
-    ] = 10,
-    filter_by: Annotated[
-        str, typer.Option("--filter-by", help="cleanlab's find_label_issues filter.")
-    ] = "low_self_confidence",
+    teacher: Annotated[Path | None, model_option(LabelCheckConfig, "teacher", "--teacher")] = None,
+    folds: Annotated[int | None, model_option(LabelCheckConfig, "folds", "--folds")] = None,
+    seed: Annotated[int | None, model_option(LabelCheckConfig, "seed", "--seed")] = None,
+    epochs: Annotated[int | None, model_option(LabelCheckConfig, "epochs", "--epochs")] = None,
+    filter_by: Annotated[str | None, model_option(LabelCheckConfig, "filter_by", "--filter-by")] = None,
+    workers: Annotated[int | None, model_option(LabelCheckConfig, "workers", "--workers")] = None,
     as_json: JsonOpt = False,
-    no_write: Annotated[
-        bool, typer.Option("--no-write", help="Score only: write neither the scores beside the build nor the report.")
-    ] = False,
+    write: Annotated[bool | None, model_option(LabelCheckConfig, "write", "--write/--no-write")] = None,
 ) -> None:
     """Score every decision of a build: label issues by k-fold BC + cleanlab, conflicting duplicates, a teacher's view.
 
@@ -199,19 +198,21 @@ def check_labels_command(
 
     from toolkit.datasets.ref import BuildRef
     from toolkit.errors import ConfigError
-    from toolkit.quality.labels import LabelCheckConfig
     from toolkit.quality.labels import check_labels as run
 
     ref = BuildRef.parse(build, fingerprint)
     try:
+        given = {
+            "teacher": teacher,
+            "folds": folds,
+            "seed": seed,
+            "epochs": epochs,
+            "filter_by": filter_by,
+            "workers": workers,
+            "write": write,
+        }
         config = LabelCheckConfig(
-            fingerprint=ref.fingerprint,
-            teacher=teacher,
-            folds=folds,
-            seed=seed,
-            epochs=epochs,
-            filter_by=filter_by,  # type: ignore[arg-type]
-            write=not no_write,
+            fingerprint=ref.fingerprint, **{field: value for field, value in given.items() if value is not None}
         )
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, as_flags=True)) from None

@@ -14,12 +14,16 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable
-from typing import Final
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from toolkit.train.bc import fit_rows, masked_probabilities
+from toolkit.train.bc import fit_rows, masked_probabilities, seeded_actor
 from toolkit.train.config import PolicySpec
+
+if TYPE_CHECKING:
+    from toolkit.train.policy import ActorNet
 
 PROBABILITY_ROWS: Final = 65_536  # held rows scored at a time (a copy of their features: ~30 MB)
 
@@ -54,14 +58,20 @@ def out_of_sample_probabilities(
     batch_size: int,
     learning_rate: float,
     seed: int,
+    workers: int = 1,
     on_fold: Callable[[int], None] | None = None,
 ) -> np.ndarray:
-    """Each row's probabilities from the model that did not see its game ([N, actions], float64)."""
+    """Each row's probabilities from the model that did not see its game ([N, actions], float64).
+
+    ``workers`` fold models train at once, each on its own thread (torch's operators release the GIL): the
+    networks are made first, in fold order on this thread, so the probabilities are the same however many train
+    at once. ``on_fold`` is told how many folds are done as each finishes."""
     probs = np.zeros(masks.shape, np.float64)
-    for k in range(folds):
-        held = fold == k
-        rows = np.flatnonzero(~held)
-        actor = fit_rows(
+    actors = [seeded_actor(policy, seed * 1000 + k) for k in range(folds)]
+
+    def fit(k: int) -> ActorNet:
+        rows = np.flatnonzero(fold != k)
+        return fit_rows(
             features,
             labels,
             masks,
@@ -72,11 +82,24 @@ def out_of_sample_probabilities(
             batch_size=batch_size,
             learning_rate=learning_rate,
             seed=seed * 1000 + k,
+            actor=actors[k],
         )
-        held_rows = np.flatnonzero(held)
-        for start in range(0, len(held_rows), PROBABILITY_ROWS):  # the held rows gathered a chunk at a time
-            part = held_rows[start : start + PROBABILITY_ROWS]
-            probs[part] = masked_probabilities(actor, features[part], masks[part], chunk=PROBABILITY_ROWS)
-        if on_fold is not None:
-            on_fold(k + 1)
+
+    with ThreadPoolExecutor(max_workers=min(workers, folds), thread_name_prefix="distill-fold") as pool:
+        training = {pool.submit(fit, k): k for k in range(folds)}
+        try:
+            for done, future in enumerate(as_completed(training), 1):
+                k = training[future]
+                actor = future.result()
+                # Scored here, one fold at a time, while the others train: the blocks (~130 MB at once) are the
+                # check's largest transients, and one thread's allocator holds them (each thread has its own).
+                held_rows = np.flatnonzero(fold == k)
+                for start in range(0, len(held_rows), PROBABILITY_ROWS):  # the held rows gathered a block at a time
+                    part = held_rows[start : start + PROBABILITY_ROWS]
+                    probs[part] = masked_probabilities(actor, features[part], masks[part], chunk=PROBABILITY_ROWS)
+                if on_fold is not None:
+                    on_fold(done)
+        finally:  # a fold failed (or progress raised): the folds not started are not started
+            for future in training:
+                future.cancel()
     return probs

@@ -38,9 +38,10 @@ from toolkit.errors import LabelCheckError
 from toolkit.features import FEATURE_SIZE
 from toolkit.layout import Layout
 from toolkit.progress import Progress, ProgressFn
+from toolkit.quality.config import LabelCheckConfig
 from toolkit.quality.duplicates import conflicts
 from toolkit.quality.folds import assign_folds, fold_steps, out_of_sample_probabilities
-from toolkit.quality.result import LabelCheckConfig, LabelCheckResult, LabelIssue
+from toolkit.quality.result import LabelCheckResult, LabelIssue
 from toolkit.quality.teacher import load_teacher, teacher_kl, teacher_probability
 from toolkit.schema import columns as col
 from toolkit.schema import scores as sc
@@ -90,6 +91,7 @@ def check_labels(
         batch_size=config.batch_size,
         learning_rate=config.learning_rate,
         seed=config.seed,
+        workers=config.workers,
         on_fold=None if progress is None else lambda k: progress(Progress(k, config.folds, "folds")),
     )
     teacher_p = None if teacher is None else teacher_probability(teacher, features, masks, labels)

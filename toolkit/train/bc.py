@@ -411,6 +411,12 @@ def _tensor_step(
     return losses.detach()
 
 
+def seeded_actor(policy: PolicySpec, seed: int) -> ActorNet:
+    """The student's network as :func:`fit_rows` starts it for ``seed`` (torch's generator seeded with it)."""
+    torch.manual_seed(seed)
+    return ActorNet(policy)
+
+
 def fit_rows(
     features: np.ndarray,
     labels: np.ndarray,
@@ -423,6 +429,7 @@ def fit_rows(
     batch_size: int = 1024,
     learning_rate: float = 1e-3,
     seed: int = 0,
+    actor: ActorNet | None = None,
 ) -> ActorNet:
     """The student's network trained in memory on ``rows`` of the given arrays, for ``steps`` gradient steps.
 
@@ -431,11 +438,12 @@ def fit_rows(
     k-fold models of ``distill check labels`` are this. Only the rows a
     minibatch needs are gathered, so the arrays are never copied whole.
     ``features`` must be C-contiguous float32, ``labels`` int64, ``masks``
-    bool and ``weights`` float32 (as :func:`read_split` returns them).
+    bool and ``weights`` float32 (as :func:`read_split` returns them). ``actor``: the network to train, made by
+    :func:`seeded_actor` with ``seed`` (default: made here), so that networks can be made one after another on one
+    thread (torch's generator is the process's) and trained at once on several.
     """
-    torch.manual_seed(seed)
     rng = np.random.default_rng([seed, len(rows)])
-    actor = ActorNet(policy)
+    actor = seeded_actor(policy, seed) if actor is None else actor
     optimizer = _adam(actor, learning_rate)
     actor.train()
     with warnings.catch_warnings():  # read-only arrays (zero-copy from Arrow) are only ever read here
