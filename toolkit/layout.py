@@ -82,6 +82,9 @@ REPORT_FORMAT_VERSION: Final = 1  # reports/<id>.json, a gate report
 ABLATION_FORMAT_VERSION: Final = 1  # ablations/<name>/ablation.json and variants/<key>/result.json
 SUITE_FORMAT_VERSION: Final = 1  # an expectation suite (checks/*.json)
 LABEL_SCORES_FORMAT_VERSION: Final = 1  # builds/<name>/<fingerprint>/label-scores.json
+# staging/<id>/intent.json, a staged change's intent (3: the version under format_version; 2, under format, is read)
+INTENT_FORMAT_VERSION: Final = 3
+STAMP_FORMAT_VERSION: Final = 1  # catalog.read.json, the catalog snapshot's stamp (one without a version is 1)
 LABEL_SCORES_FILE: Final = "label-scores.parquet"
 LABEL_SCORES_INFO_FILE: Final = "label-scores.json"
 CATALOG_FILE: Final = "catalog.duckdb"

@@ -18,19 +18,18 @@ is deleted unless it is a file this data root's writer put there.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import posixpath
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.layout import Layout
-from toolkit.storage import write_text_atomic
+from toolkit.errors import CatalogError
+from toolkit.layout import INTENT_FORMAT_VERSION, Layout
+from toolkit.storage import read_versioned, write_text_atomic
 
 INTENT_FILE: Final = "intent.json"
-INTENT_FORMAT: Final = 2
 TAIL_BYTES: Final = 65_536
 # The data root's folders a staged change moves files into.
 TARGET_FOLDERS: Final = ("lake", "quarantine")
@@ -51,7 +50,7 @@ class Intent(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format: int = INTENT_FORMAT
+    format_version: int = INTENT_FORMAT_VERSION
     token: str = Field(description="Carried by the change's commit: found in the log, the change happened.")
     base_version: int = Field(description="The lake's version when the change began.")
     files: list[MovedFile]
@@ -61,12 +60,26 @@ def write(folder: Path, intent: Intent) -> None:
     write_text_atomic(folder / INTENT_FILE, intent.model_dump_json())
 
 
+def _from_format_2(raw: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 kept its version under ``format``; the rest is the same."""
+    return {key: value for key, value in raw.items() if key != "format"}
+
+
 def read(folder: Path) -> Intent | None:
-    """The intent in a staging folder (None: none, or not one this Distill wrote: nothing of it is acted on)."""
+    """The intent in a staging folder (None: none, or not one this Distill reads, a newer Distill's say: nothing
+    of it is acted on, the files it names stay where they are until a vacuum finds them unlisted)."""
     try:
-        raw = json.loads((folder / INTENT_FILE).read_text(encoding="utf-8"))
-        return Intent.model_validate(raw)
-    except (OSError, ValueError, ValidationError):
+        return read_versioned(
+            folder / INTENT_FILE,
+            Intent,
+            INTENT_FORMAT_VERSION,
+            what="staging intent",
+            error=CatalogError,
+            hint="nothing of it is acted on",
+            upgrades={2: _from_format_2},
+            unversioned=2,
+        )
+    except CatalogError:
         return None
 
 

@@ -20,16 +20,26 @@ milliseconds; the lake itself is Parquet and is read in place.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import duckdb
+from pydantic import BaseModel, ConfigDict
 
-from toolkit.layout import Layout, sql_literal
-from toolkit.storage import write_text_atomic
+from toolkit.errors import CatalogError
+from toolkit.layout import STAMP_FORMAT_VERSION, Layout, sql_literal
+from toolkit.storage import read_versioned, write_text_atomic
 
 Stamp = list[int]
+
+
+class StampFile(BaseModel):
+    """The snapshot's stamp file: the live catalog's stamp when the snapshot was taken."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: int = STAMP_FORMAT_VERSION
+    stamp: Stamp
 
 
 def stamp(catalog: Path) -> Stamp:
@@ -66,13 +76,21 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
     with open(temporary, "rb+") as handle:
         os.fsync(handle.fileno())
     os.replace(temporary, target)
-    write_text_atomic(layout.catalog_snapshot_stamp, json.dumps({"stamp": stamp(layout.catalog)}))
+    write_text_atomic(layout.catalog_snapshot_stamp, StampFile(stamp=stamp(layout.catalog)).model_dump_json())
 
 
 def is_fresh(layout: Layout) -> bool:
     """Whether the snapshot holds exactly what the live catalog holds (nothing was written since it was taken)."""
-    try:
-        recorded = json.loads(layout.catalog_snapshot_stamp.read_text(encoding="utf-8"))["stamp"]
-    except (OSError, ValueError, KeyError, TypeError):
+    try:  # a stamp missing, unreadable or of a newer Distill: not known to be fresh (the live file is read)
+        recorded = read_versioned(
+            layout.catalog_snapshot_stamp,
+            StampFile,
+            STAMP_FORMAT_VERSION,
+            what="catalog snapshot stamp",
+            error=CatalogError,
+            hint="a writer writes it again",
+            unversioned=1,
+        ).stamp
+    except CatalogError:
         return False
     return layout.catalog_snapshot.exists() and recorded == stamp(layout.catalog)
