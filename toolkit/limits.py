@@ -26,6 +26,7 @@ MAX_COEF: Final = 1_000.0  # a loss coefficient, a clipping norm, a KL bound, a 
 MAX_WEIGHT: Final = 1e9  # a source's relative weight (a ratio: one source may weigh thousands of times another)
 MAX_ROWS: Final = 1_000_000_000  # rows per file, per chunk, per read
 MAX_MB: Final = 1 << 20  # a memory size in MiB (a TiB)
+DEFAULT_TARGET_MB: Final = 128  # the size `lake compact` merges small files into, by default
 MAX_WORKERS: Final = 1_024  # processes or workers of a job
 MAX_MODELS: Final = 1_000  # models a league keeps, retries, tables, generations a rule looks back over
 MAX_GENERATION: Final = 1_000_000  # a loop generation's number

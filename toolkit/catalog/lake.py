@@ -42,6 +42,7 @@ from toolkit.catalog.views import SandboxLimits
 from toolkit.catalog.writer import LakeWriter
 from toolkit.errors import CatalogError
 from toolkit.layout import Layout
+from toolkit.limits import DEFAULT_TARGET_MB
 
 
 class ReindexResult(BaseModel):
@@ -173,7 +174,7 @@ class Lake:
     def restore(self, batch_ids: Sequence[str], reason: str | None = None) -> VersionRecord:
         return lifecycle.restore(self.writer, batch_ids, reason)
 
-    def compact(self, target_mb: float = lifecycle.DEFAULT_TARGET_MB) -> VersionRecord | None:
+    def compact(self, target_mb: float = DEFAULT_TARGET_MB) -> VersionRecord | None:
         return lifecycle.compact(self.writer, target_mb)
 
     def vacuum(self, retain_days: float) -> lifecycle.VacuumResult:

@@ -49,10 +49,10 @@ from toolkit.catalog.store import Catalog, LakeFile
 from toolkit.catalog.writer import LakeWriter
 from toolkit.errors import UsageError
 from toolkit.layout import Layout
+from toolkit.limits import DEFAULT_TARGET_MB
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 
-DEFAULT_TARGET_MB: Final = 128
 ROW_GROUP_ROWS: Final = 65_536
 HIDDEN: Final = ("_", ".")  # names Delta readers and writers skip in a table folder
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from toolkit.cli.app import JsonOpt, Table, app, console, layout, print_json
-from toolkit.limits import MAX_GENERATION, MAX_MB, MAX_RETAIN_DAYS
+from toolkit.limits import DEFAULT_TARGET_MB, MAX_GENERATION, MAX_MB, MAX_RETAIN_DAYS
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.catalog.records import VersionRecord
@@ -93,7 +93,9 @@ def lake_restore_command(
 
 @lake_app.command("compact")
 def lake_compact_command(
-    target_mb: Annotated[float, typer.Option("--target-mb", max=MAX_MB, help="Size of the merged files.")] = 128,
+    target_mb: Annotated[
+        float, typer.Option("--target-mb", max=MAX_MB, help="Size of the merged files.")
+    ] = DEFAULT_TARGET_MB,
     as_json: JsonOpt = False,
 ) -> None:
     """Merge small neighbouring files (of one source and generation) into files of about --target-mb."""
