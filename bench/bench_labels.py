@@ -21,6 +21,10 @@ rows into the arrays the check holds (its keys, feature vectors and masks).
 Targets (issue "performance 2"): <= 45 s and a peak of <= 1.5 GiB on a 2-core
 machine; the ratio of the two peaks says what the check holds beyond its rows.
 Data is kept under ``bench/out/labels`` and reused.
+
+Last runs (quiet 2 cores, 7 December, ``--skip-noise``, 1,010,171 rows): 160 s wall / 160 CPU-s, peak 1,409 MiB
+(baseline 1,183 MiB, 1.19x) with one fold model at a time; 92 s / 143 CPU-s, peak 1,452 MiB (baseline 1,248 MiB,
+1.16x) with two at once (``workers=2``, the scores the same). Time FAIL, memory PASS: see bench/PROFILES.md.
 """
 
 from __future__ import annotations
