@@ -3,12 +3,14 @@
 The pipeline, top to bottom (the catalog below it is storage only):
 
     config.py     ReadOptions, IngestConfig: what the stage is told
-    reader.py     files -> chunks of whole lines (gzip, zstd, plain; BOM, CRLF)
-    suspects.py   lines the vectorised parser must not see (too deep, too long, duplicate keys...)
-    fastpath.py   canonical chunks parsed and checked as Arrow tables (rules.py: the contract, vectorised)
-    rowpath.py    every other line: its dialect's adapter, then the Pydantic contract
-    validate.py   one file -> a stream of parts, fast and row path merged in file order
-    parts.py      what validation hands on: Part, Reject, FileReport, lake partitions
+    validate.py   one file -> a stream of parts: the steps below, called in this order, read top to bottom
+      reader.py     read: files -> chunks of whole lines (gzip, zstd, plain; BOM, CRLF)
+      sorting.py    sort: each chunk's lines for the fast path, the row path, or rejected unread
+      parse.py      parse: the fast-path lines on worker threads, a few chunks ahead (fastpath.py: Arrow's
+                    parser and the column checks; rules.py: the contract, vectorised)
+      rows.py       rows: what the fast path left, through rowpath.py (its dialect's adapter, then the Pydantic
+                    contract), in line order; suspects.py: the faults found, looked for in later chunks
+      parts.py      part: what validation hands on: Part, Reject, FileReport, lake partitions
     dedup.py      decisions seen before, in the file or the lake
     staging.py    a batch written under staging/: lake partitions and quarantine
     ingest.py     ingest_paths: the stage (hash, validate, stage, dedup, record, publish)
