@@ -15,6 +15,7 @@ from pydantic.fields import FieldInfo
 
 from tests.factories import cli_params
 from toolkit.ablate.config import AblateConfig
+from toolkit.checks.config import CheckConfig
 from toolkit.cli.app import backend_config
 from toolkit.datasets.config import BuildConfig, LabelIssueFilter
 from toolkit.engine.config import EngineConfig
@@ -125,6 +126,21 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
         "ablate",
         AblateConfig,
         {"--loop": "loop", "--build": "build", "--zip": "zip", "--name": "name", "--games": "games", "--seed": "seed"},
+    ),
+    *(
+        (
+            command,
+            CheckConfig,
+            {
+                "--suite": "suite",
+                "--entropy-floor": "entropy_floor",
+                "--baseline": "baseline",
+                "--write": "write",
+                "--chunk-rows": "chunk_rows",
+                "--sample-rows": "sample_rows",
+            },
+        )
+        for command in ("check lake", "check dataset")
     ),
     (
         "check labels",

@@ -25,11 +25,11 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.catalog.lake import Lake
 from toolkit.catalog.views import relation
 from toolkit.checks import metrics as qm
+from toolkit.checks.config import CheckConfig, LakeScope
 from toolkit.checks.gx import run_gx
 from toolkit.checks.native import NATIVE_CHECKS, ROWS, SPLIT, CheckContext
 from toolkit.checks.report import ExpectationResult, GateReport
@@ -39,47 +39,12 @@ from toolkit.checks.suite import Suite, default_suite_path, load_suite
 from toolkit.datasets.dataset import HOLDOUT, LABEL, SPLITS, TRAIN, list_builds, open_dataset
 from toolkit.errors import CheckError
 from toolkit.layout import LABEL_SCORES_FILE, Layout, sql_literal
-from toolkit.limits import MAX_ROWS
 from toolkit.schema import columns as col
 from toolkit.schema.arrow import lake_schema
 
 _QUALITY = "quality_rows"
 _REFERENCE = "reference_rows"
 References = dict[qm.GroupKey, tuple[str, list[int]]]  # group -> (what it is, action counts)
-
-
-class CheckConfig(BaseModel):
-    """How a gate runs; every field is a ``distill check`` flag."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    suite: Path | None = Field(None, description="Suite file (--suite); default checks/<target>.json.")
-    chunk_rows: int = Field(
-        1_000_000, ge=1_000, le=MAX_ROWS, description="Rows per chunk fed to Great Expectations (--chunk-rows)."
-    )
-    sample_rows: int = Field(5, ge=0, le=100, description="Offending rows kept per expectation (--sample-rows).")
-    entropy_floor: float | None = Field(
-        None, ge=0, le=1, description="Overrides min_ratio of every action-entropy check (--entropy-floor)."
-    )
-    baseline: Path | None = Field(
-        None, description="A previous report (JSON) to measure action drift against (--baseline)."
-    )
-    write: bool = Field(True, description="Write the JSON and HTML report under reports/ (--no-write skips it).")
-    memory_limit: str = Field("1GB", description="DuckDB memory limit; larger work spills to disk.")
-
-
-class LakeScope(BaseModel):
-    """Which part of the lake to check; None means every value."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    source: str | None = None
-    generation: int | None = None
-    batch: str | None = None
-
-    def slug(self) -> str:
-        parts = [f"{k}-{v}" for k, v in self.model_dump().items() if v is not None]
-        return "_".join(parts) or "all"
 
 
 def check_lake(layout: Layout, scope: LakeScope | None = None, config: CheckConfig | None = None) -> GateReport:

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from toolkit.checks.config import CheckConfig
 from toolkit.cli.app import (
     BuildArg,
     FingerprintOpt,
@@ -26,11 +27,10 @@ from toolkit.cli.app import (
     progress_bar,
 )
 from toolkit.config import validation_message
-from toolkit.limits import MAX_GENERATION, MAX_ROWS
+from toolkit.limits import MAX_GENERATION
 from toolkit.quality.config import LabelCheckConfig
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
-    from toolkit.checks.gate import CheckConfig
     from toolkit.checks.report import GateReport
 
 check_app = typer.Typer(
@@ -38,40 +38,22 @@ check_app = typer.Typer(
 )
 app.add_typer(check_app, name="check")
 
-SuiteOpt = Annotated[Path | None, typer.Option("--suite", help="Suite file (default: checks/<target>.json).")]
-FloorOpt = Annotated[
-    float | None, typer.Option("--entropy-floor", max=1, help="Minimum action-entropy ratio (0-1) for collapse checks.")
-]
-BaselineOpt = Annotated[
-    Path | None, typer.Option("--baseline", help="A previous report (JSON) to measure action drift against.")
-]
-NoWriteOpt = Annotated[bool, typer.Option("--no-write", help="Do not write the JSON and HTML report under reports/.")]
-ChunkOpt = Annotated[
-    int,
-    typer.Option(
-        "--chunk-rows", max=MAX_ROWS, help="Rows per chunk given to Great Expectations (memory against speed)."
-    ),
-]
-SampleOpt = Annotated[int, typer.Option("--sample-rows", max=100, help="Offending rows kept per expectation.")]
+SuiteOpt = Annotated[Path | None, model_option(CheckConfig, "suite", "--suite")]
+FloorOpt = Annotated[float | None, model_option(CheckConfig, "entropy_floor", "--entropy-floor")]
+BaselineOpt = Annotated[Path | None, model_option(CheckConfig, "baseline", "--baseline")]
+WriteOpt = Annotated[bool | None, model_option(CheckConfig, "write", "--write/--no-write")]
+ChunkOpt = Annotated[int | None, model_option(CheckConfig, "chunk_rows", "--chunk-rows")]
+SampleOpt = Annotated[int | None, model_option(CheckConfig, "sample_rows", "--sample-rows")]
 
 
-def _config(
-    suite: Path | None, floor: float | None, baseline: Path | None, no_write: bool, chunk_rows: int, sample_rows: int
-) -> CheckConfig:
+def _config(**given: object) -> CheckConfig:
+    """The gate's config from the flags given (None: not given, the field's default)."""
     from pydantic import ValidationError
 
-    from toolkit.checks.gate import CheckConfig
     from toolkit.errors import ConfigError
 
     try:
-        return CheckConfig(
-            suite=suite,
-            entropy_floor=floor,
-            baseline=baseline,
-            write=not no_write,
-            chunk_rows=chunk_rows,
-            sample_rows=sample_rows,
-        )
+        return CheckConfig(**{field: value for field, value in given.items() if value is not None})
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, as_flags=True)) from None
 
@@ -87,18 +69,25 @@ def check_lake_command(
     entropy_floor: FloorOpt = None,
     baseline: BaselineOpt = None,
     as_json: JsonOpt = False,
-    no_write: NoWriteOpt = False,
-    chunk_rows: ChunkOpt = 1_000_000,
-    sample_rows: SampleOpt = 5,
+    write: WriteOpt = None,
+    chunk_rows: ChunkOpt = None,
+    sample_rows: SampleOpt = None,
 ) -> None:
     """Check the decision lake (or a source / generation / batch of it); exit 1 if a blocking expectation fails."""
-    from toolkit.checks.gate import LakeScope
+    from toolkit.checks.config import LakeScope
     from toolkit.checks.gate import check_lake as run
 
     report = run(
         layout(),
         LakeScope(source=source, generation=generation, batch=batch),
-        _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows),
+        _config(
+            suite=suite,
+            entropy_floor=entropy_floor,
+            baseline=baseline,
+            write=write,
+            chunk_rows=chunk_rows,
+            sample_rows=sample_rows,
+        ),
     )
     _finish(report, as_json)
 
@@ -111,16 +100,23 @@ def check_dataset_command(
     entropy_floor: FloorOpt = None,
     baseline: BaselineOpt = None,
     as_json: JsonOpt = False,
-    no_write: NoWriteOpt = False,
-    chunk_rows: ChunkOpt = 1_000_000,
-    sample_rows: SampleOpt = 5,
+    write: WriteOpt = None,
+    chunk_rows: ChunkOpt = None,
+    sample_rows: SampleOpt = None,
 ) -> None:
     """Check a built dataset; exit 1 if a blocking expectation fails."""
     from toolkit.checks.gate import check_dataset as run
     from toolkit.datasets.ref import BuildRef
 
     ref = BuildRef.parse(build, fingerprint)
-    config = _config(suite, entropy_floor, baseline, no_write, chunk_rows, sample_rows)
+    config = _config(
+        suite=suite,
+        entropy_floor=entropy_floor,
+        baseline=baseline,
+        write=write,
+        chunk_rows=chunk_rows,
+        sample_rows=sample_rows,
+    )
     report = run(layout(), ref.name, config, ref.fingerprint)
     _finish(report, as_json)
 

@@ -26,7 +26,8 @@ def data_gate_step(ctx: StepContext, step: DataGateInput) -> DataGateResult:
             passed=True, reason="no new batch" if not step.batches else "data gate disabled", reports=[]
         )
     from toolkit.catalog.lake import Lake
-    from toolkit.checks.gate import CheckConfig, LakeScope, check_lake
+    from toolkit.checks.config import CheckConfig, LakeScope
+    from toolkit.checks.gate import check_lake
 
     with Lake.open(ctx.layout).at() as catalog:  # retired meanwhile: out of the lake, not checked
         records = catalog.require_batches(step.batches)
