@@ -41,6 +41,9 @@ def test_a_newer_or_broken_intent_is_not_acted_on(tmp_path: Path) -> None:
     newer = {"format_version": INTENT_FORMAT_VERSION + 1, "token": "t", "base_version": 0, "files": FILES}
     assert intent.read(_written(tmp_path / "newer", newer)) is None
     assert intent.read(_written(tmp_path / "extra", {**newer, "format_version": 3, "undo": "rm -rf"})) is None
+    for other in (3, 99, "2", None, 2.0):  # the old field naming another format than 2: another Distill's
+        older = {"format": other, "token": "t", "base_version": 0, "files": FILES}
+        assert intent.read(_written(tmp_path / f"format-{other}", older)) is None, other
     (tmp_path / "text" / intent.INTENT_FILE).parent.mkdir()
     (tmp_path / "text" / intent.INTENT_FILE).write_text("not json")
     assert intent.read(tmp_path / "text") is None and intent.read(tmp_path / "missing") is None

@@ -103,6 +103,42 @@ def test_fold_models_trained_at_once_give_the_scores_they_give_one_at_a_time(noi
     assert [i.model_dump() for i in solo.issues] == [i.model_dump() for i in pooled.issues]
 
 
+def test_a_failing_fold_stops_the_folds_still_training() -> None:
+    """One fold model fails at once; the others (minutes of steps) stop at their next step and the error is raised."""
+    import time
+
+    from toolkit.quality.folds import out_of_sample_probabilities
+
+    rng = np.random.default_rng(6)
+    features = rng.normal(size=(3_001, 117)).astype(np.float32)
+    masks = np.ones((3_001, 8), bool)
+    labels = rng.integers(0, 8, 3_001)
+    fold = np.arange(3_001) % 3  # fold 0 holds 1,001 rows: its model trains on 2,000, the others on 2,001
+
+    def steps(rows: int) -> int:
+        if rows == 2_000:
+            raise RuntimeError("fold 0 fails")
+        return 1_000_000  # minutes: a fold that did not stop fails the time bound below rather than hanging
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="fold 0 fails"):
+        out_of_sample_probabilities(
+            features,
+            labels,
+            masks,
+            np.ones(3_001, np.float32),
+            fold,
+            folds=3,
+            policy=TINY_NET.policy,
+            steps=steps,
+            batch_size=64,
+            learning_rate=1e-3,
+            seed=0,
+            workers=3,
+        )
+    assert time.monotonic() - started < 60
+
+
 def _lake(layout: Layout, write_log: Callable[..., Path], records: list[dict]) -> None:
     from toolkit.ingest.ingest import ingest_paths
 

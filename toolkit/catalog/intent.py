@@ -61,7 +61,14 @@ def write(folder: Path, intent: Intent) -> None:
 
 
 def _from_format_2(raw: dict[str, Any]) -> dict[str, Any]:
-    """Format 2 kept its version under ``format``; the rest is the same."""
+    """Format 2 kept its version under ``format`` (a file with neither is of format 2 too); the rest is the same.
+
+    Raises:
+        CatalogError: ``format`` is not 2 (a file of another Distill's: not acted on).
+    """
+    found = raw.get("format", 2)
+    if type(found) is not int or found != 2:
+        raise CatalogError(f"a staging intent of format {found!r}; this Distill reads formats 2 and 3")
     return {key: value for key, value in raw.items() if key != "format"}
 
 
@@ -79,7 +86,7 @@ def read(folder: Path) -> Intent | None:
             upgrades={2: _from_format_2},
             unversioned=2,
         )
-    except CatalogError:
+    except (CatalogError, OSError):  # OSError: its folder cannot be searched, say
         return None
 
 

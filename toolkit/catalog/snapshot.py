@@ -91,6 +91,6 @@ def is_fresh(layout: Layout) -> bool:
             hint="a writer writes it again",
             unversioned=1,
         ).stamp
-    except CatalogError:
+    except (CatalogError, OSError):  # OSError: its folder cannot be searched, say
         return False
     return layout.catalog_snapshot.exists() and recorded == stamp(layout.catalog)

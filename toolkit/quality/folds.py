@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Final
@@ -68,6 +69,7 @@ def out_of_sample_probabilities(
     at once. ``on_fold`` is told how many folds are done as each finishes."""
     probs = np.zeros(masks.shape, np.float64)
     actors = [seeded_actor(policy, seed * 1000 + k) for k in range(folds)]
+    stopping = threading.Event()  # set when this call gives up (a fold failed, an interrupt): the others stop too
 
     def fit(k: int) -> ActorNet:
         rows = np.flatnonzero(fold != k)
@@ -83,6 +85,7 @@ def out_of_sample_probabilities(
             learning_rate=learning_rate,
             seed=seed * 1000 + k,
             actor=actors[k],
+            stop=stopping,
         )
 
     with ThreadPoolExecutor(max_workers=min(workers, folds), thread_name_prefix="distill-fold") as pool:
@@ -99,7 +102,9 @@ def out_of_sample_probabilities(
                     probs[part] = masked_probabilities(actor, features[part], masks[part], chunk=PROBABILITY_ROWS)
                 if on_fold is not None:
                     on_fold(done)
-        finally:  # a fold failed (or progress raised): the folds not started are not started
+        except BaseException:  # a fold failed, progress raised, an interrupt: the folds not started are not
+            stopping.set()  # started and those training stop at their next step
             for future in training:
                 future.cancel()
+            raise
     return probs

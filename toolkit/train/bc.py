@@ -430,6 +430,7 @@ def fit_rows(
     learning_rate: float = 1e-3,
     seed: int = 0,
     actor: ActorNet | None = None,
+    stop: threading.Event | None = None,
 ) -> ActorNet:
     """The student's network trained in memory on ``rows`` of the given arrays, for ``steps`` gradient steps.
 
@@ -440,19 +441,20 @@ def fit_rows(
     ``features`` must be C-contiguous float32, ``labels`` int64, ``masks``
     bool and ``weights`` float32 (as :func:`read_split` returns them). ``actor``: the network to train, made by
     :func:`seeded_actor` with ``seed`` (default: made here), so that networks can be made one after another on one
-    thread (torch's generator is the process's) and trained at once on several.
+    thread (torch's generator is the process's) and trained at once on several. ``stop``: once set, training
+    ends at the next step (the network is then not fully trained: for a caller giving up on it).
     """
     rng = np.random.default_rng([seed, len(rows)])
     actor = seeded_actor(policy, seed) if actor is None else actor
     optimizer = _adam(actor, learning_rate)
     actor.train()
-    with warnings.catch_warnings():  # read-only arrays (zero-copy from Arrow) are only ever read here
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        tensors = [torch.from_numpy(a) for a in (features, labels, masks, weights)]  # views: nothing copied
+    tensors = _tensor_views(features, labels, masks, weights)
     done = 0
     while done < steps:
         order = torch.from_numpy(rows[rng.permutation(len(rows))])
         for start in range(0, len(order), batch_size):
+            if stop is not None and stop.is_set():
+                return actor
             batch = order[start : start + batch_size]
             _tensor_step(actor, optimizer, *(t.index_select(0, batch) for t in tensors))
             done += 1
@@ -461,15 +463,29 @@ def fit_rows(
     return actor
 
 
+# ``warnings.catch_warnings`` swaps the process's warning filters in and out: two threads in it at once can leave
+# a filter behind or lose one, so the views below are made by one thread at a time.
+_QUIET_VIEWS = threading.Lock()
+
+
+def _tensor_views(*arrays: np.ndarray) -> list[torch.Tensor]:
+    """Tensors sharing the arrays' memory, nothing copied; read-only arrays (zero-copy from Arrow) are only ever
+    read through them, so torch's warning about them is silenced."""
+    with _QUIET_VIEWS, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return [torch.from_numpy(a) for a in arrays]
+
+
 def masked_probabilities(actor: ActorNet, features: np.ndarray, masks: np.ndarray, chunk: int = 65_536) -> np.ndarray:
     """The actor's probabilities over the legal actions (illegal ones exactly 0, each row summing to 1), float64."""
     actor.eval()
     out = np.zeros((len(features), N_ACTIONS), np.float64)
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")  # read only
+    with torch.no_grad():
         for start in range(0, len(features), chunk):
-            f = torch.from_numpy(np.ascontiguousarray(features[start : start + chunk]))
-            m = torch.from_numpy(np.ascontiguousarray(masks[start : start + chunk]))
+            f, m = _tensor_views(
+                np.ascontiguousarray(features[start : start + chunk]),
+                np.ascontiguousarray(masks[start : start + chunk]),
+            )
             out[start : start + chunk] = torch.softmax(actor.masked_logits(f, m).double(), 1).numpy()
     out *= masks
     out /= np.maximum(out.sum(1, keepdims=True), 1e-300)
