@@ -46,12 +46,27 @@ ChunkOpt = Annotated[int | None, model_option(CheckConfig, "chunk_rows", "--chun
 SampleOpt = Annotated[int | None, model_option(CheckConfig, "sample_rows", "--sample-rows")]
 
 
-def _config(**given: object) -> CheckConfig:
+def _config(
+    suite: Path | None,
+    entropy_floor: float | None,
+    baseline: Path | None,
+    write: bool | None,
+    chunk_rows: int | None,
+    sample_rows: int | None,
+) -> CheckConfig:
     """The gate's config from the flags given (None: not given, the field's default)."""
     from pydantic import ValidationError
 
     from toolkit.errors import ConfigError
 
+    given = {
+        "suite": suite,
+        "entropy_floor": entropy_floor,
+        "baseline": baseline,
+        "write": write,
+        "chunk_rows": chunk_rows,
+        "sample_rows": sample_rows,
+    }
     try:
         return CheckConfig(**{field: value for field, value in given.items() if value is not None})
     except ValidationError as exc:
@@ -80,14 +95,7 @@ def check_lake_command(
     report = run(
         layout(),
         LakeScope(source=source, generation=generation, batch=batch),
-        _config(
-            suite=suite,
-            entropy_floor=entropy_floor,
-            baseline=baseline,
-            write=write,
-            chunk_rows=chunk_rows,
-            sample_rows=sample_rows,
-        ),
+        _config(suite, entropy_floor, baseline, write, chunk_rows, sample_rows),
     )
     _finish(report, as_json)
 
@@ -109,14 +117,7 @@ def check_dataset_command(
     from toolkit.datasets.ref import BuildRef
 
     ref = BuildRef.parse(build, fingerprint)
-    config = _config(
-        suite=suite,
-        entropy_floor=entropy_floor,
-        baseline=baseline,
-        write=write,
-        chunk_rows=chunk_rows,
-        sample_rows=sample_rows,
-    )
+    config = _config(suite, entropy_floor, baseline, write, chunk_rows, sample_rows)
     report = run(layout(), ref.name, config, ref.fingerprint)
     _finish(report, as_json)
 
