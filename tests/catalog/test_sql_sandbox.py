@@ -16,8 +16,8 @@ import pytest
 from tests.factories import make_snapshot
 from toolkit.catalog import Catalog
 from toolkit.catalog.query import interrupt_on_sigint, run_query, start_query
+from toolkit.catalog.sandbox import SandboxLimits
 from toolkit.catalog.view_docs import VIEWS
-from toolkit.catalog.views import SandboxLimits
 from toolkit.errors import QueryError, QueryInterrupted
 from toolkit.ingest.ingest import ingest_paths
 from toolkit.layout import Layout

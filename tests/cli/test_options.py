@@ -15,6 +15,7 @@ from pydantic.fields import FieldInfo
 
 from tests.factories import cli_params
 from toolkit.ablate.config import AblateConfig
+from toolkit.catalog.sandbox import SandboxLimits
 from toolkit.checks.config import CheckConfig
 from toolkit.cli.app import backend_config
 from toolkit.datasets.config import BuildConfig, LabelIssueFilter
@@ -142,6 +143,7 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
         )
         for command in ("check lake", "check dataset")
     ),
+    ("sql", SandboxLimits, {"--timeout": "timeout", "--memory-limit": "memory_limit"}),
     (
         "check labels",
         LabelCheckConfig,

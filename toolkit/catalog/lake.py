@@ -37,8 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolkit.catalog import connect, delta, index, lifecycle, log
 from toolkit.catalog.connect import WriterWait
 from toolkit.catalog.records import BatchRecord, FileRecord, VersionRecord
+from toolkit.catalog.sandbox import SandboxLimits
 from toolkit.catalog.store import Catalog
-from toolkit.catalog.views import SandboxLimits
 from toolkit.catalog.writer import LakeWriter
 from toolkit.errors import CatalogError
 from toolkit.layout import Layout

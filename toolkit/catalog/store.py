@@ -26,6 +26,7 @@ from toolkit.catalog.commit import FileFacts
 from toolkit.catalog.connect import connect_reader
 from toolkit.catalog.delta import DataFile
 from toolkit.catalog.records import BatchRecord, FileRecord
+from toolkit.catalog.sandbox import SandboxLimits
 from toolkit.errors import UsageError
 from toolkit.layout import Layout
 
@@ -81,7 +82,7 @@ class Catalog:
         *,
         sandbox: bool = False,
         as_of: int | str | dt.datetime | None = None,
-        limits: views.SandboxLimits | None = None,
+        limits: SandboxLimits | None = None,
     ) -> Catalog:
         """Open the catalog of ``layout`` for reading: an index of the log as the log is now
         (:func:`~toolkit.catalog.connect.connect_reader`: caught up, or rebuilt, without waiting for a writer),
@@ -97,7 +98,7 @@ class Catalog:
         is for it, not this class's readers), and then DuckDB's own file access
         is switched off, extension auto-loading with it, a statement's time and
         memory are bounded by ``limits`` (default
-        :class:`~toolkit.catalog.views.SandboxLimits`), and the configuration is
+        :class:`~toolkit.catalog.sandbox.SandboxLimits`), and the configuration is
         locked. No statement on it can read or write a file, attach a
         database, install an extension, learn a path of this machine or undo
         those settings.

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from toolkit.catalog.sandbox import SandboxLimits
 from toolkit.cli.app import (
     AsOfOpt,
     JsonOpt,
@@ -26,12 +27,11 @@ from toolkit.cli.app import (
 )
 from toolkit.errors import ConfigError, UsageError
 from toolkit.ingest.config import ReadOptions
-from toolkit.limits import MAX_ERRORS, MAX_ROWS, MAX_SECONDS
+from toolkit.limits import MAX_ERRORS, MAX_ROWS
 
 if TYPE_CHECKING:  # for annotations only: the CLI imports stages when a command runs
     from toolkit.catalog.query import QueryResult
     from toolkit.catalog.store import Catalog
-    from toolkit.catalog.views import SandboxLimits
 
 PathsArg = Annotated[
     list[Path],
@@ -190,18 +190,8 @@ def sql_command(
     parquet: Annotated[Path | None, typer.Option("--parquet", help="Write the result to a Parquet FILE.")] = None,
     max_rows: Annotated[int, typer.Option("--max-rows", max=MAX_ROWS, min=0, help="Rows shown as a table.")] = 100,
     as_of: AsOfOpt = None,
-    timeout: Annotated[
-        float | None,
-        typer.Option(
-            "--timeout",
-            max=MAX_SECONDS,
-            help="Seconds the statement may run, its output included (default: 300; 0: none).",
-        ),
-    ] = None,
-    memory_limit: Annotated[
-        str | None,
-        typer.Option("--memory-limit", help="Memory it may use: 4GB, 512MiB, or a share of RAM (default: 25%)."),
-    ] = None,
+    timeout: Annotated[float | None, model_option(SandboxLimits, "timeout", "--timeout")] = None,
+    memory_limit: Annotated[str | None, model_option(SandboxLimits, "memory_limit", "--memory-limit")] = None,
 ) -> None:
     """Query the catalog with DuckDB SQL (read-only), as the lake is now or was --as-of a version or time.
 
@@ -279,7 +269,6 @@ def _print_schema(catalog: Catalog, view: str | None, as_json: bool) -> None:
 def _sandbox_limits(timeout: float | None, memory_limit: str | None) -> SandboxLimits:
     from pydantic import ValidationError
 
-    from toolkit.catalog.views import SandboxLimits
     from toolkit.config import validation_message
 
     given = {"timeout": timeout, "memory_limit": memory_limit}
