@@ -18,6 +18,7 @@ from toolkit.cli.app import (
     app,
     backend_config,
     console,
+    flags_given,
     layout,
     model_option,
     print_json,
@@ -83,7 +84,6 @@ def ablate_command(
     from toolkit.config import validation_message
 
     try:
-        given = {"name": name, "zip": zip_values, "seed": seed, "games": games}
         config = AblateConfig(
             build=build,
             build_config=load_base_file("build", build_config) if build_config else None,
@@ -93,7 +93,7 @@ def ablate_command(
             tables=dict(parse_table(t) for t in table) if table else None,
             max_rounds=max_rounds,
             backend=backend_config(backend, workers, address),
-            **{field: value for field, value in given.items() if value is not None},
+            **flags_given(name=name, zip=zip_values, seed=seed, games=games),
         )
     except ValidationError as error:
         raise ConfigError(f"invalid ablation: {validation_message(error, as_flags=True)}", hint="see --help") from None

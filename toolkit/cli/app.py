@@ -184,6 +184,12 @@ def field_option(field: FieldInfo, flag: str) -> Any:
     )
 
 
+def flags_given(**flags: Any) -> dict[str, Any]:
+    """The flags given, by their config field's name: a flag left at None is not given (the field's default
+    applies, see :func:`model_option`)."""
+    return {name: value for name, value in flags.items() if value is not None}
+
+
 def option_value(value: Any) -> str:
     """A config value as its flag is written: a list comma-separated, a switch on or off."""
     if isinstance(value, bool):
@@ -271,9 +277,8 @@ def backend_config(
 
     from toolkit.config import validation_message
 
-    given = {"kind": kind, "workers": workers, "address": address, "shard_games": shard_games}
     try:
-        return BackendConfig(**{k: v for k, v in given.items() if v is not None})
+        return BackendConfig(**flags_given(kind=kind, workers=workers, address=address, shard_games=shard_games))
     except ValidationError as error:
         raise ConfigError(f"invalid back end: {validation_message(error)}", hint="see --help") from None
 

@@ -21,6 +21,7 @@ from toolkit.cli.app import (
     Table,
     app,
     console,
+    flags_given,
     layout,
     model_option,
     print_json,
@@ -59,16 +60,16 @@ def _config(
 
     from toolkit.errors import ConfigError
 
-    given = {
-        "suite": suite,
-        "entropy_floor": entropy_floor,
-        "baseline": baseline,
-        "write": write,
-        "chunk_rows": chunk_rows,
-        "sample_rows": sample_rows,
-    }
+    given = flags_given(
+        suite=suite,
+        entropy_floor=entropy_floor,
+        baseline=baseline,
+        write=write,
+        chunk_rows=chunk_rows,
+        sample_rows=sample_rows,
+    )
     try:
-        return CheckConfig(**{field: value for field, value in given.items() if value is not None})
+        return CheckConfig(**given)
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, as_flags=True)) from None
 
@@ -199,18 +200,10 @@ def check_labels_command(
 
     ref = BuildRef.parse(build, fingerprint)
     try:
-        given = {
-            "teacher": teacher,
-            "folds": folds,
-            "seed": seed,
-            "epochs": epochs,
-            "filter_by": filter_by,
-            "workers": workers,
-            "write": write,
-        }
-        config = LabelCheckConfig(
-            fingerprint=ref.fingerprint, **{field: value for field, value in given.items() if value is not None}
+        given = flags_given(
+            teacher=teacher, folds=folds, seed=seed, epochs=epochs, filter_by=filter_by, workers=workers, write=write
         )
+        config = LabelCheckConfig(fingerprint=ref.fingerprint, **given)
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, as_flags=True)) from None
     with progress_bar("check labels: k-fold models", enabled=not as_json) as progress:

@@ -20,6 +20,7 @@ from toolkit.cli.app import (
     app,
     console,
     err_console,
+    flags_given,
     layout,
     model_option,
     print_json,
@@ -271,9 +272,8 @@ def _sandbox_limits(timeout: float | None, memory_limit: str | None) -> SandboxL
 
     from toolkit.config import validation_message
 
-    given = {"timeout": timeout, "memory_limit": memory_limit}
     try:
-        return SandboxLimits(**{k: v for k, v in given.items() if v is not None})
+        return SandboxLimits(**flags_given(timeout=timeout, memory_limit=memory_limit))
     except ValidationError as error:
         raise ConfigError(validation_message(error, as_flags=True), hint="see distill sql --help") from None
 

@@ -21,6 +21,7 @@ from toolkit.cli.app import (
     backend_config,
     console,
     engine_config,
+    flags_given,
     model_option,
     print_json,
     progress_bar,
@@ -52,17 +53,17 @@ def simulate_command(
     logs are the records of its decisions."""
     from toolkit.game.simulate import simulate
 
-    given = {
-        "games": games,
-        "players": None if players is None else tuple(p.strip() for p in players.split(",")),
-        "seed": seed,
-        "out": out,
-        "compression": compress,
-        "batch_size": batch_size,
-        "max_rounds": max_rounds,
-    }
+    given = flags_given(
+        games=games,
+        players=None if players is None else tuple(p.strip() for p in players.split(",")),
+        seed=seed,
+        out=out,
+        compression=compress,
+        batch_size=batch_size,
+        max_rounds=max_rounds,
+    )
     try:
-        config = SimulateConfig(**{name: value for name, value in given.items() if value is not None})
+        config = SimulateConfig(**given)
     except ValidationError as error:
         raise ConfigError(
             f"invalid simulate options: {validation_message(error)}", hint="see distill simulate --help"

@@ -23,6 +23,7 @@ from toolkit.cli.app import (
     checkpoint,
     console,
     engine_config,
+    flags_given,
     model_option,
     print_json,
     warn_truncations,
@@ -88,8 +89,7 @@ def tournament_command(
     unknown = [f for f in focused if f not in players]
     if unknown:
         raise ConfigError(f"--focus names no entrant: {', '.join(unknown)}", hint=f"entrants: {', '.join(players)}")
-    given = {"deals_per_lineup": deals, "seed": seed, "max_rounds": max_rounds}
-    config = TournamentConfig(**{name: value for name, value in given.items() if value is not None})
+    config = TournamentConfig(**flags_given(deals_per_lineup=deals, seed=seed, max_rounds=max_rounds))
     games = play_tournament(
         players,
         focused,
