@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 import typing
 from collections.abc import Callable
@@ -21,10 +22,13 @@ M = TypeVar("M", bound=BaseModel)
 def load_config(model: type[M], path: Path | None = None, overrides: dict[str, Any] | None = None) -> M:
     """``model`` from the YAML mapping at ``path`` (if any), then ``overrides`` (flags; None values are ignored).
 
-    Nested fields are overridden with dotted keys (``{"export.only_wins": False}``).
+    Nested fields are overridden with dotted keys (``{"export.only_wins": False}``). A model with a
+    ``format_version`` field (:class:`toolkit.loop.config.LoopConfig`) reads files of its format: the file's
+    ``format_version`` (absent: the model's) is checked and the file migrated first (:func:`file_format`).
 
     Raises:
-        ConfigError: the file is unreadable or a field is invalid; every problem is listed, each naming its field.
+        ConfigError: the file is unreadable, of a format version this Distill does not read, or a field is
+            invalid; every problem is listed, each naming its field.
     """
     data: dict[str, Any] = {}
     if path is not None:
@@ -34,7 +38,7 @@ def load_config(model: type[M], path: Path | None = None, overrides: dict[str, A
             raise ConfigError(f"cannot read config {path}: {error}", hint="pass a YAML mapping with --config") from None
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"config {path} is not a mapping", hint="write one `field: value` per line")
-        data = loaded or {}
+        data = file_format(model, loaded or {}, path)
     for key, value in (overrides or {}).items():
         if value is None:
             continue
@@ -58,6 +62,33 @@ def load_config(model: type[M], path: Path | None = None, overrides: dict[str, A
             f"invalid {model.__name__}: {validation_message(error)}",
             hint="fix the field in the YAML file or the matching --flag",
         ) from None
+
+
+def file_format(model: type[BaseModel], data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A config file's fields as ``model``'s format writes them today: those of a model with a ``format_version``
+    field (its default: the format this Distill writes) migrated from an older format by the model's
+    ``FORMAT_UPGRADES`` (a mapping: older version -> function of its fields); a file without a version is of the
+    current format (a file a user wrote by hand names only the fields it changes).
+
+    Raises:
+        ConfigError: the file is of a format version this Distill does not read (a newer one's), or its
+            ``format_version`` is not an integer.
+    """
+    field = model.model_fields.get("format_version")
+    if field is None:
+        return data
+    from toolkit.storage import migrated
+
+    return migrated(
+        data,
+        field.default,
+        where=str(path),
+        what=re.sub(r"(?<!^)(?=[A-Z])", " ", model.__name__).lower(),
+        error=ConfigError,
+        hint="without its format_version it is read as this Distill's format, if its fields are this Distill's",
+        upgrades=getattr(model, "FORMAT_UPGRADES", None),
+        unversioned=field.default,
+    )
 
 
 def optional_field(model: type[BaseModel], name: str) -> Any:
@@ -127,8 +158,9 @@ def _section(value: BaseModel, indent: int) -> list[str]:
             lines.append("")
         lines += _comment(_field_doc(field, None), indent)
         # collections of scalars in flow style ([a, b]), everything else in block style
-        flow = None if isinstance(dumped[name], list | dict) else False
-        text = yaml.safe_dump({name: dumped[name]}, default_flow_style=flow, sort_keys=False, width=10**6)
+        shown = dumped.get(name, current)  # a field kept out of dumps (a format_version) is written all the same
+        flow = None if isinstance(shown, list | dict) else False
+        text = yaml.safe_dump({name: shown}, default_flow_style=flow, sort_keys=False, width=10**6)
         lines += [" " * indent + line for line in text.rstrip("\n").split("\n")]
     return lines
 

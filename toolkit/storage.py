@@ -126,6 +126,40 @@ def versioned(
     """``raw`` (parsed JSON, read from ``where``: a file, or a file's line) as ``model`` once migrated to format
     ``version``: the checks and migrations of :func:`read_versioned`, for a record that is not a file of its own
     (a line of a JSON-lines file). A record refused "is not {article} {what}"."""
+    raw = migrated(
+        raw,
+        version,
+        where=where,
+        what=what,
+        error=error,
+        hint=hint,
+        upgrades=upgrades,
+        unversioned=unversioned,
+        article=article,
+    )
+    try:
+        return model.model_validate(raw)
+    except ValidationError as problem:
+        from toolkit.config import validation_message
+
+        raise error(f"{where} is not {article} {what}: {validation_message(problem)}", hint=hint) from None
+
+
+def migrated(
+    raw: Any,
+    version: int,
+    *,
+    where: str,
+    what: str,
+    error: type[DistillError],
+    hint: str,
+    upgrades: Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    unversioned: int | None = None,
+    article: str = "a valid",
+) -> dict[str, Any]:
+    """``raw``'s fields as format ``version`` writes them, its ``format_version`` included: the version checks and
+    migrations of :func:`versioned`, without validating the fields (for a caller that validates them its own
+    way, as ``toolkit.config.load_config`` does)."""
 
     def invalid(reason: str) -> DistillError:
         return error(f"{where} is not {article} {what}: {reason}", hint=hint)
@@ -147,12 +181,7 @@ def versioned(
             f"{where} is a {what} of format version {found!r}; this Distill reads {reads}",
             hint=f"use the Distill version that wrote it, or: {hint}",
         )
-    try:
-        return model.model_validate(raw)
-    except ValidationError as problem:
-        from toolkit.config import validation_message
-
-        raise invalid(validation_message(problem)) from None
+    return raw
 
 
 def file_sha256(path: Path) -> str:

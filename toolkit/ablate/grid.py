@@ -94,8 +94,9 @@ def check_field(model: type[BaseModel], vary: Vary, *, flag: str = "--vary") -> 
         annotation = _unwrap_optional(annotation)
         where = ".".join(vary.path[:depth]) or "the config"
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            if part not in annotation.model_fields:
-                known = ", ".join(annotation.model_fields)
+            settings = {name: f for name, f in annotation.model_fields.items() if not f.exclude}  # not a format_version
+            if part not in settings:
+                known = ", ".join(settings)
                 return f"{flag} {vary.field}: {where} has no field {part!r} (its fields: {known})"
             annotation = annotation.model_fields[part].annotation
         elif typing.get_origin(annotation) is dict:

@@ -15,8 +15,9 @@ runs two generations of it in a few minutes on a 2-core laptop.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -380,8 +381,25 @@ class TournamentStepConfig(_Config):
 
 
 class LoopConfig(_Config):
-    """A closed loop: bootstrap, then generations of self-play -> gates -> merge -> student."""
+    """A closed loop: bootstrap, then generations of self-play -> gates -> merge -> student.
 
+    Written as YAML (``distill loop config``, read by ``load_config``) and as a run's ``config.json``
+    (``RunFolder``), both with their ``format_version``; the field is not part of the config's value (never in
+    a dump: a config's fingerprint and an ablation's keys do not change with it).
+    """
+
+    FORMAT_UPGRADES: ClassVar[Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+        1: dict  # version 2 added the format_version alone
+    }
+
+    format_version: int = Field(
+        RUN_CONFIG_FORMAT_VERSION,
+        ge=1,
+        le=RUN_CONFIG_FORMAT_VERSION,
+        exclude=True,
+        description="The format of this file: one from a newer Distill is refused, an older one's migrated as it "
+        "is read (absent in a YAML file: this Distill's). Leave it as written.",
+    )
     name: str = Field("demo", pattern=NAME_PATTERN, description="Run folder runs/<name> and dataset loop-<name>.")
     seed: int = Field(0, ge=0, le=MAX_SEED, description="Seeds everything; each step derives its own seed from it.")
     max_generations: int = Field(2, ge=1, le=999, description="Generations after the bootstrap (generation 0).")
@@ -464,13 +482,3 @@ class LoopConfig(_Config):
         named: list[Path] = []
         map_paths(self, lambda _where, path: named.append(path) or path)
         return named
-
-
-class RecordedConfig(LoopConfig):
-    """A run's ``config.json``: the config it started with, and the file's format version (read by
-    :meth:`toolkit.loop.state.RunFolder.config`)."""
-
-    format_version: int = Field(RUN_CONFIG_FORMAT_VERSION, ge=1, le=RUN_CONFIG_FORMAT_VERSION)
-
-    def config(self) -> LoopConfig:
-        return LoopConfig.model_validate(self.model_dump(exclude={"format_version"}))

@@ -215,18 +215,18 @@ class RunFolder:
         Raises:
             ConfigError: it is missing, invalid, or of a format version this Distill does not read (a newer one's).
         """
-        from toolkit.loop.config import RecordedConfig
+        from toolkit.loop.config import LoopConfig
 
         return read_versioned(
             self.config_path,
-            RecordedConfig,
+            LoopConfig,
             RUN_CONFIG_FORMAT_VERSION,
             what="loop config",
             error=ConfigError,
             hint=_CONFIG_HINT,
-            upgrades={1: dict},  # version 2 added the format_version alone
+            upgrades=LoopConfig.FORMAT_UPGRADES,
             unversioned=1,
-        ).config()
+        )
 
     def own_config(self) -> LoopConfig:
         """The config a resume of this run runs: :meth:`config`, which must be this run's.
