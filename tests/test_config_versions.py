@@ -71,3 +71,11 @@ def test_an_ablation_cannot_vary_the_format_version() -> None:
     said = check_field(LoopConfig, Vary(field="format_version", values=[1, 2]))
     assert said is not None and "has no field 'format_version'" in said and "max_generations" in said
     assert check_field(LoopConfig, Vary(field="max_generations", values=[1, 2])) is None
+
+
+def test_a_config_written_as_json_carries_its_version_first_and_reads_back(tmp_path: Path) -> None:
+    config = LoopConfig(seed=5, max_generations=3)
+    written = json.loads(config.file_text())
+    assert next(iter(written)) == "format_version" and written["format_version"] == RUN_CONFIG_FORMAT_VERSION
+    (tmp_path / "requested.json").write_text(config.file_text())  # YAML reads JSON: `loop run --config` takes it
+    assert load_config(LoopConfig, tmp_path / "requested.json") == config

@@ -15,6 +15,7 @@ runs two generations of it in a few minutes on a 2-core laptop.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -469,6 +470,12 @@ class LoopConfig(_Config):
     def log_compression(self) -> Literal["none", "zstd"]:
         """How the loop writes its own logs (see ``retention``)."""
         return "none" if self.retention == "keep" else "zstd"
+
+    def file_text(self) -> str:
+        """This config as a JSON file carries it (a run's ``config.json``, the dashboard's request to start one):
+        its ``format_version`` first, then its fields."""
+        body = {"format_version": RUN_CONFIG_FORMAT_VERSION, **self.model_dump(mode="json")}
+        return json.dumps(body, indent=1) + "\n"
 
     def recorded(self, layout: Layout) -> LoopConfig:
         """This config as a run records and reads it: every file it names (bootstrap logs, the data gate's suite)

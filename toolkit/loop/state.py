@@ -244,8 +244,7 @@ class RunFolder:
 
     def write_config(self, config: LoopConfig) -> None:
         """Record the config the run starts with, with its format version."""
-        body = {"format_version": RUN_CONFIG_FORMAT_VERSION, **config.model_dump(mode="json")}
-        write_text_atomic(self.config_path, json.dumps(body, indent=1) + "\n")
+        write_text_atomic(self.config_path, config.file_text())
 
     def save(self, state: LoopState) -> None:
         state.updated_at = now()

@@ -96,7 +96,7 @@ def start_run(layout: Layout, ask: StartRequest, slots: LoopSlots) -> ControlRes
             )
         layout.check(write=True)
         requested = run.root / "requested-config.json"
-        write_text_atomic(requested, config.model_dump_json(indent=1))
+        write_text_atomic(requested, config.file_text())
         try:
             _spawn(layout, run, ["loop", "run", "--config", str(requested)])
         finally:
