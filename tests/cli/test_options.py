@@ -21,6 +21,7 @@ from toolkit.cli.app import backend_config
 from toolkit.datasets.config import BuildConfig, LabelIssueFilter
 from toolkit.engine.config import EngineConfig
 from toolkit.errors import ConfigError
+from toolkit.export.config import MinariExportConfig
 from toolkit.game import DEFAULT_MAX_ROUNDS
 from toolkit.game.config import SimulateConfig, TournamentConfig
 from toolkit.ingest.config import ReadOptions
@@ -158,6 +159,7 @@ MODEL_FLAGS: list[tuple[str, type[BaseModel], dict[str, str]]] = [
         },
     ),
     ("tournament", TournamentConfig, {"--deals": "deals_per_lineup", "--seed": "seed", "--max-rounds": "max_rounds"}),
+    ("export", MinariExportConfig, {"--out": "out", "--split": "split", "--version": "version"}),
     (
         "loop run",
         LoopConfig,

@@ -137,3 +137,9 @@ def test_the_cli_exports_and_refuses_unknown_formats_and_datasets(loop_home, tmp
     assert refused.exit_code == 2 and "--format 'd4rl' is not supported" in refused.output
     missing = runner.invoke(app, [*home, "export", "nope", "--out", str(tmp_path)])
     assert missing.exit_code == 1 and "no dataset named 'nope'" in missing.output
+
+
+def test_a_split_that_is_not_one_is_refused_by_the_configs_field_before_anything_is_read(tmp_path: Path) -> None:
+    refused = CliRunner().invoke(app, ["--home", str(tmp_path / "home"), "export", "loop-tiny", "--split", "test"])
+    assert refused.exit_code == 2 and "split" in refused.output and "'train' or 'holdout'" in refused.output
+    assert not (tmp_path / "home").exists()

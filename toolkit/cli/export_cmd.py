@@ -8,9 +8,19 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from toolkit.cli.app import BuildArg, FingerprintOpt, JsonOpt, app, console, layout, print_json
+from toolkit.cli.app import (
+    BuildArg,
+    FingerprintOpt,
+    JsonOpt,
+    app,
+    console,
+    flags_given,
+    layout,
+    model_option,
+    print_json,
+)
 from toolkit.errors import UsageError
-from toolkit.limits import MAX_VERSION
+from toolkit.export.config import MinariExportConfig
 
 FORMATS = ("minari",)
 
@@ -19,25 +29,20 @@ FORMATS = ("minari",)
 def export_command(
     build: BuildArg,
     fmt: Annotated[str, typer.Option("--format", help="Target format: minari.")] = "minari",
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Minari datasets root (default $MINARI_DATASETS_PATH or ~/.minari/datasets)."),
-    ] = None,
-    split: Annotated[str, typer.Option("--split", help="train or holdout.")] = "train",
+    out: Annotated[Path | None, model_option(MinariExportConfig, "out", "--out")] = None,
+    split: Annotated[str | None, model_option(MinariExportConfig, "split", "--split")] = None,
     fingerprint: FingerprintOpt = None,
-    version: Annotated[
-        int, typer.Option("--version", max=MAX_VERSION, min=0, help="The -vN of the exported dataset id.")
-    ] = 0,
+    version: Annotated[int | None, model_option(MinariExportConfig, "version", "--version")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a built dataset as a Minari dataset: one episode per (game, seat), loadable with minari.load_dataset."""
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r} is not supported", hint=f"use one of {', '.join(FORMATS)}")
-    if split not in ("train", "holdout"):
-        raise UsageError(f"--split {split!r} is not a split", hint="use train or holdout")
-    from toolkit.export.minari import MinariExportConfig, export_minari
+    from toolkit.config import load_config
+    from toolkit.export.minari import export_minari
 
-    config = MinariExportConfig(name=build, fingerprint=fingerprint, split=split, out=out, version=version)
+    given = flags_given(split=split, out=out, version=version)
+    config = load_config(MinariExportConfig, None, {"name": build, "fingerprint": fingerprint, **given})
     result = export_minari(layout(), config)
     if as_json:
         print_json(result.model_dump(mode="json"))

@@ -37,20 +37,19 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import duckdb
 import gymnasium as gym
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
 from toolkit.catalog.lake import Lake
 from toolkit.datasets.dataset import Dataset, open_dataset
-from toolkit.datasets.ref import split_build_field
 from toolkit.errors import ExportError
+from toolkit.export.config import MinariExportConfig
 from toolkit.layout import Layout
-from toolkit.limits import MAX_VERSION
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS, SCHEMA_VERSION
 
 NAMESPACE = "distill"
@@ -81,25 +80,6 @@ REWARDS: Final = (
     "(+0.002 per point of damage dealt, +0.05 per elimination) plus +1 for the winner and -1 for every other "
     "seat on its last step, the turn limit included; episode metadata `outcome` holds that result alone"
 )
-
-
-class MinariExportConfig(BaseModel):
-    """What to export and where."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(description="The dataset (its latest build unless `fingerprint` is given).")
-    fingerprint: str | None = Field(None, description="A specific build of `name`.")
-    split: Literal["train", "holdout"] = "train"
-    out: Path | None = Field(
-        None, description="Minari's datasets root; default $MINARI_DATASETS_PATH or ~/.minari/datasets."
-    )
-    version: int = Field(0, ge=0, le=MAX_VERSION, description="The `-vN` of the dataset id.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_build_reference(cls, data: Any) -> Any:
-        return split_build_field(data, "name")
 
 
 class MinariExportResult(BaseModel):
