@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolkit.quality.duplicates import conflicts, feature_groups
+from toolkit.quality.duplicates import _distinct, conflicts, feature_groups
 
 
 def _partition(groups: np.ndarray) -> set[frozenset[int]]:
@@ -47,3 +47,16 @@ def test_conflicts_within_and_across_sources() -> None:
     within, across = conflicts(features, labels, sources)
     assert within.tolist() == [True, True, False, False]  # forge gave the vector labels 0 and 1
     assert across.tolist() == [False, True, True, False]  # ppo's 0 agrees with row 0, not with row 1
+
+
+def test_distinct_code_rows_are_numpy_unique_over_the_stacked_rows() -> None:
+    rng = np.random.default_rng(5)
+    cases = [
+        (rng.integers(0, 50, 2_000), rng.integers(0, 3, 2_000), rng.integers(0, 8, 2_000)),  # packed in one key
+        (rng.integers(-2, 5, 500), rng.integers(0, 3, 500)),  # a negative code: sorted as rows
+        (rng.integers(0, 2**40, 500), rng.integers(0, 2**30, 500)),  # past 63 bits: sorted as rows
+    ]
+    for codes in cases:
+        unique, inverse = _distinct(*codes)
+        expected, expected_inverse = np.unique(np.stack(codes, 1), axis=0, return_inverse=True)
+        assert np.array_equal(unique, expected) and np.array_equal(inverse, expected_inverse.ravel())

@@ -9,6 +9,7 @@ bytes of their vectors.
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 import numpy as np
@@ -20,10 +21,11 @@ _HASH_SEED: Final = 20_261_207
 def feature_groups(features: np.ndarray) -> np.ndarray:
     """A group id per row: equal ids exactly when the feature vectors are byte-for-byte equal.
 
-    Rows are hashed to 128 bits a chunk at a time (two multilinear hashes of their 32-bit words with fixed odd
-    multipliers) and grouped by hash; each row's words are then compared with its group's first row's. Memory is
-    the hashes and one chunk, not a sorted copy of every vector; a collision (vanishingly rare for distinct
-    vectors) falls back to grouping by the bytes themselves.
+    Rows are hashed a chunk at a time (two multilinear hashes of their 32-bit words with fixed odd multipliers,
+    64 bits each) and grouped by the first hash, then by both if that grouping fails the check; each row's words
+    are compared with its group's first row's. Memory is the hashes and one chunk, not a sorted copy of every
+    vector; a collision of both hashes (vanishingly rare for distinct vectors) falls back to grouping by the
+    bytes themselves. Group ids number the groups in the order of their hashes.
     """
     rows = np.ascontiguousarray(features)
     n = len(rows)
@@ -36,14 +38,22 @@ def feature_groups(features: np.ndarray) -> np.ndarray:
         chunk = words[start : start + _CHUNK_ROWS].astype(np.uint64)
         hashes[start : start + _CHUNK_ROWS, 0] = (chunk * multipliers[0]).sum(1)  # wraps mod 2**64: the hash
         hashes[start : start + _CHUNK_ROWS, 1] = (chunk * multipliers[1]).sum(1)
-    _, first, inverse = np.unique(hashes, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    representative = first[inverse]
-    for start in range(0, n, _CHUNK_ROWS):
+    # One 64-bit key sorts ~10x faster than the pairs (numpy's unique over axis 0 compares rows as records).
+    for key in (hashes[:, 0], hashes):
+        _, first, inverse = np.unique(key, axis=None if key.ndim == 1 else 0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        if _same_as_first(words, first[inverse]):
+            return inverse
+    return _byte_groups(rows)
+
+
+def _same_as_first(words: np.ndarray, representative: np.ndarray) -> bool:
+    """Whether every row's words equal those of its group's representative row."""
+    for start in range(0, len(words), _CHUNK_ROWS):
         chunk = slice(start, start + _CHUNK_ROWS)
         if (words[chunk] != words[representative[chunk]]).any():
-            return _byte_groups(rows)
-    return inverse
+            return False
+    return True
 
 
 def _byte_groups(rows: np.ndarray) -> np.ndarray:
@@ -54,9 +64,22 @@ def _byte_groups(rows: np.ndarray) -> np.ndarray:
 
 
 def _distinct(*codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique rows of the stacked codes and each input row's index among them."""
-    stacked = np.stack(codes, 1)
-    unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    """Unique rows of the stacked integer codes and each input row's index among them.
+
+    The codes are packed into one int64 key, digit by digit (the first code the most significant), so the rows
+    sort as the stacked columns would; negative codes, or too many combinations for 63 bits, sort as rows."""
+    sizes = [int(c.max()) + 1 if len(c) else 1 for c in codes]
+    if math.prod(sizes) >= 2**63 or any(len(c) and int(c.min()) < 0 for c in codes):
+        unique, inverse = np.unique(np.stack(codes, 1), axis=0, return_inverse=True)
+        return unique, inverse.ravel()
+    key = np.zeros(len(codes[0]), np.int64)
+    for c, size in zip(codes, sizes, strict=True):
+        key *= size
+        key += c
+    packed, inverse = np.unique(key, return_inverse=True)
+    unique = np.empty((len(packed), len(codes)), np.int64)
+    for i in range(len(codes) - 1, -1, -1):
+        packed, unique[:, i] = np.divmod(packed, sizes[i])
     return unique, inverse.ravel()
 
 
