@@ -24,7 +24,9 @@ Data is kept under ``bench/out/labels`` and reused.
 
 Last runs (quiet 2 cores, 7 December, ``--skip-noise``, 1,010,171 rows): 160 s wall / 160 CPU-s, peak 1,409 MiB
 (baseline 1,183 MiB, 1.19x) with one fold model at a time; 92 s / 143 CPU-s, peak 1,452 MiB (baseline 1,248 MiB,
-1.16x) with two at once (``workers=2``, the scores the same). Time FAIL, memory PASS: see bench/PROFILES.md.
+1.16x) with two at once (``workers=2``, the scores the same); then with 1,000 steps a fold model, the learning rate
+falling linearly from 0.008 (as precise on planted noise as 4,000 steps at 0.001): 36 / 34 / 38 s, peak 1,441 /
+1,433 / 1,439 MiB (baseline 1,170-1,177 MiB, 1.22-1.23x). Both targets PASS: see bench/PROFILES.md.
 """
 
 from __future__ import annotations

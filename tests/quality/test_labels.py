@@ -139,6 +139,39 @@ def test_a_failing_fold_stops_the_folds_still_training() -> None:
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.parametrize("schedule", ["linear", "constant"])
+def test_a_fold_models_learning_rate_follows_its_schedule(monkeypatch: pytest.MonkeyPatch, schedule: str) -> None:
+    from toolkit.train import bc
+
+    rates: list[float] = []
+    step = bc._tensor_step
+
+    def recording(actor, optimizer, *tensors):  # type: ignore[no-untyped-def]
+        rates.append(optimizer.param_groups[0]["lr"])
+        return step(actor, optimizer, *tensors)
+
+    monkeypatch.setattr(bc, "_tensor_step", recording)
+    rng = np.random.default_rng(7)
+    features = rng.normal(size=(300, 117)).astype(np.float32)
+    masks, labels, weights = np.ones((300, 8), bool), rng.integers(0, 8, 300), np.ones(300, np.float32)
+    bc.fit_rows(
+        features, labels, masks, weights, np.arange(300), policy=TINY_NET.policy, steps=10, batch_size=64,
+        learning_rate=0.008, schedule=schedule,  # type: ignore[arg-type]
+    )  # fmt: skip
+    expected = [0.008 * (10 - i) / 10 for i in range(10)] if schedule == "linear" else [0.008] * 10
+    assert rates == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_a_fold_models_steps_at_least_above_at_most_are_refused() -> None:
+    from pydantic import ValidationError
+
+    from toolkit.quality.config import LabelCheckConfig
+
+    with pytest.raises(ValidationError, match=r"min_steps \(2000\) is above max_steps \(1000\)"):
+        LabelCheckConfig(min_steps=2000, max_steps=1000)
+    assert LabelCheckConfig(min_steps=2000, max_steps=4000).min_steps == 2000
+
+
 def _lake(layout: Layout, write_log: Callable[..., Path], records: list[dict]) -> None:
     from toolkit.ingest.ingest import ingest_paths
 

@@ -4,9 +4,9 @@ options from it at start-up; :mod:`toolkit.quality.labels` runs the check)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolkit.limits import MAX_BATCH, MAX_SEED, MAX_UPDATES
 from toolkit.train.config import PolicySpec
@@ -27,19 +27,23 @@ class LabelCheckConfig(BaseModel):
         description="Passes over a fold's training rows, within min_steps and max_steps gradient steps (--epochs).",
     )
     min_steps: int = Field(
-        2000,
+        1000,
         ge=1,
         le=MAX_UPDATES,
-        description="Gradient steps of a fold model at least (small builds need many passes).",
+        description="Gradient steps of a fold model at least (small builds need many passes); at most max_steps.",
     )
     max_steps: int = Field(
-        4000,
+        1000,
         ge=1,
         le=MAX_UPDATES,
         description="Gradient steps of a fold model at most (bounds the time on large builds).",
     )
     batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per gradient step.")
-    learning_rate: float = Field(1e-3, gt=0, le=1, description="Adam learning rate of the fold models.")
+    learning_rate: float = Field(8e-3, gt=0, le=1, description="Adam learning rate of the fold models, at the start.")
+    schedule: Literal["linear", "constant"] = Field(
+        "linear",
+        description="The learning rate over a fold model's steps: decayed linearly to zero, or constant.",
+    )
     policy: PolicySpec = Field(default_factory=PolicySpec, description="The network: the student's (policy.pi).")
     filter_by: Literal[
         "low_self_confidence",
@@ -70,3 +74,9 @@ class LabelCheckConfig(BaseModel):
         description="Fold models trained at once, each on its own thread; the scores are the same for any number "
         "(--workers).",
     )
+
+    @model_validator(mode="after")
+    def _steps_in_order(self) -> Self:
+        if self.min_steps > self.max_steps:
+            raise ValueError(f"min_steps ({self.min_steps}) is above max_steps ({self.max_steps})")
+        return self

@@ -16,7 +16,7 @@ import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import numpy as np
 
@@ -59,6 +59,7 @@ def out_of_sample_probabilities(
     batch_size: int,
     learning_rate: float,
     seed: int,
+    schedule: Literal["linear", "constant"] = "linear",
     workers: int = 1,
     on_fold: Callable[[int], None] | None = None,
 ) -> np.ndarray:
@@ -83,6 +84,7 @@ def out_of_sample_probabilities(
             steps=steps(len(rows)),
             batch_size=batch_size,
             learning_rate=learning_rate,
+            schedule=schedule,
             seed=seed * 1000 + k,
             actor=actors[k],
             stop=stopping,

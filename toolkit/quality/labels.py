@@ -90,6 +90,7 @@ def check_labels(
         steps=lambda n: fold_steps(n, config.batch_size, config.epochs, config.min_steps, config.max_steps),
         batch_size=config.batch_size,
         learning_rate=config.learning_rate,
+        schedule=config.schedule,
         seed=config.seed,
         workers=config.workers,
         on_fold=None if progress is None else lambda k: progress(Progress(k, config.folds, "folds")),

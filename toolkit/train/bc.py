@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -352,9 +352,14 @@ def _minibatches(split: _Split, config: BCConfig, epoch: int) -> Iterator[tuple[
             yield tuple(a[start : start + config.batch_size] for a in shuffled)
 
 
-def _adam(actor: torch.nn.Module, learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Adam:
+def _adam(
+    actor: torch.nn.Module, learning_rate: float, weight_decay: float = 0.0, *, fused: bool = False
+) -> torch.optim.Adam:
     """The student's optimiser: Adam with ``foreach`` (one call over all the parameters rather than a Python loop
-    over them; the same weights bit for bit, a few percent of a step on this small network)."""
+    over them; the same weights bit for bit, a few percent of a step on this small network). ``fused``: one
+    kernel for the whole update, ~10% faster a step again, its weights a rounding apart from ``foreach``'s."""
+    if fused:
+        return torch.optim.Adam(actor.parameters(), lr=learning_rate, weight_decay=weight_decay, fused=True)
     return torch.optim.Adam(actor.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
 
 
@@ -428,6 +433,7 @@ def fit_rows(
     steps: int,
     batch_size: int = 1024,
     learning_rate: float = 1e-3,
+    schedule: Literal["linear", "constant"] = "constant",
     seed: int = 0,
     actor: ActorNet | None = None,
     stop: threading.Event | None = None,
@@ -438,7 +444,9 @@ def fit_rows(
     on minibatches drawn by epochs of a permutation seeded with ``seed``: the
     k-fold models of ``distill check labels`` are this. Only the rows a
     minibatch needs are gathered, so the arrays are never copied whole.
-    ``features`` must be C-contiguous float32, ``labels`` int64, ``masks``
+    ``schedule``: the learning rate stays ``learning_rate``, or falls linearly from it, step by step, to
+    ``learning_rate / steps`` at the last step (Adam with one fused kernel: these models are trained once, scored
+    and dropped). ``features`` must be C-contiguous float32, ``labels`` int64, ``masks``
     bool and ``weights`` float32 (as :func:`read_split` returns them). ``actor``: the network to train, made by
     :func:`seeded_actor` with ``seed`` (default: made here), so that networks can be made one after another on one
     thread (torch's generator is the process's) and trained at once on several. ``stop``: once set, training
@@ -446,7 +454,7 @@ def fit_rows(
     """
     rng = np.random.default_rng([seed, len(rows)])
     actor = seeded_actor(policy, seed) if actor is None else actor
-    optimizer = _adam(actor, learning_rate)
+    optimizer = _adam(actor, learning_rate, fused=True)
     actor.train()
     tensors = _tensor_views(features, labels, masks, weights)
     done = 0
@@ -455,6 +463,9 @@ def fit_rows(
         for start in range(0, len(order), batch_size):
             if stop is not None and stop.is_set():
                 return actor
+            if schedule == "linear":
+                for group in optimizer.param_groups:
+                    group["lr"] = learning_rate * (steps - done) / steps
             batch = order[start : start + batch_size]
             _tensor_step(actor, optimizer, *(t.index_select(0, batch) for t in tensors))
             done += 1
