@@ -167,8 +167,12 @@ def test_a_fold_models_steps_at_least_above_at_most_are_refused() -> None:
 
     from toolkit.quality.config import LabelCheckConfig
 
-    with pytest.raises(ValidationError, match=r"min_steps \(2000\) is above max_steps \(1000\)"):
+    with pytest.raises(ValidationError, match=r"max_steps\n  1000 is below min_steps \(2000\)"):
         LabelCheckConfig(min_steps=2000, max_steps=1000)
+    with pytest.raises(ValidationError, match=r"max_steps\n  1000 is below min_steps \(2000\)"):
+        LabelCheckConfig(min_steps=2000)  # max_steps at its default
+    out = CliRunner().invoke(app, ["check", "labels", "any", "--min-steps", "2000"])
+    assert out.exit_code == 2 and "--max-steps: 1000 is below min_steps (2000)" in out.output, out.output
     assert LabelCheckConfig(min_steps=2000, max_steps=4000).min_steps == 2000
 
 

@@ -182,6 +182,10 @@ def check_labels_command(
     folds: Annotated[int | None, model_option(LabelCheckConfig, "folds", "--folds")] = None,
     seed: Annotated[int | None, model_option(LabelCheckConfig, "seed", "--seed")] = None,
     epochs: Annotated[int | None, model_option(LabelCheckConfig, "epochs", "--epochs")] = None,
+    min_steps: Annotated[int | None, model_option(LabelCheckConfig, "min_steps", "--min-steps")] = None,
+    max_steps: Annotated[int | None, model_option(LabelCheckConfig, "max_steps", "--max-steps")] = None,
+    learning_rate: Annotated[float | None, model_option(LabelCheckConfig, "learning_rate", "--learning-rate")] = None,
+    schedule: Annotated[str | None, model_option(LabelCheckConfig, "schedule", "--schedule")] = None,
     filter_by: Annotated[str | None, model_option(LabelCheckConfig, "filter_by", "--filter-by")] = None,
     workers: Annotated[int | None, model_option(LabelCheckConfig, "workers", "--workers")] = None,
     as_json: JsonOpt = False,
@@ -201,7 +205,17 @@ def check_labels_command(
     ref = BuildRef.parse(build, fingerprint)
     try:
         given = flags_given(
-            teacher=teacher, folds=folds, seed=seed, epochs=epochs, filter_by=filter_by, workers=workers, write=write
+            teacher=teacher,
+            folds=folds,
+            seed=seed,
+            epochs=epochs,
+            min_steps=min_steps,
+            max_steps=max_steps,
+            learning_rate=learning_rate,
+            schedule=schedule,
+            filter_by=filter_by,
+            workers=workers,
+            write=write,
         )
         config = LabelCheckConfig(fingerprint=ref.fingerprint, **given)
     except ValidationError as exc:

@@ -4,9 +4,10 @@ options from it at start-up; :mod:`toolkit.quality.labels` runs the check)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Self
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from toolkit.limits import MAX_BATCH, MAX_SEED, MAX_UPDATES
 from toolkit.train.config import PolicySpec
@@ -24,25 +25,30 @@ class LabelCheckConfig(BaseModel):
         10,
         ge=1,
         le=1000,
-        description="Passes over a fold's training rows, within min_steps and max_steps gradient steps (--epochs).",
+        description="Passes over a fold's training rows, within min_steps and max_steps gradient steps (both 1,000 "
+        "by default: then every fold model takes 1,000 steps) (--epochs).",
     )
     min_steps: int = Field(
         1000,
         ge=1,
         le=MAX_UPDATES,
-        description="Gradient steps of a fold model at least (small builds need many passes); at most max_steps.",
+        description="Gradient steps of a fold model at least (small builds need many passes); at most max_steps "
+        "(--min-steps).",
     )
     max_steps: int = Field(
         1000,
         ge=1,
         le=MAX_UPDATES,
-        description="Gradient steps of a fold model at most (bounds the time on large builds).",
+        validate_default=True,  # checked against min_steps even when left at its default
+        description="Gradient steps of a fold model at most (bounds the time on large builds) (--max-steps).",
     )
     batch_size: int = Field(1024, ge=1, le=MAX_BATCH, description="Rows per gradient step.")
-    learning_rate: float = Field(8e-3, gt=0, le=1, description="Adam learning rate of the fold models, at the start.")
+    learning_rate: float = Field(
+        8e-3, gt=0, le=1, description="Adam learning rate of the fold models, at the start (--learning-rate)."
+    )
     schedule: Literal["linear", "constant"] = Field(
         "linear",
-        description="The learning rate over a fold model's steps: decayed linearly to zero, or constant.",
+        description="The learning rate over a fold model's steps: decayed linearly to zero, or constant (--schedule).",
     )
     policy: PolicySpec = Field(default_factory=PolicySpec, description="The network: the student's (policy.pi).")
     filter_by: Literal[
@@ -75,8 +81,12 @@ class LabelCheckConfig(BaseModel):
         "(--workers).",
     )
 
-    @model_validator(mode="after")
-    def _steps_in_order(self) -> Self:
-        if self.min_steps > self.max_steps:
-            raise ValueError(f"min_steps ({self.min_steps}) is above max_steps ({self.max_steps})")
-        return self
+    @field_validator("max_steps")
+    @classmethod
+    def _at_least_min_steps(cls, value: int, info: ValidationInfo) -> int:
+        least = info.data.get("min_steps")  # absent when min_steps itself was refused
+        if least is not None and value < least:
+            raise PydanticCustomError(
+                "steps_order", "{max_steps} is below min_steps ({min_steps})", {"max_steps": value, "min_steps": least}
+            )
+        return value
