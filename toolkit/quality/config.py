@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from toolkit.limits import MAX_BATCH, MAX_SEED, MAX_UPDATES
-from toolkit.train.config import PolicySpec
+from toolkit.train.config import LrSchedule, PolicySpec
 
 
 class LabelCheckConfig(BaseModel):
@@ -46,7 +46,7 @@ class LabelCheckConfig(BaseModel):
     learning_rate: float = Field(
         8e-3, gt=0, le=1, description="Adam learning rate of the fold models, at the start (--learning-rate)."
     )
-    schedule: Literal["linear", "constant"] = Field(
+    schedule: LrSchedule = Field(
         "linear",
         description="The learning rate over a fold model's steps: decayed linearly to zero, or constant (--schedule).",
     )

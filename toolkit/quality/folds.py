@@ -16,12 +16,12 @@ import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
 from toolkit.train.bc import fit_rows, masked_probabilities, seeded_actor
-from toolkit.train.config import PolicySpec
+from toolkit.train.config import LrSchedule, PolicySpec
 
 if TYPE_CHECKING:
     from toolkit.train.policy import ActorNet
@@ -59,7 +59,7 @@ def out_of_sample_probabilities(
     batch_size: int,
     learning_rate: float,
     seed: int,
-    schedule: Literal["linear", "constant"] = "linear",
+    schedule: LrSchedule = "linear",
     workers: int = 1,
     on_fold: Callable[[int], None] | None = None,
 ) -> np.ndarray:

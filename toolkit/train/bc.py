@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +44,7 @@ from toolkit.layout import Layout
 from toolkit.progress import Progress, ProgressFn
 from toolkit.schema.vocab import MACRO_ACTIONS, N_ACTIONS
 from toolkit.train import checkpoints
-from toolkit.train.config import BCConfig, PolicySpec
+from toolkit.train.config import BCConfig, LrSchedule, PolicySpec
 from toolkit.train.metrics import MetricsWriter
 from toolkit.train.policy import ActorNet
 
@@ -433,7 +433,7 @@ def fit_rows(
     steps: int,
     batch_size: int = 1024,
     learning_rate: float = 1e-3,
-    schedule: Literal["linear", "constant"] = "constant",
+    schedule: LrSchedule = "constant",
     seed: int = 0,
     actor: ActorNet | None = None,
     stop: threading.Event | None = None,

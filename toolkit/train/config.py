@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 SELF: Final = "self"  # the learner's own current policy, as a league entrant
 
 
+# How a learning rate moves over training: held, or falling linearly (PPO's to a fraction of itself, the fold models
+# of ``distill check labels`` to zero).
+LrSchedule = Literal["constant", "linear"]
+
+
 class PolicySpec(BaseModel):
     """The network's shape; the same spec builds the BC net and the PPO policy."""
 
@@ -222,7 +227,7 @@ class PPOConfig(BaseModel):
     )
     n_epochs: int | None = Field(None, ge=1, le=MAX_EPOCHS, description="Passes over each rollout; default 4.")
     learning_rate: float = Field(3e-4, gt=0, le=1, description="Initial learning rate (--lr).")
-    lr_schedule: Literal["constant", "linear"] = Field(
+    lr_schedule: LrSchedule = Field(
         "linear", description="constant, or linear down to lr_final_fraction x the initial rate at the end."
     )
     lr_final_fraction: float = Field(0.1, ge=0, le=1, description="Final rate of the linear schedule, as a fraction.")
