@@ -203,13 +203,24 @@ def _crash_at(step: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def generation_1_begun(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data root whose tiny run crashed as generation 1 began (generation 0 done): what each crash below starts
-    from, a copy each (a copied root resumes as the original: tests/loop/test_roots.py)."""
-    layout = Layout.at(tmp_path_factory.mktemp("begun") / "home")
+def crashed_at(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Data roots whose tiny run crashed in generation 1 as each of its steps began, by step: what each resume below
+    starts from, a copy each (a copied root resumes as the original: tests/loop/test_roots.py).
+
+    One chain makes them all: the run crashes as generation 1 begins (generation 0 done), and each root after the
+    first is the one before it resumed until it crashed at the next step (a root is copied before it resumes), so
+    generation 1's steps run once here instead of once per root; each test then resumes its root to the end."""
+    base = tmp_path_factory.mktemp("crashed")
+    layout = Layout.at(base / GENERATION_STEPS[0] / "home")
     with pytest.raises(_Crash):
         run_loop(layout, tiny(), progress=_crash_at(GENERATION_STEPS[0]))
-    return layout.home
+    roots = {GENERATION_STEPS[0]: layout.home}
+    for step in GENERATION_STEPS[1:]:
+        layout = _copy_of(layout.home, base / step)
+        with pytest.raises(_Crash):
+            resume_loop(layout, "tiny", progress=_crash_at(step))
+        roots[step] = layout.home
+    return roots
 
 
 def _copy_of(root: Path, tmp_path: Path) -> Layout:
@@ -219,23 +230,18 @@ def _copy_of(root: Path, tmp_path: Path) -> Layout:
 
 @pytest.mark.parametrize("step", GENERATION_STEPS)
 def test_resume_after_a_crash_at_a_step_gives_the_same_history(
-    tmp_path: Path, reference, generation_1_begun: Path, step: str
+    tmp_path: Path, reference, crashed_at: dict[str, Path], step: str
 ) -> None:
-    layout = _copy_of(generation_1_begun, tmp_path)
-    if step != GENERATION_STEPS[0]:  # the root crashed at the first step already
-        with pytest.raises(_Crash):
-            resume_loop(layout, "tiny", progress=_crash_at(step))
+    layout = _copy_of(crashed_at[step], tmp_path)
     state = resume_loop(layout, "tiny")
     assert state.status == "finished"
     assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
 def test_resume_after_a_crash_between_the_ingest_commit_and_its_saved_result_gives_the_same_history(
-    tmp_path: Path, reference, generation_1_begun: Path
+    tmp_path: Path, reference, crashed_at: dict[str, Path]
 ) -> None:
-    layout = _copy_of(generation_1_begun, tmp_path)
-    with pytest.raises(_Crash):
-        resume_loop(layout, "tiny", progress=_crash_at("retain"))
+    layout = _copy_of(crashed_at["retain"], tmp_path)
     run = RunFolder(layout, "tiny")
     state = run.load()
     del state.generations[1].steps["0:ingest"]  # the catalog holds the batch; the state never heard of it
