@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 from toolkit.loop.config import LoopConfig
 from toolkit.schema.vocab import ACTION_INDEX, N_ACTIONS
@@ -156,9 +156,15 @@ TINY: dict[str, Any] = {
     "retry": {"max_retries": 0},
     "data": {"weights": {"forge": 0.5, "ppo": 0.5}},
     "tournament": {"deals_per_lineup": 1},
-    # small shards: the bootstrap, the gates' evaluations and the tournament run as several shards each
-    "backend": {"kind": "inprocess", "shard_games": 16},
+    # shards of 32 games: the tournament runs as two, most steps as one (each shard of so few games costs the
+    # game's per-step overhead again: 16-game shards made a tiny loop ~25% slower); the tests of sharding itself
+    # set SMALL_SHARDS, under which the bootstrap, the gates' evaluations and the tournament run as several each
+    "backend": {"kind": "inprocess", "shard_games": 32},
 }
+
+
+SMALL_SHARDS: Final = 16  # games per shard where a test needs several shards in every step of a tiny loop
+SMALL_SHARDS_BACKEND: Final = {"kind": "inprocess", "shard_games": SMALL_SHARDS}
 
 
 def tiny(**changes: Any) -> LoopConfig:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.factories import TINY, normalised, tiny
+from tests.factories import SMALL_SHARDS, SMALL_SHARDS_BACKEND, TINY, normalised, tiny
 from toolkit.catalog import Catalog, Lake
 from toolkit.cli.main import app
 from toolkit.layout import Layout
@@ -270,22 +270,34 @@ def test_resume_after_kill_9_mid_run_gives_the_same_history(tmp_path: Path, refe
     assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
 
 
-def test_the_loop_on_the_process_pool_records_what_it_records_in_process(tmp_path: Path, reference) -> None:
-    layout = Layout.at(tmp_path / "home")
-    state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": 16}))
+@pytest.fixture(scope="module")
+def small_shards_reference(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The records of the tiny run in process with :data:`SMALL_SHARDS` (several shards in every step that plays
+    games): what the pool's runs below must record (a shard's games are dealt from its own stream)."""
+    layout = Layout.at(tmp_path_factory.mktemp("small-shards") / "home")
+    state = run_loop(layout, tiny(backend=SMALL_SHARDS_BACKEND))
     assert state.status == "finished", state.message
-    assert normalised(RunFolder(layout, "tiny").records()) == normalised(reference[1])
+    return RunFolder(layout, "tiny").records()
+
+
+def test_the_loop_on_the_process_pool_records_what_it_records_in_process(
+    tmp_path: Path, small_shards_reference
+) -> None:
+    layout = Layout.at(tmp_path / "home")
+    state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": SMALL_SHARDS}))
+    assert state.status == "finished", state.message
+    assert normalised(RunFolder(layout, "tiny").records()) == normalised(small_shards_reference)
 
 
 def test_the_loop_on_the_pool_with_its_lake_on_s3_records_what_it_records_on_a_local_lake(
-    tmp_path: Path, reference, shared_lake: str
+    tmp_path: Path, small_shards_reference, shared_lake: str
 ) -> None:
     layout = Layout.at(tmp_path / "home")  # DISTILL_LAKE names the lake (S3, moto's server on the loopback)
     assert layout.lake_uri == shared_lake
-    state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": 16}))
+    state = run_loop(layout, tiny(backend={"kind": "pool", "workers": 2, "shard_games": SMALL_SHARDS}))
     assert state.status == "finished", state.message
     records = RunFolder(layout, "tiny").records()
-    assert normalised(_without_staged(records)) == normalised(_without_staged(reference[1]))
+    assert normalised(_without_staged(records)) == normalised(_without_staged(small_shards_reference))
     with Lake.open(Layout.at(tmp_path / "elsewhere")) as other, Lake.open(layout) as own:
         assert other.version() == own.version() > 0  # another data root reads the run's lake
         ingests = [v for v in own.history() if v.operation == "ingest"]
@@ -417,7 +429,8 @@ def test_the_loop_never_trains_on_a_batch_retired_while_it_runs(tmp_path: Path) 
         if event.item.endswith(": ingest"):
             run.request(PAUSE)
 
-    config = tiny(bootstrap={"games": 64})  # four shards: four batches, one of them retired
+    # four shards: four batches, one of them retired
+    config = tiny(bootstrap={"games": 64}, backend=SMALL_SHARDS_BACKEND)
     assert run_loop(layout, config, progress=pause_after_bootstrap_ingest).status == "paused"
     bootstrap = sorted(run.load().batches())
     assert len(bootstrap) == 4

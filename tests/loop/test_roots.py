@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from tests.factories import normalised, tiny
+from tests.factories import SMALL_SHARDS_BACKEND, normalised, tiny
 from toolkit.catalog.store import Catalog
 from toolkit.cli.main import app
 from toolkit.layout import ROOT_FOLDERS, Layout
@@ -163,7 +163,7 @@ def test_the_loop_never_touches_a_users_logs(tmp_path: Path) -> None:
 def test_a_deletion_cut_short_is_finished_on_resume(tmp_path: Path) -> None:
     layout = Layout.at(tmp_path / "home")
     with pytest.raises(_Crash):
-        run_loop(layout, tiny(), progress=_crash_before("retain", generation=0))
+        run_loop(layout, tiny(backend=SMALL_SHARDS_BACKEND), progress=_crash_before("retain", generation=0))
     written = RunFolder(layout, "tiny").load().generations[0].steps["0:simulate"].result["files"]
     assert len(written) > 1 and all(layout.resolve(f).is_file() for f in written)
     layout.resolve(written[0]).unlink()  # as if the step died after its first file
