@@ -18,11 +18,11 @@ from toolkit.features import (
     MAX_SEATS,
     SEAT_FIELDS,
     SLOT_SIZE,
-    encode_arrow,
     feature_names,
     feature_spec,
     hand_role,
 )
+from toolkit.features_arrow import encode_arrow
 from toolkit.game import cards as C
 from toolkit.game import core, records
 from toolkit.game.observation import HAND_KINDS

@@ -35,7 +35,8 @@ from toolkit.datasets.dataset import (
 )
 from toolkit.datasets.leakage import check_leakage
 from toolkit.errors import BuildError, ConfigError, LeakageError
-from toolkit.features import encode_arrow, feature_spec
+from toolkit.features import feature_spec
+from toolkit.features_arrow import encode_arrow
 from toolkit.holdout import in_holdout
 from toolkit.layout import Layout
 from toolkit.schema import columns as col

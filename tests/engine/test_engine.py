@@ -307,7 +307,7 @@ def builtin_rows(games: int = 6) -> list[dict]:
 def test_the_drivers_row_encoder_gives_the_numbers_of_the_arrow_encoder_models_were_trained_with() -> None:
     import pyarrow as pa
 
-    from toolkit import features
+    from toolkit import features, features_arrow
     from toolkit.engine.rows import encode_rows, read_decisions
 
     rows = builtin_rows()
@@ -315,7 +315,7 @@ def test_the_drivers_row_encoder_gives_the_numbers_of_the_arrow_encoder_models_w
     rows[0]["players"][1]["commander_tax"] = None  # a null and a field left out read as 0, as the lake reads them
     del rows[1]["players"][0]["total_power"]
     observations, masks = encode_rows(rows)
-    arrow = features.state_arrays_from_arrow(pa.RecordBatch.from_pylist(rows))
+    arrow = features_arrow.state_arrays_from_arrow(pa.RecordBatch.from_pylist(rows))
     np.testing.assert_array_equal(observations, features.encode(arrow))
     np.testing.assert_array_equal(masks, arrow.mask)
     # the driver's typed reading of a decisions frame gives the same numbers
@@ -569,3 +569,14 @@ def test_an_ended_engine_group_is_killed_before_its_leader_is_reaped(monkeypatch
     assert process.exit_status() == "exit code 3"
     with pytest.raises(ChildProcessError):  # reaped now
         os.waitid(os.P_PID, process.proc.pid, os.WEXITED | os.WNOHANG)
+
+
+def test_the_builtin_engine_starts_without_pyarrow_duckdb_or_torch() -> None:
+    """An engine process is started per pool of games, many times in a run: it imports the game and the encoder of
+    live states, not the lake's or training's libraries (pyarrow alone was a third of its start)."""
+    code = (
+        "import sys; import toolkit.engine.builtin; "
+        "print(sorted(m for m in ('pyarrow', 'duckdb', 'torch', 'pandas') if m in sys.modules))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]", found.stdout

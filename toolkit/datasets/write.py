@@ -43,7 +43,8 @@ from toolkit.datasets.dataset import (
 from toolkit.datasets.hf import with_features
 from toolkit.datasets.plan import Episodes, Plan
 from toolkit.datasets.select import DROPPED, LakeInputs, lake_relation
-from toolkit.features import COMMAND_ZONE, HAND, MAX_SEATS, SEAT_FIELDS, encode, state_arrays_from_arrow
+from toolkit.features import COMMAND_ZONE, HAND, MAX_SEATS, SEAT_FIELDS, encode
+from toolkit.features_arrow import state_arrays_from_arrow
 from toolkit.progress import Progress, ProgressFn
 from toolkit.schema import columns as col
 from toolkit.schema.vocab import MACRO_ACTIONS
