@@ -1,38 +1,13 @@
-"""Entry point of the ``distill`` CLI: registers every command module on the root app."""
+"""The ``distill`` CLI with every command registered on its root app: what the tests, the CLI reference and any
+``from toolkit.cli.main import app`` get. The program itself (:func:`main`, :mod:`toolkit.cli.entry`) registers
+only the commands its command line names."""
 
 from __future__ import annotations
 
-import faulthandler
-import sys
+from toolkit.cli.entry import main, register
 
-# Each import registers its commands on `app`.
-from toolkit.cli import (  # noqa: E402,F401
-    ablate_cmd,
-    build_cmd,  # noqa: E402,F401
-    check_cmd,  # noqa: E402,F401
-    data_cmd,
-    datasets_cmd,  # noqa: E402,F401
-    engine_cmd,
-    export_cmd,  # noqa: E402,F401
-    lake_cmd,  # noqa: E402,F401
-    loop_cmd,  # noqa: E402,F401
-    schemas_cmd,
-    serve_cmd,  # noqa: E402,F401
-    simulate_cmd,  # noqa: E402,F401
-    tournament_cmd,
-    train_cmd,  # noqa: E402,F401
-)
-from toolkit.cli.app import app
+register(())
 
+from toolkit.cli.app import app  # noqa: E402
 
-def main() -> None:
-    """Run the CLI (errors are mapped to messages and exit codes by the root group). A crash below Python (a
-    segfault in a native library) still prints the Python stack on stderr, so a loop's log says where it died. The
-    process pools a command started are shut down as it ends."""
-    faulthandler.enable()
-    try:
-        app()
-    finally:  # a command's pool workers exit with it (no pool without the module: it need not load for nothing)
-        backends = sys.modules.get("toolkit.jobs.backends")
-        if backends is not None:
-            backends.close_pools()
+__all__ = ["app", "main"]
