@@ -28,11 +28,12 @@ demo: $(STAMP)
 	$(BIN)/distill --home $(DEMO_HOME) loop run --name demo
 
 # The suite on every core (at most 4): pytest-xdist's workers, each given whole test files, so a file's module
-# fixtures are built once. `make test TEST_WORKERS=0` runs it in this one process.
+# fixtures are built once. `make test TEST_WORKERS=0` runs it in this one process. Its 30 slowest steps (a test's
+# setup, call or teardown) are listed at the end: where the suite's time goes, in every CI log.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 4 ? n : 4 )))
 
 test: $(STAMP) java chromium lint docs
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 # The documentation site into site/: its generated pages first (home from README.md, the CLI and contract
 # references), then MkDocs with --strict, so a broken link, a missing page or a bad nav entry fails.
