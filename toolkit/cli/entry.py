@@ -48,7 +48,7 @@ def command_modules(argv: Sequence[str]) -> list[str]:
     return list(named) or list(dict.fromkeys(COMMAND_MODULES.values()))
 
 
-def register(argv: Sequence[str]) -> None:
+def register_commands(argv: Sequence[str]) -> None:
     """Register on the root app the commands of :func:`command_modules` (``()``: every command)."""
     for module in command_modules(argv):
         importlib.import_module(f"toolkit.cli.{module}")
@@ -59,7 +59,7 @@ def main() -> None:
     segfault in a native library) still prints the Python stack on stderr, so a loop's log says where it died. The
     process pools a command started are shut down as it ends."""
     faulthandler.enable()
-    register(sys.argv[1:])
+    register_commands(sys.argv[1:])
     from toolkit.cli.app import app
 
     try:

@@ -4,9 +4,9 @@ only the commands its command line names."""
 
 from __future__ import annotations
 
-from toolkit.cli.entry import main, register
+from toolkit.cli.entry import main, register_commands
 
-register(())
+register_commands(())
 
 from toolkit.cli.app import app  # noqa: E402
 
