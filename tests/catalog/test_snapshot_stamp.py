@@ -24,3 +24,23 @@ def test_the_stamp_is_versioned_and_an_unknown_one_is_never_taken_for_fresh(tmp_
         assert not snapshot.is_fresh(layout), body
     path.write_text("{")
     assert not snapshot.is_fresh(layout)
+
+
+def test_a_writer_copies_the_catalog_for_readers_only_when_it_changed(tmp_path: Path) -> None:
+    from tests.datasets.conftest import game_records
+    from toolkit.ingest.ingest import ingest_paths
+
+    layout = Layout.at(tmp_path / "home")
+    with Lake.open(layout, write=True):
+        pass
+    taken = layout.catalog_snapshot.stat()
+    with Lake.open(layout, write=True):  # nothing written: the snapshot stays the one taken, and fresh
+        pass
+    again = layout.catalog_snapshot.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (taken.st_ino, taken.st_mtime_ns) and snapshot.is_fresh(layout)
+    log = tmp_path / "forge.jsonl"
+    log.write_bytes(b"\n".join(json.dumps(r).encode() for r in game_records("g-1", "forge")) + b"\n")
+    ingest_paths([log], layout)  # a commit: a new snapshot, holding it
+    assert layout.catalog_snapshot.stat().st_ino != taken.st_ino and snapshot.is_fresh(layout)
+    with Lake.open(layout) as lake:  # read from the snapshot: the commit is in it
+        assert [b.rows_valid > 0 for b in lake.batches()] == [True]

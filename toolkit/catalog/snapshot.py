@@ -59,8 +59,14 @@ def publish_snapshot(con: duckdb.DuckDBPyConnection, layout: Layout) -> None:
 
     Called by the writer with no transaction open: after the checkpoint the
     file holds every commit and no other process can change it while this
-    one holds it, so the copy is consistent.
+    one holds it, so the copy is consistent. Where the snapshot is fresh
+    already (:func:`is_fresh`: nothing written to the live file since the
+    snapshot was taken of it, the test every reader makes) it is left as it
+    is: a writer that opens and closes without a change, or closes after a
+    commit that published, copies nothing (the copy costs ~45 ms a time).
     """
+    if is_fresh(layout):
+        return
     con.execute("CHECKPOINT")
     target = layout.catalog_snapshot
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
