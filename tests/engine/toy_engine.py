@@ -83,6 +83,15 @@ def row(game: str, index: int, seat: int, pod: int) -> dict:
     return state
 
 
+def claim(marker: Path) -> bool:
+    """True for the one process, of all the engine's processes, that creates the marker (crash-once crashes once)."""
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
 def main() -> None:
     if MODE == "silent":
         time.sleep(3600)
@@ -160,8 +169,7 @@ def main() -> None:
                 game["decisions"] += 1
                 if MODE == "exit-mid-game":
                     sys.exit(3)
-                if MODE == "crash-once" and not marker.exists() and game["decisions"] == 3:
-                    marker.touch()
+                if MODE == "crash-once" and game["decisions"] == 3 and claim(marker):
                     sys.exit(3)
                 if MODE == "log-on-stdout" and game["decisions"] == 2:
                     print("DEBUG step 2", flush=True)
