@@ -82,11 +82,11 @@ def test_the_cluster_has_two_nodes(cluster: Cluster, tmp_path: Path) -> None:
 
 
 def test_evaluate_and_a_tournament_on_ray_equal_in_process(cluster: Cluster, checkpoint: Path, tmp_path: Path) -> None:
-    ray = ["--backend", "ray", "--address", cluster.address, "--shard-games", "100"]
-    here = ["--backend", "inprocess", "--shard-games", "100"]
-    evaluate = ["evaluate", "--policy", str(checkpoint), "--vs", "heuristic,random,tuned", "--games", "400"]
+    ray = ["--backend", "ray", "--address", cluster.address, "--shard-games", "50"]
+    here = ["--backend", "inprocess", "--shard-games", "50"]
+    evaluate = ["evaluate", "--policy", str(checkpoint), "--vs", "heuristic,random,tuned", "--games", "200"]
     on_ray, in_process = (_distill(cluster, *evaluate, *where, home=tmp_path) for where in (ray, here))
-    assert on_ray["games"] == 400
+    assert on_ray["games"] == 200
     assert {k: v for k, v in on_ray.items() if k not in TIMINGS} == {
         k: v for k, v in in_process.items() if k not in TIMINGS
     }

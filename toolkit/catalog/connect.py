@@ -138,8 +138,6 @@ def connect_reader(layout: Layout) -> duckdb.DuckDBPyConnection:
 def private_index(layout: Layout) -> duckdb.DuckDBPyConnection:
     """An index of the log in memory, for this connection alone: the read snapshot's copy caught up, or, where
     there is none of this log, built from the log."""
-    from toolkit.catalog.views import copy_to_memory
-
     found = _open_index(layout)
     memory = copy_to_memory(found) if found is not None else duckdb.connect(":memory:")
     try:
@@ -147,6 +145,32 @@ def private_index(layout: Layout) -> duckdb.DuckDBPyConnection:
     except BaseException:
         memory.close()
         raise
+    return memory
+
+
+def copy_to_memory(source: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A connection to a new in-memory database holding the tables of ``source``, which is closed.
+
+    A private index starts from this copy of the read snapshot (see
+    :func:`private_index`). The tables go through Arrow, into tables made by
+    their own ``CREATE`` statements (so a JSON column stays JSON); the
+    catalog's tables are small.
+    """
+    memory = duckdb.connect(":memory:")
+    try:
+        tables = source.execute(
+            "SELECT table_name, sql FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+        ).fetchall()
+        for name, create in tables:
+            memory.execute(create)
+            memory.register("_copied", source.sql(f'SELECT * FROM "{name}"').to_arrow_table())
+            memory.execute(f'INSERT INTO "{name}" SELECT * FROM _copied')
+            memory.unregister("_copied")
+    except BaseException:
+        memory.close()
+        raise
+    finally:
+        source.close()
     return memory
 
 

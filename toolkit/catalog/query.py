@@ -3,7 +3,7 @@
 
 The guarantee is structural, not a statement filter: :func:`start_query`
 runs on a catalog opened with ``sandbox=True`` (see :meth:`Catalog.open`),
-whose DuckDB connection holds an in-memory copy of the catalog, has file
+whose DuckDB connection, an in-memory database holding the views alone, has file
 access and extension loading switched off, its time and memory bounded and
 its configuration locked. However a statement is wrapped (``EXPLAIN
 ANALYZE COPY ...``) or chained, it can neither write a file nor read one

@@ -89,13 +89,13 @@ class Catalog:
         its views showing the lake ``as_of`` a version number or a time (the latest version by default).
 
         With ``sandbox`` the connection is sealed for untrusted SQL (``distill
-        sql``): it works on an in-memory copy of the catalog's tables (no file
-        of the data root is attached), the views read the lake and the
-        quarantine through Arrow datasets opened beforehand, the small views
-        and the generation records are copied into temporary tables, the index
-        tables are dropped from the copy (the connection holds the views and
-        nothing else: only SQL through :func:`~toolkit.catalog.query.start_query`
-        is for it, not this class's readers), and then DuckDB's own file access
+        sql``): it is a new in-memory database (no file of the data root is
+        attached), made of the views alone, read from the index, which is
+        then closed: the lake and the quarantine as Arrow datasets opened
+        beforehand, the small views and the generation records as Arrow tables
+        of their rows (no table of the index: only SQL through
+        :func:`~toolkit.catalog.query.start_query` is for it, not this class's
+        readers); and then DuckDB's own file access
         is switched off, extension auto-loading with it, a statement's time and
         memory are bounded by ``limits`` (default
         :class:`~toolkit.catalog.sandbox.SandboxLimits`), and the configuration is
@@ -110,16 +110,25 @@ class Catalog:
         """
         layout.check(write=False)
         con = connect_reader(layout)
-        if sandbox:
-            con = views.copy_to_memory(con)
         catalog = cls(layout, con, read_only=True, sandbox=sandbox)
+        if not sandbox:
+            try:
+                catalog.show(as_of)
+            except BaseException:
+                con.close()
+                raise
+            return catalog
+        sealed = duckdb.connect(":memory:")
         try:
-            catalog.show(as_of)
-            if sandbox:
-                views.seal(con, limits)
+            catalog.version = catalog._resolve(as_of)
+            views.register(con, layout, catalog.version, into=sealed)
+            views.seal(sealed, limits)
         except BaseException:
-            con.close()
+            sealed.close()
             raise
+        finally:
+            con.close()
+        catalog.con = sealed
         return catalog
 
     def close(self) -> None:
@@ -163,8 +172,10 @@ class Catalog:
         Raises:
             UsageError: a version the lake does not have, or one a vacuum removed.
         """
+        if self.sandbox:
+            raise UsageError("a sandboxed catalog shows the version it was opened at", hint="open another")
         self.version = self._resolve(as_of)
-        views.register(self.con, self.layout, self.version, sandbox=self.sandbox, check=self.read_only)
+        views.register(self.con, self.layout, self.version, check=self.read_only)
 
     # -- batches and files ---------------------------------------------------------
 

@@ -8,8 +8,8 @@ runs' records), ``versions`` (the index table of the lake's versions),
 ``label_scores`` (every scored build's decisions: ``distill check labels``).
 What each view and column is: :mod:`toolkit.catalog.view_docs`. The other
 index tables (``lake_files``, ``batch_log``, ``batch_states``,
-``file_log``) are internal: a sandboxed connection (``distill sql``) drops
-them once the views are made.
+``file_log``) are internal: a sandboxed connection (``distill sql``) never
+holds them.
 
 Files lacking columns that a later contract added (schema evolution) are
 read with those columns null, so every version reads with today's columns.
@@ -76,7 +76,12 @@ def live_files_sql(version: int) -> str:
 
 
 def register(
-    con: duckdb.DuckDBPyConnection, layout: Layout, version: int, *, sandbox: bool, check: bool = True
+    con: duckdb.DuckDBPyConnection,
+    layout: Layout,
+    version: int,
+    *,
+    check: bool = True,
+    into: duckdb.DuckDBPyConnection | None = None,
 ) -> None:
     """Create this connection's views of the lake at ``version`` (see :data:`~toolkit.catalog.view_docs.VIEWS`),
     every live file first ``check``-ed to be on disk inside the table (:func:`~toolkit.catalog.log.readable`). A
@@ -84,14 +89,17 @@ def register(
     leave a lost file out, and the writer checks before it reads rows
     (:meth:`~toolkit.catalog.store.Catalog.require_readable`).
 
-    Views that have an order keep it (their ``ORDER BY``). On a sandboxed
-    connection (a copy of the catalog in memory, about to be sealed) every
-    view but ``games`` is Arrow registered under the view's name: the rows of
-    the small ones, read now, and datasets of the lake's and quarantine's
-    files; then the index tables are dropped from the copy. The connection
-    holds the views and nothing else, no statement can change them, and none
-    needs a file DuckDB would open itself.
+    Views that have an order keep it (their ``ORDER BY``). With ``into`` (a
+    sandbox: a new in-memory database, about to be sealed) the views are made
+    there, not on ``con``, whose index they are read from: every view but
+    ``games`` and the two of the quarantine's reasons is Arrow registered under
+    the view's name: the rows of the small ones, read now, and datasets of the
+    lake's and quarantine's files. That connection holds the views and nothing
+    else (no table of the index, no file), no statement can change them, and
+    none needs a file DuckDB would open itself. ``con`` is left with temporary
+    views of the small ones (the sandbox's caller closes it).
     """
+    target = con if into is None else into
     _make(
         con,
         "batches",
@@ -106,13 +114,13 @@ def register(
         WHERE b.lake_version <= {int(version)}
         ORDER BY b.lake_version, b.batch_id
         """,
-        sandbox=sandbox,
+        into=into,
     )
     _make(
         con,
         "files",
         "SELECT * FROM file_log WHERE batch_id IN (SELECT batch_id FROM batches) ORDER BY ingested_at, path",
-        sandbox=sandbox,
+        into=into,
     )
     live = con.execute(
         f"SELECT path, missing, batch_ids, source, generation FROM ({live_files_sql(version)}) ORDER BY path"
@@ -123,20 +131,22 @@ def register(
         live = [row for row in live if log.inside(layout.lake, row[0]) is not None and (layout.lake / row[0]).is_file()]
         lake_files = [layout.lake / row[0] for row in live]
     _show(
-        con,
+        target,
         "decisions",
         lake_files,
         lake_schema(),
-        sandbox=sandbox,
+        sandbox=into is not None,
         missing=[row[1] for row in live],
         partitions=[partition_values(row[3], row[4]) for row in live],
     )
     kept = con.execute("SELECT batch_id FROM batches WHERE NOT retired ORDER BY lake_version, batch_id").fetchall()
     quarantined = layout.within(path for (batch,) in kept if (path := layout.quarantine_file(batch)).is_file())
-    _show(con, "quarantine", quarantined, QUARANTINE_SCHEMA, sandbox=sandbox, missing=[()] * len(quarantined))
-    con.execute(f"CREATE OR REPLACE TEMP VIEW rejects AS {REJECTS_SQL}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW reject_reasons AS {REJECT_REASONS_SQL}")
-    con.execute(
+    _show(
+        target, "quarantine", quarantined, QUARANTINE_SCHEMA, sandbox=into is not None, missing=[()] * len(quarantined)
+    )
+    target.execute(f"CREATE OR REPLACE TEMP VIEW rejects AS {REJECTS_SQL}")
+    target.execute(f"CREATE OR REPLACE TEMP VIEW reject_reasons AS {REJECT_REASONS_SQL}")
+    target.execute(
         f"""
         CREATE OR REPLACE TEMP VIEW games AS
         SELECT {col.GAME_ID},
@@ -154,20 +164,22 @@ def register(
         FROM decisions GROUP BY {col.GAME_ID} ORDER BY {col.GAME_ID}
         """
     )
-    _register_generations(con, layout, sandbox=sandbox)
-    _register_label_scores(con, layout, sandbox=sandbox)
-    if sandbox:
-        _make(con, "versions", "SELECT * FROM versions ORDER BY version", sandbox=True)
-        _drop_index(con)
+    _register_generations(con, layout, into=into)
+    _register_label_scores(target, layout, sandbox=into is not None)
+    if into is not None:
+        _make(con, "versions", "SELECT * FROM versions ORDER BY version", into=into)
 
 
-def _make(con: duckdb.DuckDBPyConnection, name: str, query: str, *, sandbox: bool) -> None:
-    """The view ``name`` of ``query``; on a sandboxed connection, its rows now, as a registered Arrow table (a
-    view no statement can change, that needs none of the tables it was made of)."""
-    if sandbox:
-        con.register(name, con.sql(query).to_arrow_table())
-    else:
+def _make(con: duckdb.DuckDBPyConnection, name: str, query: str, *, into: duckdb.DuckDBPyConnection | None) -> None:
+    """The view ``name`` of ``query`` on ``con``; with ``into`` (a sandbox), its rows now, as an Arrow table
+    registered under ``name`` there (a view no statement can change, that needs none of the tables it was made
+    of) and on ``con`` (where the queries of the views after it read it)."""
+    if into is None:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {query}")
+        return
+    rows = con.sql(query).to_arrow_table()
+    con.register(name, rows)
+    into.register(name, rows)
 
 
 def _show(
@@ -220,16 +232,6 @@ def _arrow_source(
         filesystem=pafs.LocalFileSystem(),
         partitions=[_expression(fill) for fill in fills],
     )
-
-
-def _drop_index(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop the index tables from a sandbox's in-memory copy of the catalog, once the views are made of them."""
-    database = _quoted(con.execute("SELECT current_database()").fetchall()[0][0])
-    tables = con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
-    ).fetchall()
-    for (table,) in tables:
-        con.execute(f"DROP TABLE {database}.main.{_quoted(table)}")
 
 
 def partition_values(source: str | None, generation: int | None) -> dict[str, object]:
@@ -347,7 +349,9 @@ def duck_type(arrow: pa.DataType) -> str:
     return simple[arrow]
 
 
-def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, sandbox: bool) -> None:
+def _register_generations(
+    con: duckdb.DuckDBPyConnection, layout: Layout, *, into: duckdb.DuckDBPyConnection | None
+) -> None:
     """``generations``: the records of every loop run (runs/*/generations.jsonl), the latest per generation, the
     documented columns first (in :data:`GENERATION_COLUMNS` order), in order of loop and generation (read now on a
     sandboxed connection: sealed, it cannot read the files later)."""
@@ -381,7 +385,7 @@ def _register_generations(con: duckdb.DuckDBPyConnection, layout: Layout, *, san
     else:  # no loop ran, or its first record is not written yet: every documented column, none of its rows
         columns = [f"NULL::{_GENERATION_TYPES.get(n, 'JSON')} AS {_quoted(n)}" for n in GENERATION_COLUMNS]
         body = f"SELECT {', '.join(columns)} WHERE false"
-    _make(con, "generations", f"{body} ORDER BY loop, generation", sandbox=sandbox)
+    _make(con, "generations", f"{body} ORDER BY loop, generation", into=into)
 
 
 # The types of the generations columns read from JSON as numbers, text or booleans, for the view when no loop ran
@@ -419,34 +423,6 @@ def _register_label_scores(con: duckdb.DuckDBPyConnection, layout: Layout, *, sa
         extra=f"{names}[{scores.LABEL} + 1] AS {scores.LABEL_ACTION}, "
         f"{names}[{scores.PREDICTED} + 1] AS {scores.PREDICTED_ACTION}",
     )
-
-
-def copy_to_memory(source: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """A connection to a new in-memory database holding the tables of ``source``, which is closed.
-
-    A sandboxed catalog works on this copy, so its connection holds no file
-    of the data root: ``duckdb_databases()`` names no path, and the catalog
-    file is not among the files DuckDB lets a sealed connection read (it
-    lets one read the files of the databases it has attached). The tables
-    go through Arrow, into tables made by their own ``CREATE`` statements
-    (so a JSON column stays JSON); the catalog's tables are small.
-    """
-    memory = duckdb.connect(":memory:")
-    try:
-        tables = source.execute(
-            "SELECT table_name, sql FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
-        ).fetchall()
-        for name, create in tables:
-            memory.execute(create)
-            memory.register("_copied", source.sql(f'SELECT * FROM "{name}"').to_arrow_table())
-            memory.execute(f'INSERT INTO "{name}" SELECT * FROM _copied')
-            memory.unregister("_copied")
-    except BaseException:
-        memory.close()
-        raise
-    finally:
-        source.close()
-    return memory
 
 
 def seal(con: duckdb.DuckDBPyConnection, limits: SandboxLimits | None = None) -> None:
