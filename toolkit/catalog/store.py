@@ -118,13 +118,15 @@ class Catalog:
                 con.close()
                 raise
             return catalog
-        sealed = duckdb.connect(":memory:")
+        sealed = None
         try:
             catalog.version = catalog._resolve(as_of)
+            sealed = duckdb.connect(":memory:")
             views.register(con, layout, catalog.version, into=sealed)
             views.seal(sealed, limits)
         except BaseException:
-            sealed.close()
+            if sealed is not None:
+                sealed.close()
             raise
         finally:
             con.close()
