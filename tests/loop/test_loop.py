@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -226,6 +227,31 @@ def crashed_at(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _copy_of(root: Path, tmp_path: Path) -> Layout:
     shutil.copytree(root, tmp_path / "home", symlinks=True)
     return Layout.at(tmp_path / "home")
+
+
+def test_a_run_that_finishes_while_its_status_is_read_shows_as_finished(tmp_path: Path, reference, monkeypatch) -> None:
+    from toolkit.loop.status import run_status
+
+    home = _copy_of(reference[0].home, tmp_path)
+    run = RunFolder(home, "tiny")
+    last = run.load()
+    assert last.status == "finished"
+    running = contextlib.ExitStack()
+    running.enter_context(run.hold())  # this process runs the loop ...
+    run.save(last.model_copy(update={"status": "running"}))
+    assert run_status(home, "tiny").status == "running"
+    looked, ended = RunFolder.process, []
+
+    def finished_as_it_looks(self: RunFolder) -> int | None:  # ... and ends the moment the status looks for it
+        if not ended:
+            run.save(last)
+            running.close()
+            ended.append(True)
+        return looked(self)
+
+    monkeypatch.setattr(RunFolder, "process", finished_as_it_looks)
+    status = run_status(home, "tiny")
+    assert (status.status, status.pid) == ("finished", None)  # not "interrupted": its last state was read
 
 
 @pytest.mark.parametrize("step", GENERATION_STEPS)

@@ -56,8 +56,12 @@ def run_status(layout: Layout, name: str) -> RunStatus:
         ConfigError: an invalid name, or no such run.
     """
     run = RunFolder(layout, name)
-    state = run.load()
+    run.load()  # refuses an unknown run before anything else
+    # Whether a process runs it, then its state: a loop saves its last state before it lets go of its lock, so a
+    # state read after the lock was found free is the last one (read the other way round, a loop that finished
+    # between the two reads showed as interrupted).
     pid = run.process()
+    state = run.load()
     gen = state.generations[state.generation] if state.generation < len(state.generations) else None
     done = sorted(gen.steps, key=lambda k: gen.steps[k].finished_at) if gen else []
     records = run.records()
