@@ -56,7 +56,6 @@ def run_status(layout: Layout, name: str) -> RunStatus:
         ConfigError: an invalid name, or no such run.
     """
     run = RunFolder(layout, name)
-    run.load()  # refuses an unknown run before anything else
     # Whether a process runs it, then its state: a loop saves its last state before it lets go of its lock, so a
     # state read after the lock was found free is the last one (read the other way round, a loop that finished
     # between the two reads showed as interrupted).
