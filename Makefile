@@ -11,7 +11,8 @@ DEMO_HOME ?= datasets
 
 .PHONY: setup java demo test lint docs bench bench-studies notebooks clean-demo chromium serve
 
-$(STAMP): pyproject.toml constraints.txt
+# setup.py builds the one compiled part (the rules' loops in C): a change to it rebuilds the install.
+$(STAMP): pyproject.toml constraints.txt setup.py toolkit/game/_rules.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(FIND_LINKS) -c constraints.txt -e ".[dev]"
@@ -43,8 +44,8 @@ docs: $(STAMP)
 
 # Habits: ruff's lint (pycodestyle, pyflakes, import order) and format check, and the import layers.
 lint: $(STAMP)
-	$(BIN)/ruff check toolkit tests bench notebooks docs
-	$(BIN)/ruff format --check toolkit tests bench notebooks docs
+	$(BIN)/ruff check toolkit tests bench notebooks docs setup.py
+	$(BIN)/ruff format --check toolkit tests bench notebooks docs setup.py
 	$(BIN)/lint-imports
 
 # The dashboard's browser tests drive Debian's Chromium (never a downloaded browser); install it when missing.

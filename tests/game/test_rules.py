@@ -12,6 +12,16 @@ from toolkit.game import rules
 G = np.zeros(1, np.intp)
 
 
+@pytest.fixture(autouse=True, params=["native", "numpy"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every scenario on both rules: the C loops and the numpy definition they follow."""
+    if request.param == "numpy":
+        monkeypatch.setattr(rules, "native", None)
+    else:
+        assert rules.native is not None, "toolkit/game/_rules.c was not built (see test_native_rules.py)"
+    return str(request.param)
+
+
 def _game(n_seats: int = 4, max_rounds: int = 30) -> rules.GameState:
     """A dealt game with empty hands and boards, seat 0 to act in its first main phase."""
     config = rules.RulesConfig(n_seats=n_seats, max_rounds=max_rounds)

@@ -75,6 +75,7 @@ by the action.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from typing import Final
 
@@ -413,6 +414,15 @@ def weakest_opponent(state: GameState, g: np.ndarray, s: np.ndarray) -> np.ndarr
 
 def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
     """The legal-action mask of the acting seat of each game in ``g``, [M,8] bool."""
+    if native is None:
+        return legal_mask_numpy(state, g)
+    mask = np.empty((len(g), N_ACTIONS), bool)
+    native.legal_mask(_arrays(state), state.max_turn, np.ascontiguousarray(g, np.intp), mask)
+    return mask
+
+
+def legal_mask_numpy(state: GameState, g: np.ndarray) -> np.ndarray:
+    """:func:`legal_mask` in numpy: the definition the native rules follow."""
     s = state.seat[g].astype(np.intp)
     m = len(g)
     mask = np.empty((m, N_ACTIONS), bool)
@@ -706,7 +716,7 @@ def apply(
         GameError: if an action is illegal for its game (a bug in the player that chose it).
     """
     mask = legal_mask(state, g) if mask is None else mask
-    action = np.asarray(action, dtype=np.intp)
+    action = np.ascontiguousarray(action, dtype=np.intp)
     illegal = ~mask[np.arange(len(g)), action]
     if illegal.any():
         i = int(np.argmax(illegal))
@@ -714,10 +724,36 @@ def apply(
             f"illegal action {int(action[i])} in game slot {int(g[i])} (mask {mask[i].astype(int).tolist()})",
             hint="choose among the actions the legal mask allows",
         )
-    s = state.seat[g].astype(np.intp)
     reward = np.zeros(len(g), np.float32)
     card = np.full(len(g), NO_CARD, np.int16)
     tgt = np.full(len(g), -1, np.int8)
+    if native is not None:
+        games = np.ascontiguousarray(g, np.intp)
+        targets = None if target is None else np.ascontiguousarray(target, np.intp)
+        native.apply(_arrays(state), state.max_turn, games, action, targets, reward, card, tgt)
+        return StepResult(reward, card, tgt)
+    return _apply_numpy(state, g, action, target, reward, card, tgt)
+
+
+def apply_numpy(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarray | None = None) -> StepResult:
+    """:func:`apply` in numpy (legal actions only): the definition the native rules follow."""
+    action = np.asarray(action, dtype=np.intp)
+    reward = np.zeros(len(g), np.float32)
+    card = np.full(len(g), NO_CARD, np.int16)
+    tgt = np.full(len(g), -1, np.int8)
+    return _apply_numpy(state, g, action, target, reward, card, tgt)
+
+
+def _apply_numpy(
+    state: GameState,
+    g: np.ndarray,
+    action: np.ndarray,
+    target: np.ndarray | None,
+    reward: np.ndarray,
+    card: np.ndarray,
+    tgt: np.ndarray,
+) -> StepResult:
+    s = state.seat[g].astype(np.intp)
     for code, cast in (
         (CAST_CREATURE, _cast_creature),
         (CAST_DRAW, _cast_draw),
@@ -753,3 +789,44 @@ def copy_state(state: GameState) -> GameState:
     return GameState(
         **{f.name: (v.copy() if isinstance(v := getattr(state, f.name), np.ndarray) else v) for f in fields(state)}
     )
+
+
+# --------------------------------------------------------------------------- the native rules
+
+# GameState's arrays in the order the native rules take them (every field but ``max_turn``).
+_FIELDS: Final = tuple(f.name for f in fields(GameState) if f.name != "max_turn")
+
+
+def _arrays(state: GameState) -> tuple[np.ndarray, ...]:
+    return tuple(getattr(state, name) for name in _FIELDS)
+
+
+def _load_native() -> object | None:
+    """The C loops of :func:`legal_mask` and :func:`apply` (``toolkit/game/_rules.c``, built when the package is
+    installed), given the card tables; None where it was not built or ``DISTILL_RULES=numpy`` asks for numpy.
+    Both play the same games bit for bit (tests/game/test_native_rules.py); the C loops cost microseconds a step
+    where numpy's fixed cost per call is ~2 ms a step at any batch size."""
+    if os.environ.get("DISTILL_RULES", "native") == "numpy":
+        return None
+    try:
+        from toolkit.game import _rules
+    except ImportError:
+        return None
+    kinds = (LAND, CREATURE, REMOVAL, DRAW, RAMP, COMMANDER)
+    if kinds != tuple(range(len(kinds))):
+        raise ValueError("card kinds are not numbered 0..5 as the native rules index them (a bug)")
+    ranges = tuple((_columns(kind).start, _columns(kind).stop) for kind in kinds)
+    _rules.init(
+        N_CARDS,
+        *(np.ascontiguousarray(t) for t in (COST, POWER, TOUGHNESS, MANA, DRAWS, KIND)),
+        *(np.ascontiguousarray(t, np.int32) for t in (_ATTACKER_KEY, _BLOCKER_KEY, _THREAT_SCORE)),
+        ranges,
+        (SLOTS, DECK_SIZE, COMMANDER_LETHAL, TAX_STEP, HOLD_MIN_MANA, _SLOT_SHIFT, MAIN_1, MAIN_2),
+        kinds,
+        (CAST_CREATURE, CAST_REMOVAL, CAST_DRAW, CAST_RAMP, CAST_COMMANDER, ATTACK, HOLD, PASS),
+        (DAMAGE_REWARD, ELIMINATION_REWARD),
+    )
+    return _rules
+
+
+native = _load_native()

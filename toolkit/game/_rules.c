@@ -1,0 +1,628 @@
+/* The rules' two hot entry points, game by game in C: rules.legal_mask and the state change of rules.apply.
+
+   toolkit/game/rules.py is the definition of the game: these loops do, for each game of ``g``, exactly what its
+   numpy functions do for all of them at once (the same integer types and wrap-arounds, the same first-index tie
+   breaks, the same order of changes), so a game played either way is the same game bit for bit. The tests hold
+   the two equal step by step on random play (tests/game/test_native_rules.py), and the golden games pin both.
+   At the small batches evaluation, gates and engines play (tens of games), numpy's fixed cost per call made
+   the rules ~2 ms a step whatever the batch; here a step costs microseconds.
+
+   The card tables and the rules' constants come from rules.py once (``init``); the state arrives as the tuple of
+   GameState's arrays, each checked for its item size and shape before anything is read. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ----------------------------------------------------------------------------------------------- tables */
+
+enum { N_KINDS = 6, MAX_SLOTS = 16, MAX_SEATS_C = 16 };
+
+static int ready = 0;
+static Py_ssize_t n_cards;          /* C: card columns of hand, graveyard and permanents */
+static int16_t *COST, *POWER, *TOUGHNESS, *MANA, *DRAWS; /* n_cards + 1 entries: the last is NO_CARD's */
+static int8_t *KIND;
+static int32_t *ATTACKER_KEY, *BLOCKER_KEY, *THREAT_SCORE;
+static Py_ssize_t kind_lo[N_KINDS], kind_hi[N_KINDS]; /* each kind's contiguous card columns [lo, hi) */
+static int slots, deck_size, commander_lethal, tax_step, hold_min_mana, slot_shift, main_1, main_2;
+static int LAND, CREATURE, REMOVAL, DRAW, RAMP, COMMANDER;
+static int A_CREATURE, A_REMOVAL, A_DRAW, A_RAMP, A_COMMANDER, A_ATTACK, A_HOLD, A_PASS;
+static double damage_reward, elimination_reward;
+
+/* numpy's view of index -1: a card table's last entry (NO_CARD's), a card column's last column */
+#define TAB(card) ((card) < 0 ? (card) + n_cards + 1 : (card))
+#define COL(card) ((card) < 0 ? (card) + n_cards : (card))
+
+static void *copy_table(PyObject *obj, Py_ssize_t itemsize, Py_ssize_t length) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (view.itemsize != itemsize || view.len != itemsize * length) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "a card table has the wrong type or length");
+        return NULL;
+    }
+    void *out = PyMem_RawMalloc(view.len);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(out, view.buf, view.len);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static PyObject *init(PyObject *self, PyObject *args) {
+    PyObject *cost, *power, *toughness, *mana, *draws, *kind, *attacker_key, *blocker_key, *threat_score, *ranges;
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOOO(iiiiiiii)(iiiiii)(iiiiiiii)(dd)", &n_cards, &cost, &power, &toughness,
+                          &mana, &draws, &kind, &attacker_key, &blocker_key, &threat_score, &ranges, &slots,
+                          &deck_size, &commander_lethal, &tax_step, &hold_min_mana, &slot_shift, &main_1, &main_2,
+                          &LAND, &CREATURE, &REMOVAL, &DRAW, &RAMP, &COMMANDER, &A_CREATURE, &A_REMOVAL, &A_DRAW,
+                          &A_RAMP, &A_COMMANDER, &A_ATTACK, &A_HOLD, &A_PASS, &damage_reward, &elimination_reward))
+        return NULL;
+    if (slots < 1 || slots > MAX_SLOTS || n_cards < 1) {
+        PyErr_SetString(PyExc_ValueError, "the rules' sizes do not fit the native rules");
+        return NULL;
+    }
+    Py_ssize_t n = n_cards + 1;
+    if (!(COST = copy_table(cost, 2, n)) || !(POWER = copy_table(power, 2, n)) ||
+        !(TOUGHNESS = copy_table(toughness, 2, n)) || !(MANA = copy_table(mana, 2, n)) ||
+        !(DRAWS = copy_table(draws, 2, n)) || !(KIND = copy_table(kind, 1, n)) ||
+        !(ATTACKER_KEY = copy_table(attacker_key, 4, n)) || !(BLOCKER_KEY = copy_table(blocker_key, 4, n)) ||
+        !(THREAT_SCORE = copy_table(threat_score, 4, n)))
+        return NULL;
+    if (!PyTuple_Check(ranges) || PyTuple_GET_SIZE(ranges) != N_KINDS) {
+        PyErr_SetString(PyExc_ValueError, "kind ranges: one (lo, hi) per card kind");
+        return NULL;
+    }
+    for (int k = 0; k < N_KINDS; k++) {
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ranges, k), "nn", &kind_lo[k], &kind_hi[k])) return NULL;
+        if (kind_lo[k] < 0 || kind_hi[k] > n_cards || kind_lo[k] > kind_hi[k]) {
+            PyErr_SetString(PyExc_ValueError, "a kind's card columns lie outside the card table");
+            return NULL;
+        }
+    }
+    ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* ----------------------------------------------------------------------------------------------- state */
+
+enum {
+    F_LIFE, F_CMD_DAMAGE, F_SOURCES, F_POOL, F_HOLDING, F_PERMANENTS, F_HAND, F_GRAVEYARD, F_LIBRARY, F_DRAWN,
+    F_CREATURES, F_SICK, F_TAPPED, F_COMMANDER, F_IN_COMMAND_ZONE, F_COMMANDER_CASTS, F_ARCHETYPE, F_ELIMINATED,
+    F_PLACEMENT, F_SEAT, F_PHASE, F_TURN, F_LAND_PLAYED, F_ALIVE, F_DONE, F_TRUNCATED, F_WINNER, N_FIELDS
+};
+/* Per field: item size and shape, in units of B (games), N (seats), C (cards), K (slots), D (deck). */
+static const struct { int itemsize; const char *dims; } FIELDS[N_FIELDS] = {
+    {2, "BN"}, {2, "BNN"}, {2, "BN"}, {2, "BN"}, {1, "BN"}, {1, "BNC"}, {1, "BNC"}, {1, "BNC"}, {2, "BND"},
+    {2, "BN"}, {2, "BNK"}, {1, "BNK"}, {1, "BNK"}, {2, "BN"}, {1, "BN"}, {2, "BN"}, {1, "BN"}, {1, "BN"},
+    {1, "BN"}, {1, "B"}, {1, "B"}, {2, "B"}, {1, "B"}, {1, "B"}, {1, "B"}, {1, "B"}, {1, "B"},
+};
+
+typedef struct {
+    Py_buffer views[N_FIELDS];
+    int held;
+    Py_ssize_t B, N;
+    int max_turn;
+    int16_t *life, *cmd_damage, *sources, *pool, *library, *drawn, *creatures, *commander, *commander_casts, *turn;
+    int8_t *permanents, *hand, *graveyard, *placement, *seat, *phase, *alive, *winner;
+    uint8_t *holding, *sick, *tapped, *in_command_zone, *eliminated, *land_played, *done, *truncated;
+} State;
+
+static void release(State *st) {
+    for (int i = 0; i < st->held; i++) PyBuffer_Release(&st->views[i]);
+    st->held = 0;
+}
+
+static int bind(State *st, PyObject *arrays, int max_turn) {
+    st->held = 0;
+    if (!ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the native rules were not initialised");
+        return -1;
+    }
+    if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != N_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "expected the tuple of GameState's arrays");
+        return -1;
+    }
+    for (int i = 0; i < N_FIELDS; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, i), &st->views[i], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+            release(st);
+            return -1;
+        }
+        st->held++;
+    }
+    st->B = st->views[F_LIFE].ndim == 2 ? st->views[F_LIFE].shape[0] : -1;
+    st->N = st->views[F_LIFE].ndim == 2 ? st->views[F_LIFE].shape[1] : -1;
+    for (int i = 0; i < N_FIELDS; i++) {
+        Py_buffer *v = &st->views[i];
+        const char *dims = FIELDS[i].dims;
+        int ok = v->itemsize == FIELDS[i].itemsize && v->ndim == (int)strlen(dims);
+        for (int d = 0; ok && dims[d]; d++) {
+            Py_ssize_t want = dims[d] == 'B' ? st->B : dims[d] == 'N' ? st->N : dims[d] == 'C' ? n_cards
+                            : dims[d] == 'K' ? slots : deck_size;
+            ok = v->shape[d] == want;
+        }
+        if (!ok) {
+            PyErr_Format(PyExc_ValueError, "GameState field %d has the wrong type or shape", i);
+            release(st);
+            return -1;
+        }
+    }
+    if (st->N < 2 || st->N > MAX_SEATS_C) {
+        PyErr_SetString(PyExc_ValueError, "the native rules seat 2 to 16");
+        release(st);
+        return -1;
+    }
+#define BUF(f) (st->views[f].buf)
+    st->life = BUF(F_LIFE); st->cmd_damage = BUF(F_CMD_DAMAGE); st->sources = BUF(F_SOURCES); st->pool = BUF(F_POOL);
+    st->holding = BUF(F_HOLDING); st->permanents = BUF(F_PERMANENTS); st->hand = BUF(F_HAND);
+    st->graveyard = BUF(F_GRAVEYARD); st->library = BUF(F_LIBRARY); st->drawn = BUF(F_DRAWN);
+    st->creatures = BUF(F_CREATURES); st->sick = BUF(F_SICK); st->tapped = BUF(F_TAPPED);
+    st->commander = BUF(F_COMMANDER); st->in_command_zone = BUF(F_IN_COMMAND_ZONE);
+    st->commander_casts = BUF(F_COMMANDER_CASTS); st->eliminated = BUF(F_ELIMINATED);
+    st->placement = BUF(F_PLACEMENT); st->seat = BUF(F_SEAT); st->phase = BUF(F_PHASE); st->turn = BUF(F_TURN);
+    st->land_played = BUF(F_LAND_PLAYED); st->alive = BUF(F_ALIVE); st->done = BUF(F_DONE);
+    st->truncated = BUF(F_TRUNCATED); st->winner = BUF(F_WINNER);
+#undef BUF
+    st->max_turn = max_turn;
+    return 0;
+}
+
+/* one seat's row of a [B,N,X] array */
+#define SEAT_ROW(st, arr, b, s, width) ((st)->arr + ((b) * (st)->N + (s)) * (width))
+#define AT(st, arr, b, s) ((st)->arr[(b) * (st)->N + (s)])
+
+/* A 1-d buffer of ``count`` items of ``itemsize`` bytes, or NULL with an error set. */
+static int vector(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count, int writable,
+                  const char *what) {
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->itemsize != itemsize || view->len != itemsize * count) {
+        PyErr_Format(PyExc_ValueError, "%s has the wrong type or length", what);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------------------------- queries */
+
+/* rules.best_in_hand: the most expensive (or cheapest) affordable card of ``kind``, first id on ties; -1 if none */
+static int best_in_hand(State *st, Py_ssize_t b, Py_ssize_t s, int kind, int cheapest) {
+    const int8_t *hand = SEAT_ROW(st, hand, b, s, n_cards);
+    int pool = AT(st, pool, b, s), best = -1, best_score = 0;
+    for (Py_ssize_t c = kind_lo[kind]; c < kind_hi[kind]; c++) {
+        if (hand[c] > 0 && COST[c] <= pool) {
+            int score = (cheapest ? -COST[c] : COST[c]) + 1000;
+            if (score > best_score) best_score = score, best = (int)c;
+        }
+    }
+    return best;
+}
+
+static int16_t commander_cost(State *st, Py_ssize_t b, Py_ssize_t s) {
+    return (int16_t)(COST[TAB(AT(st, commander, b, s))] + (int16_t)(tax_step * AT(st, commander_casts, b, s)));
+}
+
+static int ready_attacker(State *st, Py_ssize_t b, Py_ssize_t s, int k) {
+    Py_ssize_t i = (b * st->N + s) * slots + k;
+    return st->creatures[i] >= 0 && !st->sick[i] && !st->tapped[i];
+}
+
+static int any_of_kind_in_hand(const int8_t *hand, int kind) {
+    for (Py_ssize_t c = kind_lo[kind]; c < kind_hi[kind]; c++)
+        if (hand[c] > 0) return 1;
+    return 0;
+}
+
+static int any_affordable(const int8_t *hand, int pool, int kind) {
+    for (Py_ssize_t c = kind_lo[kind]; c < kind_hi[kind]; c++)
+        if (hand[c] > 0 && COST[c] <= pool) return 1;
+    return 0;
+}
+
+static Py_ssize_t distance(State *st, Py_ssize_t n, Py_ssize_t s) { return ((n - s) % st->N + st->N) % st->N; }
+
+static void legal_row(State *st, Py_ssize_t b, uint8_t *mask) {
+    Py_ssize_t s = st->seat[b], N = st->N;
+    if (s < 0) s += N;
+    const int8_t *hand = SEAT_ROW(st, hand, b, s, n_cards);
+    int pool = AT(st, pool, b, s);
+    int opponent_creature = 0, own = 0;
+    for (Py_ssize_t n = 0; n < N; n++) {
+        const int16_t *row = SEAT_ROW(st, creatures, b, n, slots);
+        int count = 0;
+        for (int k = 0; k < slots; k++) count += row[k] >= 0;
+        if (n == s) own = count;
+        else if (count > 0) opponent_creature = 1;
+    }
+    int free_slot = own < slots, attack = 0;
+    for (int k = 0; k < slots && !attack; k++) attack = ready_attacker(st, b, s, k);
+    mask[A_CREATURE] = any_affordable(hand, pool, CREATURE) && free_slot;
+    mask[A_REMOVAL] = any_affordable(hand, pool, REMOVAL) && opponent_creature;
+    mask[A_DRAW] = any_affordable(hand, pool, DRAW);
+    mask[A_RAMP] = (!st->land_played[b] && any_of_kind_in_hand(hand, LAND)) || any_affordable(hand, pool, RAMP);
+    mask[A_COMMANDER] = AT(st, in_command_zone, b, s) && commander_cost(st, b, s) <= pool && free_slot;
+    mask[A_ATTACK] = st->phase[b] == main_1 && attack;
+    mask[A_HOLD] = pool >= hold_min_mana;
+    mask[A_PASS] = 1;
+}
+
+/* ----------------------------------------------------------------------------------------------- changes */
+
+static void draw_cards(State *st, Py_ssize_t b, Py_ssize_t s, int count) {
+    for (int i = 0; i < count; i++) {
+        int16_t *drawn = &AT(st, drawn, b, s);
+        if (*drawn >= deck_size) break;
+        int card = SEAT_ROW(st, library, b, s, deck_size)[*drawn];
+        SEAT_ROW(st, hand, b, s, n_cards)[COL(card)] += 1;
+        *drawn += 1;
+    }
+}
+
+static void put_creature(State *st, Py_ssize_t b, Py_ssize_t s, int card) {
+    int16_t *row = SEAT_ROW(st, creatures, b, s, slots);
+    int slot = 0;
+    for (int k = 0; k < slots; k++)
+        if (row[k] < 0) { slot = k; break; }
+    row[slot] = (int16_t)card;
+    SEAT_ROW(st, sick, b, s, slots)[slot] = 1;
+    SEAT_ROW(st, tapped, b, s, slots)[slot] = 0;
+}
+
+/* rules._destroy: the ``dead`` slots of seat s to the graveyard (commanders to the command zone), emptied */
+static void destroy(State *st, Py_ssize_t b, Py_ssize_t s, const uint8_t *dead) {
+    if (s < 0) s += st->N;
+    int16_t *row = SEAT_ROW(st, creatures, b, s, slots);
+    for (int k = 0; k < slots; k++) {
+        if (!dead[k]) continue;
+        int card = row[k];
+        if (KIND[TAB(card)] == COMMANDER) AT(st, in_command_zone, b, s) = 1;
+        else SEAT_ROW(st, graveyard, b, s, n_cards)[COL(card)] += 1;
+        row[k] = -1;
+    }
+}
+
+static void cast(State *st, Py_ssize_t b, Py_ssize_t s, int card) {
+    SEAT_ROW(st, hand, b, s, n_cards)[COL(card)] -= 1;
+    AT(st, pool, b, s) -= COST[TAB(card)];
+}
+
+static void eliminate(State *st, Py_ssize_t b, Py_ssize_t s) {
+    AT(st, placement, b, s) = st->alive[b];
+    st->alive[b] -= 1;
+    AT(st, eliminated, b, s) = 1;
+    int16_t *row = SEAT_ROW(st, creatures, b, s, slots);
+    for (int k = 0; k < slots; k++) row[k] = -1;
+    memset(SEAT_ROW(st, permanents, b, s, n_cards), 0, n_cards);
+    AT(st, sources, b, s) = 0;
+    AT(st, pool, b, s) = 0;
+    AT(st, holding, b, s) = 0;
+    if (st->alive[b] == 1) {
+        Py_ssize_t winner = 0;
+        for (Py_ssize_t n = 0; n < st->N; n++)
+            if (!AT(st, eliminated, b, n)) { winner = n; break; }
+        st->done[b] = 1;
+        st->winner[b] = (int8_t)winner;
+        AT(st, placement, b, winner) = 1;
+    }
+}
+
+typedef struct {
+    int32_t damage, commander_damage;
+    int eliminates;
+    uint8_t a_dead[MAX_SLOTS], b_dead[MAX_SLOTS]; /* by slot */
+} Combat;
+
+/* rules._line: the ranked keys of a seat's creatures, ``skip`` slots emptied */
+static void line(const int32_t *keys, const int16_t *cards, const uint8_t *skip, int32_t *out) {
+    for (int k = 0; k < slots; k++) {
+        int card = skip[k] ? -1 : cards[k];
+        out[k] = keys[TAB(card)] + ((int32_t)k << slot_shift);
+    }
+    for (int i = 1; i < slots; i++) { /* the keys are distinct: any sort gives np.sort's order */
+        int32_t key = out[i];
+        int j = i - 1;
+        for (; j >= 0 && out[j] > key; j--) out[j + 1] = out[j];
+        out[j + 1] = key;
+    }
+}
+
+/* rules.resolve_combat + rules._block: ``attacking`` slots of seat a against seat d, nothing changed */
+static void resolve_combat(State *st, Py_ssize_t b, Py_ssize_t a, Py_ssize_t d, const uint8_t *attacking, Combat *out) {
+    int32_t a_line[MAX_SLOTS], b_line[MAX_SLOTS];
+    uint8_t not_attacking[MAX_SLOTS];
+    for (int k = 0; k < slots; k++) not_attacking[k] = !attacking[k];
+    line(ATTACKER_KEY, SEAT_ROW(st, creatures, b, a, slots), not_attacking, a_line);
+    line(BLOCKER_KEY, SEAT_ROW(st, creatures, b, d, slots), SEAT_ROW(st, tapped, b, d, slots), b_line);
+    const int16_t *cmd = SEAT_ROW(st, cmd_damage, b, d, st->N);
+    int32_t others = 0; /* max over seats of the damage taken from each other commander (the attacker's as 0) */
+    for (Py_ssize_t n = 0; n < st->N; n++) {
+        int32_t v = n == a ? 0 : cmd[n];
+        if (n == 0 || v > others) others = v;
+    }
+    int32_t life = AT(st, life, b, d), taken = cmd[a];
+    int32_t a_pow[MAX_SLOTS], a_tough[MAX_SLOTS], b_pow[MAX_SLOTS], b_tough[MAX_SLOTS];
+    uint8_t a_cmd[MAX_SLOTS], a_on[MAX_SLOTS], b_on[MAX_SLOTS], pair[MAX_SLOTS], good[MAX_SLOTS];
+    int32_t open_dmg = 0, open_cmd = 0;
+    for (int k = 0; k < slots; k++) {
+        a_pow[k] = a_line[k] & 15, a_tough[k] = (a_line[k] >> 4) & 15;
+        a_cmd[k] = (a_line[k] & 1 << 8) != 0, a_on[k] = (a_line[k] & 1 << 9) != 0;
+        b_pow[k] = b_line[k] & 15, b_tough[k] = (b_line[k] >> 4) & 15, b_on[k] = (b_line[k] & 1 << 9) != 0;
+        pair[k] = a_on[k] && b_on[k];
+        good[k] = pair[k] && (b_tough[k] > a_pow[k] || b_pow[k] >= a_tough[k]);
+        int open = a_on[k] && !good[k];
+        open_dmg += a_pow[k] * open;
+        open_cmd += a_pow[k] * (open && a_cmd[k]);
+    }
+    int lethal = open_dmg >= life || taken + open_cmd >= commander_lethal;
+    int32_t damage = 0, commander_damage = taken;
+    memset(out->a_dead, 0, sizeof out->a_dead);
+    memset(out->b_dead, 0, sizeof out->b_dead);
+    for (int k = 0; k < slots; k++) {
+        int block = good[k] || (lethal && pair[k]);
+        int unblocked = a_on[k] && !block;
+        damage += a_pow[k] * unblocked;
+        commander_damage += a_pow[k] * (unblocked && a_cmd[k]);
+        out->a_dead[(a_line[k] >> slot_shift) & 15] = block && b_pow[k] >= a_tough[k];
+        out->b_dead[(b_line[k] >> slot_shift) & 15] = block && a_pow[k] >= b_tough[k];
+    }
+    out->damage = damage;
+    out->commander_damage = commander_damage;
+    int32_t most = commander_damage > others ? commander_damage : others;
+    out->eliminates = life - damage <= 0 || most >= commander_lethal;
+}
+
+/* rules._react_with_removal: a defender holding mana and removal destroys the strongest attacker */
+static void react_with_removal(State *st, Py_ssize_t b, Py_ssize_t d, Py_ssize_t a, uint8_t *attacking) {
+    int any = 0;
+    for (int k = 0; k < slots; k++) any |= attacking[k];
+    if (!AT(st, holding, b, d) || !any) return;
+    int card = best_in_hand(st, b, d, REMOVAL, 1);
+    if (card < 0) return;
+    cast(st, b, d, card);
+    SEAT_ROW(st, graveyard, b, d, n_cards)[card] += 1;
+    const int16_t *cards = SEAT_ROW(st, creatures, b, a, slots);
+    int best = 0, best_score = 0;
+    for (int k = 0; k < slots; k++) {
+        int score = attacking[k] ? (int16_t)(POWER[TAB(cards[k])] * 64 + TOUGHNESS[TAB(cards[k])]) : -1;
+        if (k == 0 || score > best_score) best_score = score, best = k;
+    }
+    uint8_t dead[MAX_SLOTS] = {0};
+    dead[best] = 1;
+    destroy(st, b, a, dead);
+    attacking[best] = 0;
+}
+
+static int32_t attack(State *st, Py_ssize_t b, Py_ssize_t a, Py_ssize_t d, int *out) {
+    uint8_t attacking[MAX_SLOTS];
+    uint8_t *tapped = SEAT_ROW(st, tapped, b, a, slots);
+    for (int k = 0; k < slots; k++) {
+        attacking[k] = (uint8_t)ready_attacker(st, b, a, k);
+        tapped[k] |= attacking[k];
+    }
+    react_with_removal(st, b, d, a, attacking);
+    Combat combat;
+    resolve_combat(st, b, a, d, attacking, &combat);
+    AT(st, life, b, d) -= combat.damage;
+    SEAT_ROW(st, cmd_damage, b, d, st->N)[a] = (int16_t)combat.commander_damage;
+    destroy(st, b, a, combat.a_dead);
+    destroy(st, b, d, combat.b_dead);
+    if (combat.eliminates) eliminate(st, b, d);
+    st->phase[b] = (int8_t)main_2;
+    *out = combat.eliminates;
+    return combat.damage;
+}
+
+static Py_ssize_t weakest_opponent(State *st, Py_ssize_t b, Py_ssize_t s) {
+    Py_ssize_t best = 0;
+    int32_t best_score = 0;
+    for (Py_ssize_t n = 0; n < st->N; n++) {
+        Py_ssize_t dist = distance(st, n, s);
+        int32_t score = AT(st, eliminated, b, n) || dist == 0 ? (int32_t)1 << 30
+                                                               : (int32_t)AT(st, life, b, n) * 16 + (int32_t)dist;
+        if (n == 0 || score < best_score) best_score = score, best = n;
+    }
+    return best;
+}
+
+/* rules.strongest_threat: (seat, slot) of the opponents' strongest creature; seat -1 when there is none */
+static void strongest_threat(State *st, Py_ssize_t b, Py_ssize_t s, Py_ssize_t *seat, int *slot) {
+    int32_t best_score = 0;
+    Py_ssize_t best = 0;
+    int found = 0;
+    for (Py_ssize_t n = 0; n < st->N; n++) {
+        const int16_t *row = SEAT_ROW(st, creatures, b, n, slots);
+        int32_t later = (int32_t)(st->N - distance(st, n, s));
+        for (int k = 0; k < slots; k++) {
+            int valid = row[k] >= 0 && n != s;
+            int32_t score = valid ? THREAT_SCORE[TAB(row[k])] + later : -1;
+            Py_ssize_t flat = n * slots + k;
+            if (flat == 0 || score > best_score) best_score = score, best = flat;
+            found |= valid;
+        }
+    }
+    *seat = found ? best / slots : -1;
+    *slot = (int)(best % slots);
+}
+
+static void end_turn(State *st, Py_ssize_t b, int hold) {
+    Py_ssize_t N = st->N, s = st->seat[b];
+    if (s < 0) s += N;
+    AT(st, holding, b, s) = (uint8_t)hold;
+    if (!hold) AT(st, pool, b, s) = 0;
+    Py_ssize_t nxt = (s + 1) % N;
+    for (Py_ssize_t j = 0; j < N - 1; j++) {
+        Py_ssize_t n = (s + 1 + j) % N;
+        if (!AT(st, eliminated, b, n)) { nxt = n; break; }
+    }
+    st->turn[b] += 1;
+    if (st->turn[b] > st->max_turn) {
+        st->done[b] = 1;
+        st->truncated[b] = 1;
+        return;
+    }
+    st->seat[b] = (int8_t)nxt;
+    st->phase[b] = (int8_t)main_1;
+    st->land_played[b] = 0;
+    memset(SEAT_ROW(st, tapped, b, nxt, slots), 0, slots);
+    memset(SEAT_ROW(st, sick, b, nxt, slots), 0, slots);
+    AT(st, holding, b, nxt) = 0;
+    AT(st, pool, b, nxt) = AT(st, sources, b, nxt);
+    draw_cards(st, b, nxt, 1);
+}
+
+static int cast_ramp(State *st, Py_ssize_t b, Py_ssize_t s) {
+    const int8_t *hand = SEAT_ROW(st, hand, b, s, n_cards);
+    int card = (int)kind_lo[LAND], most = 0, any = 0;
+    for (Py_ssize_t c = kind_lo[LAND]; c < kind_hi[LAND]; c++) {
+        any |= hand[c] > 0;
+        if (c == kind_lo[LAND] || hand[c] > most) most = hand[c], card = (int)c;
+    }
+    int play_land = !st->land_played[b] && any;
+    if (!play_land) card = best_in_hand(st, b, s, RAMP, 0);
+    SEAT_ROW(st, hand, b, s, n_cards)[COL(card)] -= 1;
+    AT(st, pool, b, s) += (int16_t)(MANA[TAB(card)] - (play_land ? 0 : COST[TAB(card)]));
+    AT(st, sources, b, s) += MANA[TAB(card)];
+    SEAT_ROW(st, permanents, b, s, n_cards)[COL(card)] += 1;
+    st->land_played[b] |= (uint8_t)play_land;
+    return card;
+}
+
+/* One decision of game b (already checked legal); what rules.apply records for it. */
+static void apply_one(State *st, Py_ssize_t b, Py_ssize_t action, Py_ssize_t target, float *reward, int16_t *card,
+                      int8_t *tgt) {
+    Py_ssize_t s = st->seat[b];
+    if (s < 0) s += st->N;
+    *reward = 0.0f, *card = -1, *tgt = -1;
+    if (action == A_CREATURE) {
+        int c = best_in_hand(st, b, s, CREATURE, 0);
+        cast(st, b, s, c);
+        put_creature(st, b, s, c);
+        *card = (int16_t)c;
+    } else if (action == A_DRAW) {
+        int c = best_in_hand(st, b, s, DRAW, 0);
+        cast(st, b, s, c);
+        SEAT_ROW(st, graveyard, b, s, n_cards)[COL(c)] += 1;
+        draw_cards(st, b, s, DRAWS[TAB(c)]);
+        *card = (int16_t)c;
+    } else if (action == A_RAMP) {
+        *card = (int16_t)cast_ramp(st, b, s);
+    } else if (action == A_COMMANDER) {
+        AT(st, pool, b, s) -= commander_cost(st, b, s);
+        AT(st, commander_casts, b, s) += 1;
+        AT(st, in_command_zone, b, s) = 0;
+        int c = AT(st, commander, b, s);
+        put_creature(st, b, s, c);
+        *card = (int16_t)c;
+    } else if (action == A_REMOVAL) {
+        int c = best_in_hand(st, b, s, REMOVAL, 1);
+        cast(st, b, s, c);
+        SEAT_ROW(st, graveyard, b, s, n_cards)[COL(c)] += 1;
+        Py_ssize_t seat;
+        int slot;
+        strongest_threat(st, b, s, &seat, &slot);
+        uint8_t dead[MAX_SLOTS] = {0};
+        dead[slot] = 1;
+        destroy(st, b, seat, dead);
+        *card = (int16_t)c;
+        *tgt = (int8_t)seat;
+    } else if (action == A_ATTACK) {
+        Py_ssize_t rule = weakest_opponent(st, b, s);
+        if (target >= 0 && target < st->N && target != s && !AT(st, eliminated, b, target)) rule = target;
+        int out;
+        int32_t damage = attack(st, b, s, rule, &out);
+        *tgt = (int8_t)rule;
+        *reward = (float)(damage_reward * (double)damage + elimination_reward * (double)out);
+    } else if (action == A_HOLD || action == A_PASS) {
+        end_turn(st, b, action == A_HOLD);
+    }
+}
+
+/* ----------------------------------------------------------------------------------------------- module */
+
+static int check_games(State *st, const Py_ssize_t *g, Py_ssize_t m) {
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (g[i] < 0 || g[i] >= st->B) {
+            PyErr_Format(PyExc_IndexError, "game slot %zd outside the state's %zd", g[i], st->B);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *legal_mask(PyObject *self, PyObject *args) {
+    PyObject *arrays, *g_obj, *out_obj;
+    int max_turn;
+    if (!PyArg_ParseTuple(args, "OiOO", &arrays, &max_turn, &g_obj, &out_obj)) return NULL;
+    State st;
+    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    Py_buffer g, out;
+    Py_ssize_t m = PyObject_Length(g_obj);
+    if (m < 0 || vector(g_obj, &g, sizeof(Py_ssize_t), m, 0, "g") < 0) {
+        release(&st);
+        return NULL;
+    }
+    if (vector(out_obj, &out, 1, m * 8, 1, "the mask") < 0) {
+        PyBuffer_Release(&g);
+        release(&st);
+        return NULL;
+    }
+    const Py_ssize_t *games = g.buf;
+    if (check_games(&st, games, m) == 0) {
+        for (Py_ssize_t i = 0; i < m; i++) legal_row(&st, games[i], (uint8_t *)out.buf + 8 * i);
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&g);
+    release(&st);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *apply(PyObject *self, PyObject *args) {
+    PyObject *arrays, *g_obj, *action_obj, *target_obj, *reward_obj, *card_obj, *tgt_obj;
+    int max_turn;
+    if (!PyArg_ParseTuple(args, "OiOOOOOO", &arrays, &max_turn, &g_obj, &action_obj, &target_obj, &reward_obj,
+                          &card_obj, &tgt_obj))
+        return NULL;
+    State st;
+    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    Py_ssize_t m = PyObject_Length(g_obj);
+    Py_buffer views[6];
+    int held = 0;
+    PyObject *objs[6] = {g_obj, action_obj, target_obj, reward_obj, card_obj, tgt_obj};
+    const Py_ssize_t sizes[6] = {sizeof(Py_ssize_t), sizeof(Py_ssize_t), sizeof(Py_ssize_t), 4, 2, 1};
+    const char *names[6] = {"g", "the actions", "the targets", "the rewards", "the cards", "the target seats"};
+    if (m >= 0) {
+        for (; held < 6; held++) {
+            if (objs[held] == Py_None && held == 2) continue; /* no targets: every attack follows the rule */
+            if (vector(objs[held], &views[held], sizes[held], m, held >= 3, names[held]) < 0) break;
+        }
+    }
+    if (m >= 0 && held == 6 && check_games(&st, views[0].buf, m) == 0) {
+        const Py_ssize_t *games = views[0].buf, *actions = views[1].buf;
+        const Py_ssize_t *targets = target_obj == Py_None ? NULL : views[2].buf;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            apply_one(&st, games[i], actions[i], targets ? targets[i] : -1, (float *)views[3].buf + i,
+                      (int16_t *)views[4].buf + i, (int8_t *)views[5].buf + i);
+        }
+    }
+    for (int i = 0; i < held; i++)
+        if (!(i == 2 && target_obj == Py_None)) PyBuffer_Release(&views[i]);
+    release(&st);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"init", init, METH_VARARGS, "Take the card tables and the rules' constants (once, from rules.py)."},
+    {"legal_mask", legal_mask, METH_VARARGS, "legal_mask(arrays, max_turn, g, out[M,8] bool)"},
+    {"apply", apply, METH_VARARGS,
+     "apply(arrays, max_turn, g, action, target|None, reward f32, card i16, tgt i8): the decisions, checked legal"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rules", "The rules' hot loops in C.", -1, methods};
+
+PyMODINIT_FUNC PyInit__rules(void) { return PyModule_Create(&module); }
