@@ -6,6 +6,7 @@ seat, out of range)."""
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -51,12 +52,16 @@ def test_native_and_numpy_rules_play_the_same_games(n_seats: int, life: int, max
         g = np.flatnonzero(~numpy.done)
         mask = rules.legal_mask_numpy(numpy, g)
         assert np.array_equal(rules.legal_mask(native, g), mask), f"masks differ at step {steps}"
+        seats = numpy.seat[g].astype(np.intp)
+        chosen = []
+        for player in players:  # the heuristic's C loop decides as its numpy definition does
+            batch = DecisionBatch(numpy, g, seats, mask, rng)
+            expected_choice, found_choice = player.act_numpy(batch), player.act(batch)
+            for left, right in zip(found_choice, expected_choice, strict=True):
+                assert np.array_equal(left, right), f"the heuristic's choices differ at step {steps}"
+            chosen.append(expected_choice[0])
         choice = rng.integers(3)
-        if choice == 2:
-            actions = (rng.random(mask.shape) + mask).argmax(1)
-        else:
-            seats = numpy.seat[g].astype(np.intp)
-            actions, _ = players[choice].act(DecisionBatch(numpy, g, seats, mask, rng))
+        actions = (rng.random(mask.shape) + mask).argmax(1) if choice == 2 else chosen[choice]
         targets = _targets(rng, len(g), n_seats) if rng.random() < 0.7 else None
         expected = rules.apply_numpy(numpy, g, actions, targets)
         found = rules.apply(native, g, actions, targets, mask)
@@ -87,3 +92,32 @@ def test_the_native_rules_refuse_a_state_of_the_wrong_shape_or_type() -> None:
     view = dataclasses.replace(state, pool=state.pool[:, ::-1])  # not contiguous: refused, never misread
     with pytest.raises((ValueError, BufferError)):
         rules.legal_mask(view, np.arange(4))
+
+
+def test_native_heuristics_asked_as_one_with_a_parameter_per_row_decide_as_each_alone() -> None:
+    # the vectorised env's league asks several heuristics in one call, each row with its own parameters
+    config = rules.RulesConfig()
+    state = rules.new_state(64, config)
+    rules.deal(state, np.arange(64), [np.random.default_rng([9, k]) for k in range(64)], config)
+    rng = np.random.default_rng(9)
+    variants = [HeuristicPlayer(), HeuristicPlayer(TUNED)]
+    for _ in range(300):
+        g = np.flatnonzero(~state.done)
+        if not len(g):
+            break
+        mask, seats = rules.legal_mask(state, g), state.seat[g].astype(np.intp)
+        which = rng.integers(2, size=len(g))
+        alone = [v.act(DecisionBatch(state, g, seats, mask, rng)) for v in variants]
+        mixed = HeuristicPlayer()
+        mixed.params = SimpleNamespace(  # type: ignore[assignment]
+            **{
+                name: np.array([getattr(variants[w].params, name) for w in which])
+                if name in ("ramp_until", "removal_min_power", "draw_below", "commander_first", "hold_when_behind")
+                else getattr(variants[0].params, name)
+                for name in type(variants[0].params).model_fields
+            }
+        )
+        actions, targets = mixed.act(DecisionBatch(state, g, seats, mask, rng))
+        assert np.array_equal(actions, np.choose(which, [a[0] for a in alone]))
+        assert np.array_equal(targets, np.choose(which, [a[1] for a in alone]))
+        rules.apply(state, g, actions, targets, mask)

@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 /* ----------------------------------------------------------------------------------------------- tables */
@@ -170,6 +171,16 @@ static int bind(State *st, PyObject *arrays, int max_turn) {
     return 0;
 }
 
+static int check_games(State *st, const Py_ssize_t *g, Py_ssize_t m) {
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (g[i] < 0 || g[i] >= st->B) {
+            PyErr_Format(PyExc_IndexError, "game slot %zd outside the state's %zd", g[i], st->B);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* one seat's row of a [B,N,X] array */
 #define SEAT_ROW(st, arr, b, s, width) ((st)->arr + ((b) * (st)->N + (s)) * (width))
 #define AT(st, arr, b, s) ((st)->arr[(b) * (st)->N + (s)])
@@ -310,7 +321,7 @@ static void eliminate(State *st, Py_ssize_t b, Py_ssize_t s) {
 }
 
 typedef struct {
-    int32_t damage, commander_damage;
+    int32_t damage, commander_damage, power_lost, power_killed;
     int eliminates;
     uint8_t a_dead[MAX_SLOTS], b_dead[MAX_SLOTS]; /* by slot */
 } Combat;
@@ -357,19 +368,24 @@ static void resolve_combat(State *st, Py_ssize_t b, Py_ssize_t a, Py_ssize_t d, 
         open_cmd += a_pow[k] * (open && a_cmd[k]);
     }
     int lethal = open_dmg >= life || taken + open_cmd >= commander_lethal;
-    int32_t damage = 0, commander_damage = taken;
+    int32_t damage = 0, commander_damage = taken, power_lost = 0, power_killed = 0;
     memset(out->a_dead, 0, sizeof out->a_dead);
     memset(out->b_dead, 0, sizeof out->b_dead);
     for (int k = 0; k < slots; k++) {
         int block = good[k] || (lethal && pair[k]);
         int unblocked = a_on[k] && !block;
+        int a_dies = block && b_pow[k] >= a_tough[k], b_dies = block && a_pow[k] >= b_tough[k];
         damage += a_pow[k] * unblocked;
         commander_damage += a_pow[k] * (unblocked && a_cmd[k]);
-        out->a_dead[(a_line[k] >> slot_shift) & 15] = block && b_pow[k] >= a_tough[k];
-        out->b_dead[(b_line[k] >> slot_shift) & 15] = block && a_pow[k] >= b_tough[k];
+        power_lost += a_pow[k] * a_dies;
+        power_killed += b_pow[k] * b_dies;
+        out->a_dead[(a_line[k] >> slot_shift) & 15] = (uint8_t)a_dies;
+        out->b_dead[(b_line[k] >> slot_shift) & 15] = (uint8_t)b_dies;
     }
     out->damage = damage;
     out->commander_damage = commander_damage;
+    out->power_lost = power_lost;
+    out->power_killed = power_killed;
     int32_t most = commander_damage > others ? commander_damage : others;
     out->eliminates = life - damage <= 0 || most >= commander_lethal;
 }
@@ -540,17 +556,133 @@ static void apply_one(State *st, Py_ssize_t b, Py_ssize_t action, Py_ssize_t tar
     }
 }
 
-/* ----------------------------------------------------------------------------------------------- module */
+/* ----------------------------------------------------------------------------------------------- the heuristic */
 
-static int check_games(State *st, const Py_ssize_t *g, Py_ssize_t m) {
-    for (Py_ssize_t i = 0; i < m; i++) {
-        if (g[i] < 0 || g[i] >= st->B) {
-            PyErr_Format(PyExc_IndexError, "game slot %zd outside the state's %zd", g[i], st->B);
-            return -1;
+/* players.HeuristicPlayer.act with target="value", one decision: what numpy computes for a batch, game by game.
+   Per decision (the vectorised env asks several parameter sets at once): ramp_until, removal_min_power,
+   draw_below, hold_when_behind, commander_first; for all: attack_min_value and the action of each of the eight
+   conditions, in priority order. */
+typedef struct {
+    int32_t ramp_until, removal_min_power, draw_below, hold_when_behind, commander_first;
+    double attack_min_value;
+    int choices[8];
+} Heuristic;
+
+static const double KILL_VALUE = 1000.0, TRADE_WEIGHT = 1.0;
+
+/* players.attack_target: the live opponent worth attacking most and that worth (first seat on ties) */
+static Py_ssize_t attack_target(State *st, Py_ssize_t b, Py_ssize_t s, double *worth) {
+    uint8_t ready_slots[MAX_SLOTS];
+    for (int k = 0; k < slots; k++) ready_slots[k] = (uint8_t)ready_attacker(st, b, s, k);
+    Py_ssize_t best = 0;
+    double best_value = 0.0;
+    for (Py_ssize_t n = 0; n < st->N; n++) {
+        double value = -HUGE_VAL;
+        if (n != s && !AT(st, eliminated, b, n)) {
+            Combat combat;
+            resolve_combat(st, b, s, n, ready_slots, &combat);
+            value = KILL_VALUE * combat.eliminates;
+            value += combat.damage;
+            value += TRADE_WEIGHT * ((double)combat.power_killed - combat.power_lost);
+            value -= 1e-3 * (double)distance(st, n, s);
+        }
+        if (n == 0 || value > best_value) best_value = value, best = n;
+    }
+    *worth = best_value;
+    return best;
+}
+
+static void heuristic_one(State *st, const Heuristic *h, Py_ssize_t b, Py_ssize_t s, const uint8_t *mask,
+                          Py_ssize_t *action, Py_ssize_t *target) {
+    Py_ssize_t N = st->N;
+    int16_t power[MAX_SEATS_C];
+    int16_t threat = 0, mine = 0, others_max = 0;
+    for (Py_ssize_t n = 0; n < N; n++) {
+        const int16_t *row = SEAT_ROW(st, creatures, b, n, slots);
+        int16_t sum = 0, strongest = 0;
+        for (int k = 0; k < slots; k++) {
+            int16_t p = POWER[TAB(row[k])];
+            sum += p;
+            if (k == 0 || p > strongest) strongest = p;
+        }
+        power[n] = sum;
+        int16_t seat_threat = n == s ? 0 : strongest, other = n == s ? -1 : sum;
+        if (n == 0 || seat_threat > threat) threat = seat_threat;
+        if (n == 0 || other > others_max) others_max = other;
+    }
+    mine = power[s];
+    int attack_ok = 0;
+    *target = -1;
+    if (mask[A_ATTACK]) {
+        double worth;
+        *target = attack_target(st, b, s, &worth);
+        attack_ok = worth >= h->attack_min_value;
+    }
+    const int8_t *hand = SEAT_ROW(st, hand, b, s, n_cards);
+    int land_drop = !st->land_played[b] && any_of_kind_in_hand(hand, LAND);
+    int hold = mask[A_HOLD] && h->hold_when_behind && others_max > mine;
+    if (hold) hold = best_in_hand(st, b, s, REMOVAL, 1) >= 0;
+    int16_t in_hand = 0;
+    for (Py_ssize_t c = 0; c < n_cards; c++) in_hand += hand[c];
+    const int conditions[8] = {
+        mask[A_RAMP] && (land_drop || AT(st, sources, b, s) < h->ramp_until),
+        mask[A_REMOVAL] && threat >= h->removal_min_power,
+        mask[A_COMMANDER] && h->commander_first,
+        mask[A_CREATURE],
+        mask[A_COMMANDER],
+        mask[A_DRAW] && in_hand <= h->draw_below,
+        mask[A_ATTACK] && attack_ok,
+        hold,
+    };
+    *action = A_PASS;
+    for (int i = 0; i < 8; i++)
+        if (conditions[i]) { *action = h->choices[i]; break; }
+}
+
+static PyObject *heuristic_act(PyObject *self, PyObject *args) {
+    enum { N_VIEWS = 10 };
+    PyObject *arrays, *objs[N_VIEWS];
+    int max_turn;
+    Heuristic h;
+    if (!PyArg_ParseTuple(args, "OiOOO(OOOOOd)(iiiiiiii)OO", &arrays, &max_turn, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &h.attack_min_value, &h.choices[0],
+                          &h.choices[1], &h.choices[2], &h.choices[3], &h.choices[4], &h.choices[5], &h.choices[6],
+                          &h.choices[7], &objs[8], &objs[9]))
+        return NULL;
+    State st;
+    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    Py_ssize_t m = PyObject_Length(objs[0]);
+    Py_buffer views[N_VIEWS];
+    int held = 0;
+    const Py_ssize_t P = sizeof(Py_ssize_t);
+    const Py_ssize_t sizes[N_VIEWS] = {P, P, 1, 4, 4, 4, 4, 4, P, P};
+    const char *names[N_VIEWS] = {"g", "the seats", "the mask", "ramp_until", "removal_min_power", "draw_below",
+                                  "hold_when_behind", "commander_first", "the actions", "the targets"};
+    if (m >= 0)
+        for (; held < N_VIEWS; held++)
+            if (vector(objs[held], &views[held], sizes[held], held == 2 ? m * 8 : m, held >= 8, names[held]) < 0)
+                break;
+    if (m >= 0 && held == N_VIEWS && check_games(&st, views[0].buf, m) == 0) {
+        const Py_ssize_t *games = views[0].buf, *seats = views[1].buf;
+        const int32_t *row[5] = {views[3].buf, views[4].buf, views[5].buf, views[6].buf, views[7].buf};
+        for (Py_ssize_t i = 0; i < m; i++) {
+            if (seats[i] < 0 || seats[i] >= st.N) {
+                PyErr_Format(PyExc_IndexError, "seat %zd outside the pod", seats[i]);
+                break;
+            }
+            h.ramp_until = row[0][i], h.removal_min_power = row[1][i], h.draw_below = row[2][i];
+            h.hold_when_behind = row[3][i], h.commander_first = row[4][i];
+            heuristic_one(&st, &h, games[i], seats[i], (const uint8_t *)views[2].buf + 8 * i,
+                          (Py_ssize_t *)views[8].buf + i, (Py_ssize_t *)views[9].buf + i);
         }
     }
-    return 0;
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    release(&st);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
 }
+
+/* ----------------------------------------------------------------------------------------------- module */
 
 static PyObject *legal_mask(PyObject *self, PyObject *args) {
     PyObject *arrays, *g_obj, *out_obj;
@@ -618,6 +750,8 @@ static PyObject *apply(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"init", init, METH_VARARGS, "Take the card tables and the rules' constants (once, from rules.py)."},
     {"legal_mask", legal_mask, METH_VARARGS, "legal_mask(arrays, max_turn, g, out[M,8] bool)"},
+    {"heuristic_act", heuristic_act, METH_VARARGS,
+     "heuristic_act(arrays, max_turn, g, seats, mask, params, choices, actions out, targets out): target=value"},
     {"apply", apply, METH_VARARGS,
      "apply(arrays, max_turn, g, action, target|None, reward f32, card i16, tgt i8): the decisions, checked legal"},
     {NULL, NULL, 0, NULL},

@@ -114,6 +114,31 @@ class HeuristicPlayer:
         self.source = source
 
     def act(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        if rules.native is not None and self.params.target == "value":
+            return self._act_native(batch)
+        return self.act_numpy(batch)
+
+    def _act_native(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`act_numpy` in C (``toolkit/game/_rules.c``), decision by decision: the same actions and targets."""
+        p, m = self.params, len(batch.games)
+        actions, targets = np.empty(m, np.intp), np.empty(m, np.intp)
+        # one value per decision: the vectorised env asks several heuristics as one, each row with its own
+        per_row = (p.ramp_until, p.removal_min_power, p.draw_below, p.hold_when_behind, p.commander_first)
+        rules.native.heuristic_act(  # type: ignore[attr-defined]
+            rules.native_arrays(batch.state),
+            batch.state.max_turn,
+            np.ascontiguousarray(batch.games, np.intp),
+            np.ascontiguousarray(batch.seats, np.intp),
+            np.ascontiguousarray(batch.mask, bool),
+            (*(np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int32), m)) for v in per_row), p.attack_min_value),
+            tuple(_CHOICES.tolist()),
+            actions,
+            targets,
+        )
+        return actions, targets
+
+    def act_numpy(self, batch: DecisionBatch) -> tuple[np.ndarray, np.ndarray | None]:
+        """The heuristic's decisions in numpy: the definition (every ``target``; the native one covers ``value``)."""
         p, st, g, s, mask = self.params, batch.state, batch.games, batch.seats.astype(np.intp), batch.mask
         creature_power = POWER[st.creatures[g].astype(np.intp)]  # [M,N,SLOTS]; intp indices: ~3x faster than int16
         power = np.einsum("mns->mn", creature_power)  # rules.seat_power, from the lookup the threat reads too

@@ -417,7 +417,7 @@ def legal_mask(state: GameState, g: np.ndarray) -> np.ndarray:
     if native is None:
         return legal_mask_numpy(state, g)
     mask = np.empty((len(g), N_ACTIONS), bool)
-    native.legal_mask(_arrays(state), state.max_turn, np.ascontiguousarray(g, np.intp), mask)
+    native.legal_mask(native_arrays(state), state.max_turn, np.ascontiguousarray(g, np.intp), mask)
     return mask
 
 
@@ -730,7 +730,7 @@ def apply(
     if native is not None:
         games = np.ascontiguousarray(g, np.intp)
         targets = None if target is None else np.ascontiguousarray(target, np.intp)
-        native.apply(_arrays(state), state.max_turn, games, action, targets, reward, card, tgt)
+        native.apply(native_arrays(state), state.max_turn, games, action, targets, reward, card, tgt)
         return StepResult(reward, card, tgt)
     return _apply_numpy(state, g, action, target, reward, card, tgt)
 
@@ -797,7 +797,8 @@ def copy_state(state: GameState) -> GameState:
 _FIELDS: Final = tuple(f.name for f in fields(GameState) if f.name != "max_turn")
 
 
-def _arrays(state: GameState) -> tuple[np.ndarray, ...]:
+def native_arrays(state: GameState) -> tuple[np.ndarray, ...]:
+    """The state as the native loops take it: GameState's arrays in field order."""
     return tuple(getattr(state, name) for name in _FIELDS)
 
 
