@@ -72,13 +72,15 @@ class Measurement:
         return self.rows / self.wall_s if self.wall_s else float("nan")
 
 
-def run_child(name: str, argv: list[str], timeout: float | None = None) -> Measurement:
-    """Run ``argv`` (a Python command) in a fresh process and parse its result line.
+def run_child(
+    name: str, argv: list[str], timeout: float | None = None, env: dict[str, str] | None = None
+) -> Measurement:
+    """Run ``argv`` (a Python command) in a fresh process (``env`` added to this one's) and parse its result line.
 
     Raises:
         RuntimeError: the child failed or printed no result.
     """
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONHASHSEED": "0", **(env or {})}
     proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=timeout, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:

@@ -8,6 +8,10 @@ target of 300,000) against the same engine one game at a time (batch of 1)
 in the same run; the single-game Gymnasium env and the vectorised env with a
 random agent; ``distill simulate`` end to end writing JSONL.
 
+Native rules: the rules' and the reference heuristic's C loops (``toolkit/game/_rules.c``) against the numpy
+rules they follow, 4 heuristics at batches of 1, 32 and 1,024 games, each side in fresh processes (best of 3),
+the same games (the decisions counted must agree), the ratio printed; ``--only-native`` runs only this.
+
 Balance, over ``--games`` games per lineup (seats rotated), against the
 targets of the learning issue: the heuristic must not be exploitable by
 passivity (random wins <= 12% in heuristic x3 + random; the heuristic wins
@@ -47,7 +51,7 @@ from toolkit.game.simulate import simulate
 from toolkit.game.vec_env import CommanderVecEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import verdict  # noqa: E402
+from _common import best_of, report_child, run_child, timed, verdict  # noqa: E402
 
 ORIGIN_DECISIONS_PER_S = 3_200  # the origin lab's simulator (field notes)
 BATCHED_TARGET = 300_000  # decisions/s of the batched core, 4 heuristics (issue 26; a numpy prototype reached 383k)
@@ -189,12 +193,58 @@ def balance(games: int) -> None:
     )
 
 
+# (batch, games) of the native-rules comparison: one game at a time (the single-game env), the tens of games an
+# evaluation, a gate or an engine plays at once, and the batches of simulate and PPO's env.
+NATIVE_CASES = ((1, 24), (32, 512), (1024, 8192))
+
+
+def child_play(batch: int, games: int) -> None:
+    """(child) 4 heuristics play ``games`` games ``batch`` at once, with the rules DISTILL_RULES picks."""
+    from toolkit.game import rules
+
+    heuristics = [HeuristicPlayer()] * 4
+    with timed() as t:
+        decisions = sum(int(f.decisions.sum()) for f in core.play(heuristics, games, seed=0, batch_size=batch))
+    report_child(decisions, t, native=rules.native is not None)
+
+
+def native_rules(quick: bool) -> None:
+    """The rules' and the heuristic's C loops against the numpy rules they follow: the same games (the same
+    decisions, counted), each side in fresh processes, best of three, in this one run."""
+    print("native rules (toolkit/game/_rules.c) against the numpy rules, 4 heuristics, same games:")
+    for batch, games in NATIVE_CASES:
+        games = max(batch, games // 4) if quick else games
+        best = {}
+        for kind in ("numpy", "native"):
+            argv = [__file__, "--child-play", str(batch), str(games)]
+            runs = [run_child(f"{kind} {batch}", argv, env={"DISTILL_RULES": kind}) for _ in range(1 if quick else 3)]
+            best[kind] = best_of(runs)
+            if best[kind].extra["native"] != (kind == "native"):
+                raise RuntimeError(f"the {kind} run did not play with the {kind} rules (is _rules.c built?)")
+        numpy_run, native_run = best["numpy"], best["native"]
+        if numpy_run.rows != native_run.rows:
+            raise RuntimeError(f"batch {batch}: {numpy_run.rows} decisions with numpy, {native_run.rows} native")
+        print(
+            f"  batch {batch:>5,}: {numpy_run.rows:>9,} decisions, numpy {numpy_run.rows / numpy_run.wall_s:>9,.0f}/s,"
+            f" native {native_run.rows / native_run.wall_s:>10,.0f}/s: "
+            f"{numpy_run.wall_s / native_run.wall_s:.1f}x ({numpy_run.cpu_s / native_run.cpu_s:.1f}x in CPU)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=4_000, help="games per balance lineup")
     parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test of the bench)")
     parser.add_argument("--skip-balance", action="store_true")
+    parser.add_argument("--only-native", action="store_true", help="only the native-rules comparison")
+    parser.add_argument("--child-play", nargs=2, type=int, metavar=("BATCH", "GAMES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child_play:
+        child_play(*args.child_play)
+        return
+    native_rules(args.quick)
+    if args.only_native:
+        return
     speed(args.quick)
     if not args.skip_balance:
         balance(1_000 if args.quick else args.games)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import signal
@@ -252,6 +253,25 @@ def test_a_run_that_finishes_while_its_status_is_read_shows_as_finished(tmp_path
     monkeypatch.setattr(RunFolder, "process", finished_as_it_looks)
     status = run_status(home, "tiny")
     assert (status.status, status.pid) == ("finished", None)  # not "interrupted": its last state was read
+
+
+def test_a_run_shows_as_running_while_its_process_holds_its_lock_whatever_its_last_state(
+    tmp_path: Path, reference
+) -> None:
+    from toolkit.loop.status import run_status
+
+    home = _copy_of(reference[0].home, tmp_path)
+    run = RunFolder(home, "tiny")
+    last = run.load()
+    for saved in ("paused", "stopped", "finished"):  # saved as the loop lets go of its lock (or resumed, not yet saved)
+        run.save(last.model_copy(update={"status": saved}))
+        with run.hold():
+            status = run_status(home, "tiny")
+            assert (status.status, status.pid, status.controls) == ("running", os.getpid(), ["pause", "stop"])
+        status = run_status(home, "tiny")
+        assert (status.status, status.pid) == (saved, None)  # let go: its last state shows
+        controls = {"paused": ["resume", "stop"], "stopped": ["resume"], "finished": []}
+        assert status.controls == controls[saved]
 
 
 @pytest.mark.parametrize("step", GENERATION_STEPS)

@@ -658,25 +658,44 @@ static PyObject *heuristic_act(PyObject *self, PyObject *args) {
     const Py_ssize_t sizes[N_VIEWS] = {P, P, 1, 4, 4, 4, 4, 4, P, P};
     const char *names[N_VIEWS] = {"g", "the seats", "the mask", "ramp_until", "removal_min_power", "draw_below",
                                   "hold_when_behind", "commander_first", "the actions", "the targets"};
+    /* a per-row parameter is a Python int (the same for every row: no buffer) or one int32 per row */
+    int32_t scalar[5];
+    const int32_t *row[5];
+    int is_buffer[N_VIEWS];
     if (m >= 0)
-        for (; held < N_VIEWS; held++)
+        for (; held < N_VIEWS; held++) {
+            is_buffer[held] = !(held >= 3 && held < 8 && PyLong_Check(objs[held]));
+            if (!is_buffer[held]) {
+                long value = PyLong_AsLong(objs[held]);
+                if (value == -1 && PyErr_Occurred()) break;
+                if (value < INT32_MIN || value > INT32_MAX) {
+                    PyErr_Format(PyExc_OverflowError, "%s out of range", names[held]);
+                    break;
+                }
+                scalar[held - 3] = (int32_t)value, row[held - 3] = NULL;
+                continue;
+            }
             if (vector(objs[held], &views[held], sizes[held], held == 2 ? m * 8 : m, held >= 8, names[held]) < 0)
                 break;
+            if (held >= 3 && held < 8) row[held - 3] = views[held].buf;
+        }
     if (m >= 0 && held == N_VIEWS && check_games(&st, views[0].buf, m) == 0) {
         const Py_ssize_t *games = views[0].buf, *seats = views[1].buf;
-        const int32_t *row[5] = {views[3].buf, views[4].buf, views[5].buf, views[6].buf, views[7].buf};
+#define PARAM(j) (row[j] ? row[j][i] : scalar[j])
         for (Py_ssize_t i = 0; i < m; i++) {
             if (seats[i] < 0 || seats[i] >= st.N) {
                 PyErr_Format(PyExc_IndexError, "seat %zd outside the pod", seats[i]);
                 break;
             }
-            h.ramp_until = row[0][i], h.removal_min_power = row[1][i], h.draw_below = row[2][i];
-            h.hold_when_behind = row[3][i], h.commander_first = row[4][i];
+            h.ramp_until = PARAM(0), h.removal_min_power = PARAM(1), h.draw_below = PARAM(2);
+            h.hold_when_behind = PARAM(3), h.commander_first = PARAM(4);
             heuristic_one(&st, &h, games[i], seats[i], (const uint8_t *)views[2].buf + 8 * i,
                           (Py_ssize_t *)views[8].buf + i, (Py_ssize_t *)views[9].buf + i);
         }
+#undef PARAM
     }
-    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    for (int i = 0; i < held; i++)
+        if (is_buffer[i]) PyBuffer_Release(&views[i]);
     release(&st);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;

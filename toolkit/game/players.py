@@ -130,7 +130,7 @@ class HeuristicPlayer:
             np.ascontiguousarray(batch.games, np.intp),
             np.ascontiguousarray(batch.seats, np.intp),
             np.ascontiguousarray(batch.mask, bool),
-            (*(np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int32), m)) for v in per_row), p.attack_min_value),
+            (*(_per_row(value, m) for value in per_row), p.attack_min_value),
             tuple(_CHOICES.tolist()),
             actions,
             targets,
@@ -202,6 +202,13 @@ class HeuristicPlayer:
         untapped = ((st.creatures[g] >= 0) & ~st.tapped[g]).sum(-1)
         score = -untapped.astype(np.int32) * 4096 - st.life[g] * 16 - distance  # fewest blockers, then lowest life
         return np.where(st.eliminated[g] | (distance == 0), np.int32(-(1 << 30)), score).argmax(1)
+
+
+def _per_row(value: int | np.ndarray, m: int) -> int | np.ndarray:
+    """A heuristic's parameter as the native loop takes it: an int for every row, or one int32 per row."""
+    if isinstance(value, (int, np.integer, np.bool_)):  # bool is an int
+        return int(value)
+    return np.ascontiguousarray(np.broadcast_to(value, m), np.int32)
 
 
 KILL_VALUE: Final = 1000.0  # an attack that eliminates its target is worth more than any damage

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Final
 
 import numpy as np
@@ -799,7 +800,10 @@ _FIELDS: Final = tuple(f.name for f in fields(GameState) if f.name != "max_turn"
 
 def native_arrays(state: GameState) -> tuple[np.ndarray, ...]:
     """The state as the native loops take it: GameState's arrays in field order."""
-    return tuple(getattr(state, name) for name in _FIELDS)
+    return _GET_ARRAYS(state)  # type: ignore[no-any-return]
+
+
+_GET_ARRAYS: Final = attrgetter(*_FIELDS)  # one call for the tuple: ~10x cheaper than a loop of getattr
 
 
 def _load_native() -> object | None:

@@ -66,7 +66,10 @@ def run_status(layout: Layout, name: str) -> RunStatus:
     records = run.records()
     last = records[-1] if records else None
     requested = run.requested()
-    shown = "interrupted" if state.status == "running" and pid is None else state.status
+    # A process that holds the run's lock runs it, whatever its last saved state says: a loop that paused, stopped
+    # or finished saved that state and is letting go of its lock (until it has, a resume is refused), and a loop
+    # resumed from the dashboard holds the lock before it saves "running".
+    shown = "running" if pid is not None else "interrupted" if state.status == "running" else state.status
     running = state.running_step if pid is not None and state.status == "running" else None
     return RunStatus(
         name=state.name,
