@@ -1,5 +1,6 @@
 """The native rules (``toolkit/game/_rules.c``) play exactly the numpy rules: the same masks, the same state after
-every decision, the same rewards, cards and targets, on random play of every pod size, with eliminations, turn
+every decision, the same rewards, cards and targets, the same observations and seat counts, the same heuristic
+decisions, on random play of every pod size, with eliminations, turn
 limits, held removal and attack targets of every kind (the rule's, a chosen live opponent, oneself, an eliminated
 seat, out of range)."""
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from toolkit.game import rules
+from toolkit.game.observation import observe, observe_numpy, seat_features, seat_features_numpy
 from toolkit.game.players import TUNED, DecisionBatch, HeuristicPlayer
 
 
@@ -52,6 +54,13 @@ def test_native_and_numpy_rules_play_the_same_games(n_seats: int, life: int, max
         g = np.flatnonzero(~numpy.done)
         mask = rules.legal_mask_numpy(numpy, g)
         assert np.array_equal(rules.legal_mask(native, g), mask), f"masks differ at step {steps}"
+        # what a policy sees and what a record logs: the same vectors, bit for bit
+        observed, expected_observed = observe(native, g, mask), observe_numpy(numpy, g, mask)
+        assert observed.dtype == np.float32 and np.array_equal(
+            observed.view(np.uint32), expected_observed.view(np.uint32)
+        )
+        counts, expected_counts = seat_features(native, g), seat_features_numpy(numpy, g)
+        assert counts.dtype == expected_counts.dtype and np.array_equal(counts, expected_counts)
         seats = numpy.seat[g].astype(np.intp)
         chosen = []
         for player in players:  # the heuristic's C loop decides as its numpy definition does

@@ -701,6 +701,147 @@ static PyObject *heuristic_act(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ----------------------------------------------------------------------------------------------- observation */
+
+/* observation.seat_features and observation.observe (features.encode of the live state), game by game. The
+   encoder's layout and scales come from toolkit.features once (``init_features``): float32 products of the
+   same float32 factors, so the vectors are the numpy encoder's bit for bit. */
+enum { N_SEAT_FIELDS = 11, N_HAND_KINDS = 5 };
+static int features_ready = 0;
+static float inv_seat_scale[N_SEAT_FIELDS], hand_factor, turn_factor, pod_factor;
+static Py_ssize_t f_hand, f_zone, f_turn, f_pod, f_phase, f_legal, f_known, feature_size, slot_size, max_seats;
+static int phase_code[2], hand_kinds[N_HAND_KINDS];
+
+static PyObject *init_features(PyObject *self, PyObject *args) {
+    PyObject *inv;
+    if (!PyArg_ParseTuple(args, "O(nnnnnnnnnn)(fff)(ii)(iiiii)", &inv, &f_hand, &f_zone, &f_turn, &f_pod, &f_phase,
+                          &f_legal, &f_known, &feature_size, &slot_size, &max_seats, &hand_factor, &turn_factor,
+                          &pod_factor, &phase_code[0], &phase_code[1], &hand_kinds[0], &hand_kinds[1],
+                          &hand_kinds[2], &hand_kinds[3], &hand_kinds[4]))
+        return NULL;
+    float *table = copy_table(inv, 4, N_SEAT_FIELDS);
+    if (table == NULL) return NULL;
+    memcpy(inv_seat_scale, table, sizeof inv_seat_scale);
+    PyMem_RawFree(table);
+    if (slot_size != 1 + N_SEAT_FIELDS || max_seats < 1 || f_known + 1 != feature_size ||
+        f_hand + N_HAND_KINDS > feature_size || max_seats * slot_size > f_hand || f_legal + 8 > feature_size) {
+        PyErr_SetString(PyExc_ValueError, "the encoder's layout does not fit the native observation");
+        return NULL;
+    }
+    for (int k = 0; k < N_HAND_KINDS; k++)
+        if (hand_kinds[k] < 0 || hand_kinds[k] >= N_KINDS) {
+            PyErr_SetString(PyExc_ValueError, "a hand role names no card kind");
+            return NULL;
+        }
+    features_ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* the record's counts of seat n (SEAT_FIELDS order), int16 as numpy sums them */
+static void seat_row(State *st, Py_ssize_t b, Py_ssize_t n, int16_t *out) {
+    const int16_t *cmd = SEAT_ROW(st, cmd_damage, b, n, st->N), *row = SEAT_ROW(st, creatures, b, n, slots);
+    const int8_t *hand = SEAT_ROW(st, hand, b, n, n_cards), *grave = SEAT_ROW(st, graveyard, b, n, n_cards);
+    const int8_t *perms = SEAT_ROW(st, permanents, b, n, n_cards);
+    int16_t damage = 0, in_hand = 0, in_grave = 0, permanents = 0, lands = 0, on_board = 0, power = 0;
+    for (Py_ssize_t j = 0; j < st->N; j++) damage += cmd[j];
+    for (Py_ssize_t c = 0; c < n_cards; c++) in_hand += hand[c], in_grave += grave[c], permanents += perms[c];
+    for (Py_ssize_t c = kind_lo[LAND]; c < kind_hi[LAND]; c++) lands += perms[c];
+    for (int k = 0; k < slots; k++) on_board += row[k] >= 0, power += POWER[TAB(row[k])];
+    out[0] = AT(st, life, b, n);
+    out[1] = damage;
+    out[2] = AT(st, pool, b, n);
+    out[3] = (int16_t)(tax_step * AT(st, commander_casts, b, n));
+    out[4] = in_hand;
+    out[5] = in_grave;
+    out[6] = on_board;
+    out[7] = lands;
+    out[8] = (int16_t)(permanents + on_board);
+    out[9] = power;
+    out[10] = AT(st, eliminated, b, n);
+}
+
+static void observe_one(State *st, Py_ssize_t b, const uint8_t *mask, float *out) {
+    Py_ssize_t N = st->N, s = st->seat[b];
+    if (s < 0) s += N;
+    memset(out, 0, feature_size * sizeof(float));
+    int16_t counts[N_SEAT_FIELDS];
+    for (Py_ssize_t k = 0; k < N && k < max_seats; k++) { /* slot k: the seat k places after the acting one */
+        seat_row(st, b, (s + k) % N, counts);
+        float *slot = out + k * slot_size;
+        slot[0] = 1.0f;
+        for (int f = 0; f < N_SEAT_FIELDS; f++) slot[1 + f] = (float)counts[f] * inv_seat_scale[f];
+    }
+    const int8_t *hand = SEAT_ROW(st, hand, b, s, n_cards);
+    for (int r = 0; r < N_HAND_KINDS; r++) {
+        int16_t held = 0;
+        for (Py_ssize_t c = kind_lo[hand_kinds[r]]; c < kind_hi[hand_kinds[r]]; c++) held += hand[c];
+        out[f_hand + r] = (float)held * hand_factor;
+    }
+    out[f_zone] = AT(st, in_command_zone, b, s) ? 1.0f : 0.0f;
+    out[f_turn] = (float)st->turn[b] * turn_factor;
+    out[f_pod] = (float)N * pod_factor;
+    out[f_phase + phase_code[st->phase[b] & 1]] = 1.0f; /* phase is MAIN_1 (0) or MAIN_2 (1) */
+    for (int a = 0; a < 8; a++) out[f_legal + a] = mask[a] ? 1.0f : 0.0f;
+    out[f_known] = 1.0f;
+}
+
+static PyObject *observe(PyObject *self, PyObject *args) {
+    PyObject *arrays, *g_obj, *mask_obj, *out_obj;
+    int max_turn;
+    if (!PyArg_ParseTuple(args, "OiOOO", &arrays, &max_turn, &g_obj, &mask_obj, &out_obj)) return NULL;
+    if (!features_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the native observation was not initialised");
+        return NULL;
+    }
+    State st;
+    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    Py_ssize_t m = PyObject_Length(g_obj);
+    Py_buffer g, mask, out;
+    int held = 0;
+    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), m, 0, "g") == 0) {
+        held = 1;
+        if (vector(mask_obj, &mask, 1, m * 8, 0, "the mask") == 0) {
+            held = 2;
+            if (vector(out_obj, &out, 4, m * feature_size, 1, "the observations") == 0) held = 3;
+        }
+    }
+    if (held == 3 && check_games(&st, g.buf, m) == 0) {
+        for (Py_ssize_t i = 0; i < m; i++)
+            observe_one(&st, ((Py_ssize_t *)g.buf)[i], (uint8_t *)mask.buf + 8 * i, (float *)out.buf + feature_size * i);
+    }
+    if (held >= 3) PyBuffer_Release(&out);
+    if (held >= 2) PyBuffer_Release(&mask);
+    if (held >= 1) PyBuffer_Release(&g);
+    release(&st);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *seat_features(PyObject *self, PyObject *args) {
+    PyObject *arrays, *g_obj, *out_obj;
+    int max_turn;
+    if (!PyArg_ParseTuple(args, "OiOO", &arrays, &max_turn, &g_obj, &out_obj)) return NULL;
+    State st;
+    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    Py_ssize_t m = PyObject_Length(g_obj);
+    Py_buffer g, out;
+    int held = 0;
+    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), m, 0, "g") == 0) {
+        held = 1;
+        if (vector(out_obj, &out, 2, m * st.N * N_SEAT_FIELDS, 1, "the seat features") == 0) held = 2;
+    }
+    if (held == 2 && check_games(&st, g.buf, m) == 0) {
+        for (Py_ssize_t i = 0; i < m; i++)
+            for (Py_ssize_t n = 0; n < st.N; n++)
+                seat_row(&st, ((Py_ssize_t *)g.buf)[i], n, (int16_t *)out.buf + (i * st.N + n) * N_SEAT_FIELDS);
+    }
+    if (held >= 2) PyBuffer_Release(&out);
+    if (held >= 1) PyBuffer_Release(&g);
+    release(&st);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ----------------------------------------------------------------------------------------------- module */
 
 static PyObject *legal_mask(PyObject *self, PyObject *args) {
@@ -771,6 +912,9 @@ static PyMethodDef methods[] = {
     {"legal_mask", legal_mask, METH_VARARGS, "legal_mask(arrays, max_turn, g, out[M,8] bool)"},
     {"heuristic_act", heuristic_act, METH_VARARGS,
      "heuristic_act(arrays, max_turn, g, seats, mask, params, choices, actions out, targets out): target=value"},
+    {"init_features", init_features, METH_VARARGS, "Take the encoder's layout and scales (once, from observation)."},
+    {"observe", observe, METH_VARARGS, "observe(arrays, max_turn, g, mask[M,8] bool, out[M,F] float32)"},
+    {"seat_features", seat_features, METH_VARARGS, "seat_features(arrays, max_turn, g, out[M,N,11] int16)"},
     {"apply", apply, METH_VARARGS,
      "apply(arrays, max_turn, g, action, target|None, reward f32, card i16, tgt i8): the decisions, checked legal"},
     {NULL, NULL, 0, NULL},
