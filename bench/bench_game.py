@@ -12,6 +12,10 @@ Native rules: the rules' and the reference heuristic's C loops (``toolkit/game/_
 rules they follow, 4 heuristics at batches of 1, 32 and 1,024 games, each side in fresh processes (best of 3),
 the same games (the decisions counted must agree), the ratio printed; ``--only-native`` runs only this.
 
+Last native-rules runs (7 December, quiet machine, two runs, numpy -> native decisions/s): batch 1 1,254 ->
+14,267 and 1,624 -> 13,838 (11.4x, 8.5x); batch 32 19,057 -> 196,095 and 20,251 -> 204,206 (10.3x, 10.1x);
+batch 1,024 207,599 -> 598,616 and 213,458 -> 597,636 (2.9x, 2.8x); the same decisions counted each time.
+
 Balance, over ``--games`` games per lineup (seats rotated), against the
 targets of the learning issue: the heuristic must not be exploitable by
 passivity (random wins <= 12% in heuristic x3 + random; the heuristic wins
