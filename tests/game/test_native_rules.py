@@ -14,7 +14,11 @@ import pytest
 
 from toolkit.game import rules
 from toolkit.game.observation import observe, observe_numpy, seat_features, seat_features_numpy
-from toolkit.game.players import TUNED, DecisionBatch, HeuristicPlayer
+from toolkit.game.players import TUNED, DecisionBatch, HeuristicParams, HeuristicPlayer
+
+# a third heuristic: never holds, never ramps or draws on purpose, keeps its removal, commander last (its attack
+# threshold is the default's: the vectorised env asks as one only heuristics that share it)
+PLAIN = HeuristicParams(hold_when_behind=False, commander_first=False, ramp_until=0, draw_below=0, removal_min_power=50)
 
 
 def test_the_native_rules_are_built() -> None:
@@ -27,6 +31,25 @@ def _assert_same(a: rules.GameState, b: rules.GameState, where: str) -> None:
         left, right = getattr(a, field.name), getattr(b, field.name)
         if isinstance(left, np.ndarray):
             assert left.dtype == right.dtype and np.array_equal(left, right), f"{field.name} differs {where}"
+
+
+def _shake(rng: np.random.Generator, g: np.ndarray, states: tuple[rules.GameState, ...]) -> None:
+    """Set life, commander damage, mana, held mana, tapped and sick creatures, commander tax and phase of the
+    games ``g`` at random (lethal and commander-lethal combats, held removal, chump blocks)."""
+    shape = (len(g), states[0].n_seats)
+    values = {
+        "life": rng.integers(-3, 61, shape).astype(np.int16),
+        "cmd_damage": rng.integers(0, 25, (*shape, shape[1])).astype(np.int16),
+        "pool": rng.integers(0, 16, shape).astype(np.int16),
+        "holding": rng.random(shape) < 0.5,
+        "tapped": rng.random((*shape, rules.SLOTS)) < 0.3,
+        "sick": rng.random((*shape, rules.SLOTS)) < 0.3,
+        "commander_casts": rng.integers(0, 9, shape).astype(np.int16),
+        "phase": rng.integers(0, 2, len(g)).astype(np.int8),
+    }
+    for state in states:
+        for name, value in values.items():
+            getattr(state, name)[g] = value
 
 
 def _targets(rng: np.random.Generator, n_games: int, n_seats: int) -> np.ndarray:
@@ -47,11 +70,18 @@ def test_native_and_numpy_rules_play_the_same_games(n_seats: int, life: int, max
     numpy = rules.copy_state(native)
     rng = np.random.default_rng(seed)
     # a mix of deciders so that every action is taken: random, the heuristic and the tuned one (holds removal)
-    players = [HeuristicPlayer(), HeuristicPlayer(TUNED)]
+    # (the plain one attacks only for a kill or 3 points of worth)
+    players = [
+        HeuristicPlayer(),
+        HeuristicPlayer(TUNED),
+        HeuristicPlayer(PLAIN.model_copy(update={"attack_min_value": 3.0})),
+    ]
     kinds = np.zeros(rules.N_ACTIONS, int)
     steps = 0
     while not numpy.done.all():
         g = np.flatnonzero(~numpy.done)
+        if rng.random() < 0.2:  # states play seldom reaches: the same shake on both copies
+            _shake(rng, g, (native, numpy))
         mask = rules.legal_mask_numpy(numpy, g)
         assert np.array_equal(rules.legal_mask(native, g), mask), f"masks differ at step {steps}"
         # what a policy sees and what a record logs: the same vectors, bit for bit
@@ -69,8 +99,8 @@ def test_native_and_numpy_rules_play_the_same_games(n_seats: int, life: int, max
             for left, right in zip(found_choice, expected_choice, strict=True):
                 assert np.array_equal(left, right), f"the heuristic's choices differ at step {steps}"
             chosen.append(expected_choice[0])
-        choice = rng.integers(3)
-        actions = (rng.random(mask.shape) + mask).argmax(1) if choice == 2 else chosen[choice]
+        choice = rng.integers(len(players) + 1)
+        actions = (rng.random(mask.shape) + mask).argmax(1) if choice == len(players) else chosen[choice]
         targets = _targets(rng, len(g), n_seats) if rng.random() < 0.7 else None
         expected = rules.apply_numpy(numpy, g, actions, targets)
         found = rules.apply(native, g, actions, targets, mask)
@@ -109,13 +139,13 @@ def test_native_heuristics_asked_as_one_with_a_parameter_per_row_decide_as_each_
     state = rules.new_state(64, config)
     rules.deal(state, np.arange(64), [np.random.default_rng([9, k]) for k in range(64)], config)
     rng = np.random.default_rng(9)
-    variants = [HeuristicPlayer(), HeuristicPlayer(TUNED)]
+    variants = [HeuristicPlayer(), HeuristicPlayer(TUNED), HeuristicPlayer(PLAIN)]
     for _ in range(300):
         g = np.flatnonzero(~state.done)
         if not len(g):
             break
         mask, seats = rules.legal_mask(state, g), state.seat[g].astype(np.intp)
-        which = rng.integers(2, size=len(g))
+        which = rng.integers(len(variants), size=len(g))
         alone = [v.act(DecisionBatch(state, g, seats, mask, rng)) for v in variants]
         mixed = HeuristicPlayer()
         mixed.params = SimpleNamespace(  # type: ignore[assignment]
@@ -127,6 +157,62 @@ def test_native_heuristics_asked_as_one_with_a_parameter_per_row_decide_as_each_
             }
         )
         actions, targets = mixed.act(DecisionBatch(state, g, seats, mask, rng))
+        numpy_actions, numpy_targets = mixed.act_numpy(DecisionBatch(state, g, seats, mask, rng))
+        assert np.array_equal(actions, numpy_actions) and np.array_equal(targets, numpy_targets)
         assert np.array_equal(actions, np.choose(which, [a[0] for a in alone]))
         assert np.array_equal(targets, np.choose(which, [a[1] for a in alone]))
         rules.apply(state, g, actions, targets, mask)
+
+
+def test_the_native_loops_refuse_what_no_game_holds_never_reading_past_an_array() -> None:
+    config = rules.RulesConfig()
+    state = rules.new_state(4, config)
+    rules.deal(state, np.arange(4), [np.random.default_rng([1, k]) for k in range(4)], config)
+    g, mask = np.arange(4), rules.legal_mask(state, np.arange(4))
+    passing = np.full(4, rules.PASS)
+    with pytest.raises(IndexError, match="given twice"):
+        rules.legal_mask(state, np.array([1, 1]))
+    broken = rules.copy_state(state)
+    broken.seat[2] = config.n_seats
+    with pytest.raises(IndexError, match="acting seat outside the pod"):
+        observe(broken, g, mask)
+    broken = rules.copy_state(state)
+    broken.creatures[3, 1, 0] = 500
+    with pytest.raises(IndexError, match="creature that is no card"):
+        rules.apply(broken, g, passing, None, mask)
+    broken = rules.copy_state(state)
+    broken.library[:, :, :] = 99  # the next turn's draw reads a value no card has
+    with pytest.raises(IndexError, match="no card"):
+        rules.apply(broken, g, passing, None, mask)
+    with pytest.raises(ValueError, match="wrong type or length"):  # an output too short
+        rules.native.legal_mask(rules.native_arrays(state), state.max_turn, g, np.empty((3, 8), bool))
+    with pytest.raises(ValueError, match="ramp_until has the wrong type or length"):  # int64 where int32 is due
+        rules.native.heuristic_act(
+            rules.native_arrays(state),
+            state.max_turn,
+            g,
+            g,
+            mask,
+            (np.arange(2), 0, 0, 0, 0, 0.5),
+            tuple(range(8)),
+            np.empty(4, np.intp),
+            np.empty(4, np.intp),
+        )
+    with pytest.raises(OverflowError):
+        rules.native.heuristic_act(
+            rules.native_arrays(state),
+            state.max_turn,
+            g,
+            g,
+            mask,
+            (2**40, 0, 0, 0, 0, 0.5),
+            tuple(range(8)),
+            np.empty(4, np.intp),
+            np.empty(4, np.intp),
+        )
+    readonly = rules.copy_state(state)
+    for array in rules.native_arrays(readonly):
+        array.flags.writeable = False
+    assert np.array_equal(rules.legal_mask(readonly, g), mask)  # reading needs no write access ...
+    with pytest.raises((ValueError, BufferError)):
+        rules.apply(readonly, g, passing, None, mask)  # ... a change does

@@ -54,15 +54,35 @@ static void *copy_table(PyObject *obj, Py_ssize_t itemsize, Py_ssize_t length) {
     return out;
 }
 
+static void free_tables(void) {
+    void **tables[] = {(void **)&COST, (void **)&POWER, (void **)&TOUGHNESS, (void **)&MANA, (void **)&DRAWS,
+                       (void **)&KIND, (void **)&ATTACKER_KEY, (void **)&BLOCKER_KEY, (void **)&THREAT_SCORE};
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        PyMem_RawFree(*tables[i]);
+        *tables[i] = NULL;
+    }
+}
+
 static PyObject *init(PyObject *self, PyObject *args) {
     PyObject *cost, *power, *toughness, *mana, *draws, *kind, *attacker_key, *blocker_key, *threat_score, *ranges;
+    ready = 0; /* until every table and constant is in place */
+    free_tables();
     if (!PyArg_ParseTuple(args, "nOOOOOOOOOO(iiiiiiii)(iiiiii)(iiiiiiii)(dd)", &n_cards, &cost, &power, &toughness,
                           &mana, &draws, &kind, &attacker_key, &blocker_key, &threat_score, &ranges, &slots,
                           &deck_size, &commander_lethal, &tax_step, &hold_min_mana, &slot_shift, &main_1, &main_2,
                           &LAND, &CREATURE, &REMOVAL, &DRAW, &RAMP, &COMMANDER, &A_CREATURE, &A_REMOVAL, &A_DRAW,
                           &A_RAMP, &A_COMMANDER, &A_ATTACK, &A_HOLD, &A_PASS, &damage_reward, &elimination_reward))
         return NULL;
-    if (slots < 1 || slots > MAX_SLOTS || n_cards < 1) {
+    int actions[8] = {A_CREATURE, A_REMOVAL, A_DRAW, A_RAMP, A_COMMANDER, A_ATTACK, A_HOLD, A_PASS}, seen = 0;
+    int kinds[N_KINDS] = {LAND, CREATURE, REMOVAL, DRAW, RAMP, COMMANDER};
+    for (int i = 0; i < 8; i++) seen |= actions[i] >= 0 && actions[i] < 8 ? 1 << actions[i] : 1 << 8;
+    for (int k = 0; k < N_KINDS; k++) seen |= kinds[k] == k ? 0 : 1 << 9;
+    if (seen != 0xff) {
+        PyErr_SetString(PyExc_ValueError, "the action codes must be 0..7 and the card kinds 0..5, each once");
+        return NULL;
+    }
+    if (slots < 1 || slots > MAX_SLOTS || n_cards < 1 || n_cards > 32767 || deck_size < 1 || slot_shift < 0 ||
+        slot_shift > 24 || (main_1 != 0 && main_1 != 1) || main_2 != 1 - main_1) {
         PyErr_SetString(PyExc_ValueError, "the rules' sizes do not fit the native rules");
         return NULL;
     }
@@ -71,8 +91,10 @@ static PyObject *init(PyObject *self, PyObject *args) {
         !(TOUGHNESS = copy_table(toughness, 2, n)) || !(MANA = copy_table(mana, 2, n)) ||
         !(DRAWS = copy_table(draws, 2, n)) || !(KIND = copy_table(kind, 1, n)) ||
         !(ATTACKER_KEY = copy_table(attacker_key, 4, n)) || !(BLOCKER_KEY = copy_table(blocker_key, 4, n)) ||
-        !(THREAT_SCORE = copy_table(threat_score, 4, n)))
+        !(THREAT_SCORE = copy_table(threat_score, 4, n))) {
+        free_tables();
         return NULL;
+    }
     if (!PyTuple_Check(ranges) || PyTuple_GET_SIZE(ranges) != N_KINDS) {
         PyErr_SetString(PyExc_ValueError, "kind ranges: one (lo, hi) per card kind");
         return NULL;
@@ -95,18 +117,30 @@ enum {
     F_CREATURES, F_SICK, F_TAPPED, F_COMMANDER, F_IN_COMMAND_ZONE, F_COMMANDER_CASTS, F_ARCHETYPE, F_ELIMINATED,
     F_PLACEMENT, F_SEAT, F_PHASE, F_TURN, F_LAND_PLAYED, F_ALIVE, F_DONE, F_TRUNCATED, F_WINNER, N_FIELDS
 };
-/* Per field: item size and shape, in units of B (games), N (seats), C (cards), K (slots), D (deck). */
-static const struct { int itemsize; const char *dims; } FIELDS[N_FIELDS] = {
-    {2, "BN"}, {2, "BNN"}, {2, "BN"}, {2, "BN"}, {1, "BN"}, {1, "BNC"}, {1, "BNC"}, {1, "BNC"}, {2, "BND"},
-    {2, "BN"}, {2, "BNK"}, {1, "BNK"}, {1, "BNK"}, {2, "BN"}, {1, "BN"}, {2, "BN"}, {1, "BN"}, {1, "BN"},
-    {1, "BN"}, {1, "B"}, {1, "B"}, {2, "B"}, {1, "B"}, {1, "B"}, {1, "B"}, {1, "B"}, {1, "B"},
+/* Per field: item size, struct format (h int16, b int8, ? bool) and shape, in units of B (games), N (seats),
+   C (cards), K (slots), D (deck). */
+static const struct { int itemsize; char format; const char *dims; } FIELDS[N_FIELDS] = {
+    {2, 'h', "BN"}, {2, 'h', "BNN"}, {2, 'h', "BN"}, {2, 'h', "BN"}, {1, '?', "BN"}, {1, 'b', "BNC"},
+    {1, 'b', "BNC"}, {1, 'b', "BNC"}, {2, 'h', "BND"}, {2, 'h', "BN"}, {2, 'h', "BNK"}, {1, '?', "BNK"},
+    {1, '?', "BNK"}, {2, 'h', "BN"}, {1, '?', "BN"}, {2, 'h', "BN"}, {1, 'b', "BN"}, {1, '?', "BN"},
+    {1, 'b', "BN"}, {1, 'b', "B"}, {1, 'b', "B"}, {2, 'h', "B"}, {1, '?', "B"}, {1, 'b', "B"}, {1, '?', "B"},
+    {1, '?', "B"}, {1, 'b', "B"},
 };
+
+/* Whether a buffer's struct format is one of ``accept`` (numpy's native formats: one character, maybe after a
+   byte-order mark for native order). */
+static int format_is(const Py_buffer *view, const char *accept) {
+    const char *f = view->format ? view->format : "B";
+    if (*f == '@' || *f == '=' || (*f == '<' && f[1])) f++;
+    return f[0] && !f[1] && strchr(accept, f[0]) != NULL;
+}
 
 typedef struct {
     Py_buffer views[N_FIELDS];
     int held;
     Py_ssize_t B, N;
     int max_turn;
+    int fault; /* set by a loop that met a value no game can hold (see the callers) */
     int16_t *life, *cmd_damage, *sources, *pool, *library, *drawn, *creatures, *commander, *commander_casts, *turn;
     int8_t *permanents, *hand, *graveyard, *placement, *seat, *phase, *alive, *winner;
     uint8_t *holding, *sick, *tapped, *in_command_zone, *eliminated, *land_played, *done, *truncated;
@@ -117,8 +151,10 @@ static void release(State *st) {
     st->held = 0;
 }
 
-static int bind(State *st, PyObject *arrays, int max_turn) {
+/* The state's buffers, checked: writable only where the call changes the state. */
+static int bind(State *st, PyObject *arrays, int max_turn, int writable) {
     st->held = 0;
+    st->fault = 0;
     if (!ready) {
         PyErr_SetString(PyExc_RuntimeError, "the native rules were not initialised");
         return -1;
@@ -128,7 +164,8 @@ static int bind(State *st, PyObject *arrays, int max_turn) {
         return -1;
     }
     for (int i = 0; i < N_FIELDS; i++) {
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, i), &st->views[i], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        int flags = (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, i), &st->views[i], flags) < 0) {
             release(st);
             return -1;
         }
@@ -139,7 +176,8 @@ static int bind(State *st, PyObject *arrays, int max_turn) {
     for (int i = 0; i < N_FIELDS; i++) {
         Py_buffer *v = &st->views[i];
         const char *dims = FIELDS[i].dims;
-        int ok = v->itemsize == FIELDS[i].itemsize && v->ndim == (int)strlen(dims);
+        const char format[2] = {FIELDS[i].format, 0};
+        int ok = v->itemsize == FIELDS[i].itemsize && format_is(v, format) && v->ndim == (int)strlen(dims);
         for (int d = 0; ok && dims[d]; d++) {
             Py_ssize_t want = dims[d] == 'B' ? st->B : dims[d] == 'N' ? st->N : dims[d] == 'C' ? n_cards
                             : dims[d] == 'K' ? slots : deck_size;
@@ -171,25 +209,55 @@ static int bind(State *st, PyObject *arrays, int max_turn) {
     return 0;
 }
 
+/* one seat's row of a [B,N,X] array */
+#define SEAT_ROW(st, arr, b, s, width) ((st)->arr + ((b) * (st)->N + (s)) * (width))
+#define AT(st, arr, b, s) ((st)->arr[(b) * (st)->N + (s)])
+#define INTP "lqn" /* numpy intp: long, long long or ssize_t */
+
+/* The games of a call: in the state, each once (a game is changed in place, one decision at a time), each with an
+   acting seat of the pod, commanders and creatures that are cards, and a library position within the deck:
+   what the loops index by without looking again. */
 static int check_games(State *st, const Py_ssize_t *g, Py_ssize_t m) {
-    for (Py_ssize_t i = 0; i < m; i++) {
-        if (g[i] < 0 || g[i] >= st->B) {
-            PyErr_Format(PyExc_IndexError, "game slot %zd outside the state's %zd", g[i], st->B);
+    uint8_t *seen = PyMem_Calloc(st->B > 0 ? st->B : 1, 1);
+    if (seen == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    const char *why = NULL;
+    Py_ssize_t i = 0;
+    for (; i < m && why == NULL; i++) {
+        Py_ssize_t b = g[i];
+        if (b < 0 || b >= st->B) {
+            PyErr_Format(PyExc_IndexError, "game slot %zd outside the state's %zd", b, st->B);
+            PyMem_Free(seen);
             return -1;
         }
+        if (seen[b]++) why = "a game slot is given twice";
+        else if (st->seat[b] < 0 || st->seat[b] >= st->N) why = "an acting seat outside the pod";
+        for (Py_ssize_t n = 0; n < st->N && why == NULL; n++) {
+            int16_t commander = AT(st, commander, b, n), drawn = AT(st, drawn, b, n);
+            if (commander < 0 || commander >= n_cards) why = "a commander that is no card";
+            else if (drawn < 0 || drawn > deck_size) why = "a library position outside the deck";
+            const int16_t *row = SEAT_ROW(st, creatures, b, n, slots);
+            for (int k = 0; k < slots && why == NULL; k++)
+                if (row[k] < -1 || row[k] >= n_cards) why = "a creature that is no card";
+        }
+    }
+    PyMem_Free(seen);
+    if (why != NULL) {
+        PyErr_Format(PyExc_IndexError, "%s (game slot %zd)", why, g[i - 1]);
+        return -1;
     }
     return 0;
 }
 
-/* one seat's row of a [B,N,X] array */
-#define SEAT_ROW(st, arr, b, s, width) ((st)->arr + ((b) * (st)->N + (s)) * (width))
-#define AT(st, arr, b, s) ((st)->arr[(b) * (st)->N + (s)])
 
-/* A 1-d buffer of ``count`` items of ``itemsize`` bytes, or NULL with an error set. */
-static int vector(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count, int writable,
-                  const char *what) {
-    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) return -1;
-    if (view->itemsize != itemsize || view->len != itemsize * count) {
+/* A buffer of ``count`` items of ``itemsize`` bytes in one of the struct ``formats``, or -1 with an error set. */
+static int vector(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *formats, Py_ssize_t count,
+                  int writable, const char *what) {
+    int flags = (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->itemsize != itemsize || !format_is(view, formats) || view->len != itemsize * count) {
         PyErr_Format(PyExc_ValueError, "%s has the wrong type or length", what);
         PyBuffer_Release(view);
         return -1;
@@ -236,8 +304,7 @@ static int any_affordable(const int8_t *hand, int pool, int kind) {
 static Py_ssize_t distance(State *st, Py_ssize_t n, Py_ssize_t s) { return ((n - s) % st->N + st->N) % st->N; }
 
 static void legal_row(State *st, Py_ssize_t b, uint8_t *mask) {
-    Py_ssize_t s = st->seat[b], N = st->N;
-    if (s < 0) s += N;
+    Py_ssize_t s = st->seat[b], N = st->N; /* a seat of the pod: check_games */
     const int8_t *hand = SEAT_ROW(st, hand, b, s, n_cards);
     int pool = AT(st, pool, b, s);
     int opponent_creature = 0, own = 0;
@@ -267,7 +334,11 @@ static void draw_cards(State *st, Py_ssize_t b, Py_ssize_t s, int count) {
         int16_t *drawn = &AT(st, drawn, b, s);
         if (*drawn >= deck_size) break;
         int card = SEAT_ROW(st, library, b, s, deck_size)[*drawn];
-        SEAT_ROW(st, hand, b, s, n_cards)[COL(card)] += 1;
+        if (card < 0 || card >= n_cards) { /* a library holds cards */
+            st->fault = 1;
+            return;
+        }
+        SEAT_ROW(st, hand, b, s, n_cards)[card] += 1;
         *drawn += 1;
     }
 }
@@ -464,8 +535,7 @@ static void strongest_threat(State *st, Py_ssize_t b, Py_ssize_t s, Py_ssize_t *
 }
 
 static void end_turn(State *st, Py_ssize_t b, int hold) {
-    Py_ssize_t N = st->N, s = st->seat[b];
-    if (s < 0) s += N;
+    Py_ssize_t N = st->N, s = st->seat[b]; /* a seat of the pod: check_games */
     AT(st, holding, b, s) = (uint8_t)hold;
     if (!hold) AT(st, pool, b, s) = 0;
     Py_ssize_t nxt = (s + 1) % N;
@@ -509,8 +579,7 @@ static int cast_ramp(State *st, Py_ssize_t b, Py_ssize_t s) {
 /* One decision of game b (already checked legal); what rules.apply records for it. */
 static void apply_one(State *st, Py_ssize_t b, Py_ssize_t action, Py_ssize_t target, float *reward, int16_t *card,
                       int8_t *tgt) {
-    Py_ssize_t s = st->seat[b];
-    if (s < 0) s += st->N;
+    Py_ssize_t s = st->seat[b]; /* a seat of the pod: check_games */
     *reward = 0.0f, *card = -1, *tgt = -1;
     if (action == A_CREATURE) {
         int c = best_in_hand(st, b, s, CREATURE, 0);
@@ -650,12 +719,13 @@ static PyObject *heuristic_act(PyObject *self, PyObject *args) {
                           &h.choices[7], &objs[8], &objs[9]))
         return NULL;
     State st;
-    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(objs[0]);
     Py_buffer views[N_VIEWS];
     int held = 0;
     const Py_ssize_t P = sizeof(Py_ssize_t);
     const Py_ssize_t sizes[N_VIEWS] = {P, P, 1, 4, 4, 4, 4, 4, P, P};
+    const char *formats[N_VIEWS] = {INTP, INTP, "?", "i", "i", "i", "i", "i", INTP, INTP};
     const char *names[N_VIEWS] = {"g", "the seats", "the mask", "ramp_until", "removal_min_power", "draw_below",
                                   "hold_when_behind", "commander_first", "the actions", "the targets"};
     /* a per-row parameter is a Python int (the same for every row: no buffer) or one int32 per row */
@@ -664,9 +734,11 @@ static PyObject *heuristic_act(PyObject *self, PyObject *args) {
     int is_buffer[N_VIEWS];
     if (m >= 0)
         for (; held < N_VIEWS; held++) {
+            /* a Python int (or bool); anything else must be an int32 buffer of one value per row (numpy's
+               scalars too: a buffer of the wrong format or length is refused, never misread) */
             is_buffer[held] = !(held >= 3 && held < 8 && PyLong_Check(objs[held]));
             if (!is_buffer[held]) {
-                long value = PyLong_AsLong(objs[held]);
+                Py_ssize_t value = PyNumber_AsSsize_t(objs[held], PyExc_OverflowError);
                 if (value == -1 && PyErr_Occurred()) break;
                 if (value < INT32_MIN || value > INT32_MAX) {
                     PyErr_Format(PyExc_OverflowError, "%s out of range", names[held]);
@@ -675,7 +747,8 @@ static PyObject *heuristic_act(PyObject *self, PyObject *args) {
                 scalar[held - 3] = (int32_t)value, row[held - 3] = NULL;
                 continue;
             }
-            if (vector(objs[held], &views[held], sizes[held], held == 2 ? m * 8 : m, held >= 8, names[held]) < 0)
+            if (vector(objs[held], &views[held], sizes[held], formats[held], held == 2 ? m * 8 : m, held >= 8,
+                       names[held]) < 0)
                 break;
             if (held >= 3 && held < 8) row[held - 3] = views[held].buf;
         }
@@ -714,6 +787,7 @@ static int phase_code[2], hand_kinds[N_HAND_KINDS];
 
 static PyObject *init_features(PyObject *self, PyObject *args) {
     PyObject *inv;
+    features_ready = 0; /* until the whole layout is in place and checked */
     if (!PyArg_ParseTuple(args, "O(nnnnnnnnnn)(fff)(ii)(iiiii)", &inv, &f_hand, &f_zone, &f_turn, &f_pod, &f_phase,
                           &f_legal, &f_known, &feature_size, &slot_size, &max_seats, &hand_factor, &turn_factor,
                           &pod_factor, &phase_code[0], &phase_code[1], &hand_kinds[0], &hand_kinds[1],
@@ -723,8 +797,12 @@ static PyObject *init_features(PyObject *self, PyObject *args) {
     if (table == NULL) return NULL;
     memcpy(inv_seat_scale, table, sizeof inv_seat_scale);
     PyMem_RawFree(table);
-    if (slot_size != 1 + N_SEAT_FIELDS || max_seats < 1 || f_known + 1 != feature_size ||
-        f_hand + N_HAND_KINDS > feature_size || max_seats * slot_size > f_hand || f_legal + 8 > feature_size) {
+    Py_ssize_t single[] = {f_zone, f_turn, f_pod, f_phase + phase_code[0], f_phase + phase_code[1]};
+    int inside = phase_code[0] >= 0 && phase_code[1] >= 0;
+    for (size_t i = 0; i < sizeof single / sizeof *single; i++) inside &= single[i] >= 0 && single[i] < feature_size;
+    if (!inside || slot_size != 1 + N_SEAT_FIELDS || max_seats < 1 || f_known + 1 != feature_size || f_hand < 0 ||
+        f_legal < 0 || f_hand + N_HAND_KINDS > feature_size || max_seats * slot_size > f_hand ||
+        f_legal + 8 > feature_size) {
         PyErr_SetString(PyExc_ValueError, "the encoder's layout does not fit the native observation");
         return NULL;
     }
@@ -761,8 +839,7 @@ static void seat_row(State *st, Py_ssize_t b, Py_ssize_t n, int16_t *out) {
 }
 
 static void observe_one(State *st, Py_ssize_t b, const uint8_t *mask, float *out) {
-    Py_ssize_t N = st->N, s = st->seat[b];
-    if (s < 0) s += N;
+    Py_ssize_t N = st->N, s = st->seat[b]; /* a seat of the pod: check_games */
     memset(out, 0, feature_size * sizeof(float));
     int16_t counts[N_SEAT_FIELDS];
     for (Py_ssize_t k = 0; k < N && k < max_seats; k++) { /* slot k: the seat k places after the acting one */
@@ -794,15 +871,15 @@ static PyObject *observe(PyObject *self, PyObject *args) {
         return NULL;
     }
     State st;
-    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(g_obj);
     Py_buffer g, mask, out;
     int held = 0;
-    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), m, 0, "g") == 0) {
+    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), INTP, m, 0, "g") == 0) {
         held = 1;
-        if (vector(mask_obj, &mask, 1, m * 8, 0, "the mask") == 0) {
+        if (vector(mask_obj, &mask, 1, "?", m * 8, 0, "the mask") == 0) {
             held = 2;
-            if (vector(out_obj, &out, 4, m * feature_size, 1, "the observations") == 0) held = 3;
+            if (vector(out_obj, &out, 4, "f", m * feature_size, 1, "the observations") == 0) held = 3;
         }
     }
     if (held == 3 && check_games(&st, g.buf, m) == 0) {
@@ -822,13 +899,13 @@ static PyObject *seat_features(PyObject *self, PyObject *args) {
     int max_turn;
     if (!PyArg_ParseTuple(args, "OiOO", &arrays, &max_turn, &g_obj, &out_obj)) return NULL;
     State st;
-    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(g_obj);
     Py_buffer g, out;
     int held = 0;
-    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), m, 0, "g") == 0) {
+    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), INTP, m, 0, "g") == 0) {
         held = 1;
-        if (vector(out_obj, &out, 2, m * st.N * N_SEAT_FIELDS, 1, "the seat features") == 0) held = 2;
+        if (vector(out_obj, &out, 2, "h", m * st.N * N_SEAT_FIELDS, 1, "the seat features") == 0) held = 2;
     }
     if (held == 2 && check_games(&st, g.buf, m) == 0) {
         for (Py_ssize_t i = 0; i < m; i++)
@@ -849,14 +926,14 @@ static PyObject *legal_mask(PyObject *self, PyObject *args) {
     int max_turn;
     if (!PyArg_ParseTuple(args, "OiOO", &arrays, &max_turn, &g_obj, &out_obj)) return NULL;
     State st;
-    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
     Py_buffer g, out;
     Py_ssize_t m = PyObject_Length(g_obj);
-    if (m < 0 || vector(g_obj, &g, sizeof(Py_ssize_t), m, 0, "g") < 0) {
+    if (m < 0 || vector(g_obj, &g, sizeof(Py_ssize_t), INTP, m, 0, "g") < 0) {
         release(&st);
         return NULL;
     }
-    if (vector(out_obj, &out, 1, m * 8, 1, "the mask") < 0) {
+    if (vector(out_obj, &out, 1, "?", m * 8, 1, "the mask") < 0) {
         PyBuffer_Release(&g);
         release(&st);
         return NULL;
@@ -879,17 +956,18 @@ static PyObject *apply(PyObject *self, PyObject *args) {
                           &card_obj, &tgt_obj))
         return NULL;
     State st;
-    if (bind(&st, arrays, max_turn) < 0) return NULL;
+    if (bind(&st, arrays, max_turn, 1) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(g_obj);
     Py_buffer views[6];
     int held = 0;
     PyObject *objs[6] = {g_obj, action_obj, target_obj, reward_obj, card_obj, tgt_obj};
     const Py_ssize_t sizes[6] = {sizeof(Py_ssize_t), sizeof(Py_ssize_t), sizeof(Py_ssize_t), 4, 2, 1};
+    const char *formats[6] = {INTP, INTP, INTP, "f", "h", "b"};
     const char *names[6] = {"g", "the actions", "the targets", "the rewards", "the cards", "the target seats"};
     if (m >= 0) {
         for (; held < 6; held++) {
             if (objs[held] == Py_None && held == 2) continue; /* no targets: every attack follows the rule */
-            if (vector(objs[held], &views[held], sizes[held], m, held >= 3, names[held]) < 0) break;
+            if (vector(objs[held], &views[held], sizes[held], formats[held], m, held >= 3, names[held]) < 0) break;
         }
     }
     if (m >= 0 && held == 6 && check_games(&st, views[0].buf, m) == 0) {
@@ -899,6 +977,7 @@ static PyObject *apply(PyObject *self, PyObject *args) {
             apply_one(&st, games[i], actions[i], targets ? targets[i] : -1, (float *)views[3].buf + i,
                       (int16_t *)views[4].buf + i, (int8_t *)views[5].buf + i);
         }
+        if (st.fault) PyErr_SetString(PyExc_IndexError, "a library holds a value that is no card");
     }
     for (int i = 0; i < held; i++)
         if (!(i == 2 && target_obj == Py_None)) PyBuffer_Release(&views[i]);

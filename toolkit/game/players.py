@@ -208,7 +208,10 @@ def _per_row(value: int | np.ndarray, m: int) -> int | np.ndarray:
     """A heuristic's parameter as the native loop takes it: an int for every row, or one int32 per row."""
     if isinstance(value, (int, np.integer, np.bool_)):  # bool is an int
         return int(value)
-    return np.ascontiguousarray(np.broadcast_to(value, m), np.int32)
+    rows = np.broadcast_to(np.asarray(value), m)
+    if rows.dtype.kind not in "biu" or (len(rows) and (rows.min() < -(2**31) or rows.max() >= 2**31)):
+        raise TypeError(f"a heuristic parameter per row must be integers within int32, got {rows.dtype}")
+    return np.ascontiguousarray(rows, np.int32)
 
 
 KILL_VALUE: Final = 1000.0  # an attack that eliminates its target is worth more than any damage
