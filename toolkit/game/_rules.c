@@ -265,6 +265,37 @@ static int vector(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const cha
     return 0;
 }
 
+/* One buffer a call takes: ``obj`` (NULL: none, its view stays unheld) of ``count`` items of ``itemsize`` bytes
+   in one of the struct ``formats``. */
+typedef struct {
+    PyObject *obj;
+    Py_ssize_t itemsize;
+    const char *formats;
+    Py_ssize_t count;
+    int writable;
+    const char *what;
+} Want;
+
+static void release_views(Py_buffer *views, int n) {
+    for (int i = 0; i < n; i++)
+        if (views[i].obj != NULL) PyBuffer_Release(&views[i]); /* it clears .obj */
+}
+
+/* Every wanted buffer, or none (those taken released) and -1 with an error set. */
+static int acquire(const Want *want, int n, Py_buffer *views) {
+    for (int i = 0; i < n; i++) views[i].obj = NULL;
+    for (int i = 0; i < n; i++) {
+        if (want[i].obj == NULL) continue;
+        if (vector(want[i].obj, &views[i], want[i].itemsize, want[i].formats, want[i].count, want[i].writable,
+                   want[i].what) < 0) {
+            views[i].obj = NULL;
+            release_views(views, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* ----------------------------------------------------------------------------------------------- queries */
 
 /* rules.best_in_hand: the most expensive (or cheapest) affordable card of ``kind``, first id on ties; -1 if none */
@@ -721,54 +752,51 @@ static PyObject *heuristic_act(PyObject *self, PyObject *args) {
     State st;
     if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(objs[0]);
+    if (m < 0) {
+        release(&st);
+        return NULL;
+    }
+    /* a per-row parameter is a Python int (or bool: the same for every row, no buffer), or one int32 per row
+       (numpy's scalars too: a buffer of the wrong format or length is refused, never misread) */
+    const char *params[5] = {"ramp_until", "removal_min_power", "draw_below", "hold_when_behind", "commander_first"};
+    int32_t scalar[5] = {0};
+    Want want[N_VIEWS] = {
+        {objs[0], sizeof(Py_ssize_t), INTP, m, 0, "g"},
+        {objs[1], sizeof(Py_ssize_t), INTP, m, 0, "the seats"},
+        {objs[2], 1, "?", m * 8, 0, "the mask"},
+        [8] = {objs[8], sizeof(Py_ssize_t), INTP, m, 1, "the actions"},
+        [9] = {objs[9], sizeof(Py_ssize_t), INTP, m, 1, "the targets"},
+    };
+    for (int j = 0; j < 5; j++) {
+        want[3 + j] = (Want){objs[3 + j], 4, "i", m, 0, params[j]};
+        if (!PyLong_Check(objs[3 + j])) continue;
+        Py_ssize_t value = PyNumber_AsSsize_t(objs[3 + j], PyExc_OverflowError);
+        if ((value == -1 && PyErr_Occurred()) || value < INT32_MIN || value > INT32_MAX) {
+            if (!PyErr_Occurred()) PyErr_Format(PyExc_OverflowError, "%s out of range", params[j]);
+            release(&st);
+            return NULL;
+        }
+        scalar[j] = (int32_t)value, want[3 + j].obj = NULL;
+    }
     Py_buffer views[N_VIEWS];
-    int held = 0;
-    const Py_ssize_t P = sizeof(Py_ssize_t);
-    const Py_ssize_t sizes[N_VIEWS] = {P, P, 1, 4, 4, 4, 4, 4, P, P};
-    const char *formats[N_VIEWS] = {INTP, INTP, "?", "i", "i", "i", "i", "i", INTP, INTP};
-    const char *names[N_VIEWS] = {"g", "the seats", "the mask", "ramp_until", "removal_min_power", "draw_below",
-                                  "hold_when_behind", "commander_first", "the actions", "the targets"};
-    /* a per-row parameter is a Python int (the same for every row: no buffer) or one int32 per row */
-    int32_t scalar[5];
-    const int32_t *row[5];
-    int is_buffer[N_VIEWS];
-    if (m >= 0)
-        for (; held < N_VIEWS; held++) {
-            /* a Python int (or bool); anything else must be an int32 buffer of one value per row (numpy's
-               scalars too: a buffer of the wrong format or length is refused, never misread) */
-            is_buffer[held] = !(held >= 3 && held < 8 && PyLong_Check(objs[held]));
-            if (!is_buffer[held]) {
-                Py_ssize_t value = PyNumber_AsSsize_t(objs[held], PyExc_OverflowError);
-                if (value == -1 && PyErr_Occurred()) break;
-                if (value < INT32_MIN || value > INT32_MAX) {
-                    PyErr_Format(PyExc_OverflowError, "%s out of range", names[held]);
+    if (acquire(want, N_VIEWS, views) == 0) {
+        if (check_games(&st, views[0].buf, m) == 0) {
+            const Py_ssize_t *games = views[0].buf, *seats = views[1].buf;
+#define PARAM(j) (views[3 + (j)].obj ? ((const int32_t *)views[3 + (j)].buf)[i] : scalar[j])
+            for (Py_ssize_t i = 0; i < m; i++) {
+                if (seats[i] < 0 || seats[i] >= st.N) {
+                    PyErr_Format(PyExc_IndexError, "seat %zd outside the pod", seats[i]);
                     break;
                 }
-                scalar[held - 3] = (int32_t)value, row[held - 3] = NULL;
-                continue;
+                h.ramp_until = PARAM(0), h.removal_min_power = PARAM(1), h.draw_below = PARAM(2);
+                h.hold_when_behind = PARAM(3), h.commander_first = PARAM(4);
+                heuristic_one(&st, &h, games[i], seats[i], (const uint8_t *)views[2].buf + 8 * i,
+                              (Py_ssize_t *)views[8].buf + i, (Py_ssize_t *)views[9].buf + i);
             }
-            if (vector(objs[held], &views[held], sizes[held], formats[held], held == 2 ? m * 8 : m, held >= 8,
-                       names[held]) < 0)
-                break;
-            if (held >= 3 && held < 8) row[held - 3] = views[held].buf;
-        }
-    if (m >= 0 && held == N_VIEWS && check_games(&st, views[0].buf, m) == 0) {
-        const Py_ssize_t *games = views[0].buf, *seats = views[1].buf;
-#define PARAM(j) (row[j] ? row[j][i] : scalar[j])
-        for (Py_ssize_t i = 0; i < m; i++) {
-            if (seats[i] < 0 || seats[i] >= st.N) {
-                PyErr_Format(PyExc_IndexError, "seat %zd outside the pod", seats[i]);
-                break;
-            }
-            h.ramp_until = PARAM(0), h.removal_min_power = PARAM(1), h.draw_below = PARAM(2);
-            h.hold_when_behind = PARAM(3), h.commander_first = PARAM(4);
-            heuristic_one(&st, &h, games[i], seats[i], (const uint8_t *)views[2].buf + 8 * i,
-                          (Py_ssize_t *)views[8].buf + i, (Py_ssize_t *)views[9].buf + i);
-        }
 #undef PARAM
+        }
+        release_views(views, N_VIEWS);
     }
-    for (int i = 0; i < held; i++)
-        if (is_buffer[i]) PyBuffer_Release(&views[i]);
     release(&st);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -873,22 +901,19 @@ static PyObject *observe(PyObject *self, PyObject *args) {
     State st;
     if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(g_obj);
-    Py_buffer g, mask, out;
-    int held = 0;
-    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), INTP, m, 0, "g") == 0) {
-        held = 1;
-        if (vector(mask_obj, &mask, 1, "?", m * 8, 0, "the mask") == 0) {
-            held = 2;
-            if (vector(out_obj, &out, 4, "f", m * feature_size, 1, "the observations") == 0) held = 3;
-        }
+    Py_buffer views[3];
+    const Want want[3] = {
+        {g_obj, sizeof(Py_ssize_t), INTP, m, 0, "g"},
+        {mask_obj, 1, "?", m * 8, 0, "the mask"},
+        {out_obj, 4, "f", m * feature_size, 1, "the observations"},
+    };
+    if (m >= 0 && acquire(want, 3, views) == 0) {
+        const Py_ssize_t *games = views[0].buf;
+        if (check_games(&st, games, m) == 0)
+            for (Py_ssize_t i = 0; i < m; i++)
+                observe_one(&st, games[i], (uint8_t *)views[1].buf + 8 * i, (float *)views[2].buf + feature_size * i);
+        release_views(views, 3);
     }
-    if (held == 3 && check_games(&st, g.buf, m) == 0) {
-        for (Py_ssize_t i = 0; i < m; i++)
-            observe_one(&st, ((Py_ssize_t *)g.buf)[i], (uint8_t *)mask.buf + 8 * i, (float *)out.buf + feature_size * i);
-    }
-    if (held >= 3) PyBuffer_Release(&out);
-    if (held >= 2) PyBuffer_Release(&mask);
-    if (held >= 1) PyBuffer_Release(&g);
     release(&st);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -901,19 +926,19 @@ static PyObject *seat_features(PyObject *self, PyObject *args) {
     State st;
     if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(g_obj);
-    Py_buffer g, out;
-    int held = 0;
-    if (m >= 0 && vector(g_obj, &g, sizeof(Py_ssize_t), INTP, m, 0, "g") == 0) {
-        held = 1;
-        if (vector(out_obj, &out, 2, "h", m * st.N * N_SEAT_FIELDS, 1, "the seat features") == 0) held = 2;
+    Py_buffer views[2];
+    const Want want[2] = {
+        {g_obj, sizeof(Py_ssize_t), INTP, m, 0, "g"},
+        {out_obj, 2, "h", m * st.N * N_SEAT_FIELDS, 1, "the seat features"},
+    };
+    if (m >= 0 && acquire(want, 2, views) == 0) {
+        const Py_ssize_t *games = views[0].buf;
+        int16_t *out = views[1].buf;
+        if (check_games(&st, games, m) == 0)
+            for (Py_ssize_t i = 0; i < m; i++)
+                for (Py_ssize_t n = 0; n < st.N; n++) seat_row(&st, games[i], n, out + (i * st.N + n) * N_SEAT_FIELDS);
+        release_views(views, 2);
     }
-    if (held == 2 && check_games(&st, g.buf, m) == 0) {
-        for (Py_ssize_t i = 0; i < m; i++)
-            for (Py_ssize_t n = 0; n < st.N; n++)
-                seat_row(&st, ((Py_ssize_t *)g.buf)[i], n, (int16_t *)out.buf + (i * st.N + n) * N_SEAT_FIELDS);
-    }
-    if (held >= 2) PyBuffer_Release(&out);
-    if (held >= 1) PyBuffer_Release(&g);
     release(&st);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -927,23 +952,18 @@ static PyObject *legal_mask(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OiOO", &arrays, &max_turn, &g_obj, &out_obj)) return NULL;
     State st;
     if (bind(&st, arrays, max_turn, 0) < 0) return NULL;
-    Py_buffer g, out;
     Py_ssize_t m = PyObject_Length(g_obj);
-    if (m < 0 || vector(g_obj, &g, sizeof(Py_ssize_t), INTP, m, 0, "g") < 0) {
-        release(&st);
-        return NULL;
+    Py_buffer views[2];
+    const Want want[2] = {
+        {g_obj, sizeof(Py_ssize_t), INTP, m, 0, "g"},
+        {out_obj, 1, "?", m * 8, 1, "the mask"},
+    };
+    if (m >= 0 && acquire(want, 2, views) == 0) {
+        const Py_ssize_t *games = views[0].buf;
+        if (check_games(&st, games, m) == 0)
+            for (Py_ssize_t i = 0; i < m; i++) legal_row(&st, games[i], (uint8_t *)views[1].buf + 8 * i);
+        release_views(views, 2);
     }
-    if (vector(out_obj, &out, 1, "?", m * 8, 1, "the mask") < 0) {
-        PyBuffer_Release(&g);
-        release(&st);
-        return NULL;
-    }
-    const Py_ssize_t *games = g.buf;
-    if (check_games(&st, games, m) == 0) {
-        for (Py_ssize_t i = 0; i < m; i++) legal_row(&st, games[i], (uint8_t *)out.buf + 8 * i);
-    }
-    PyBuffer_Release(&out);
-    PyBuffer_Release(&g);
     release(&st);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
@@ -959,28 +979,25 @@ static PyObject *apply(PyObject *self, PyObject *args) {
     if (bind(&st, arrays, max_turn, 1) < 0) return NULL;
     Py_ssize_t m = PyObject_Length(g_obj);
     Py_buffer views[6];
-    int held = 0;
-    PyObject *objs[6] = {g_obj, action_obj, target_obj, reward_obj, card_obj, tgt_obj};
-    const Py_ssize_t sizes[6] = {sizeof(Py_ssize_t), sizeof(Py_ssize_t), sizeof(Py_ssize_t), 4, 2, 1};
-    const char *formats[6] = {INTP, INTP, INTP, "f", "h", "b"};
-    const char *names[6] = {"g", "the actions", "the targets", "the rewards", "the cards", "the target seats"};
-    if (m >= 0) {
-        for (; held < 6; held++) {
-            if (objs[held] == Py_None && held == 2) continue; /* no targets: every attack follows the rule */
-            if (vector(objs[held], &views[held], sizes[held], formats[held], m, held >= 3, names[held]) < 0) break;
-        }
-    }
-    if (m >= 0 && held == 6 && check_games(&st, views[0].buf, m) == 0) {
+    const Want want[6] = {
+        {g_obj, sizeof(Py_ssize_t), INTP, m, 0, "g"},
+        {action_obj, sizeof(Py_ssize_t), INTP, m, 0, "the actions"},
+        {target_obj == Py_None ? NULL : target_obj, sizeof(Py_ssize_t), INTP, m, 0, "the targets"}, /* none: the rule */
+        {reward_obj, 4, "f", m, 1, "the rewards"},
+        {card_obj, 2, "h", m, 1, "the cards"},
+        {tgt_obj, 1, "b", m, 1, "the target seats"},
+    };
+    if (m >= 0 && acquire(want, 6, views) == 0) {
         const Py_ssize_t *games = views[0].buf, *actions = views[1].buf;
-        const Py_ssize_t *targets = target_obj == Py_None ? NULL : views[2].buf;
-        for (Py_ssize_t i = 0; i < m; i++) {
-            apply_one(&st, games[i], actions[i], targets ? targets[i] : -1, (float *)views[3].buf + i,
-                      (int16_t *)views[4].buf + i, (int8_t *)views[5].buf + i);
+        const Py_ssize_t *targets = views[2].obj != NULL ? views[2].buf : NULL;
+        if (check_games(&st, games, m) == 0) {
+            for (Py_ssize_t i = 0; i < m; i++)
+                apply_one(&st, games[i], actions[i], targets ? targets[i] : -1, (float *)views[3].buf + i,
+                          (int16_t *)views[4].buf + i, (int8_t *)views[5].buf + i);
+            if (st.fault) PyErr_SetString(PyExc_IndexError, "a library holds a value that is no card");
         }
-        if (st.fault) PyErr_SetString(PyExc_IndexError, "a library holds a value that is no card");
+        release_views(views, 6);
     }
-    for (int i = 0; i < held; i++)
-        if (!(i == 2 && target_obj == Py_None)) PyBuffer_Release(&views[i]);
     release(&st);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;

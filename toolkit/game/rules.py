@@ -725,36 +725,24 @@ def apply(
             f"illegal action {int(action[i])} in game slot {int(g[i])} (mask {mask[i].astype(int).tolist()})",
             hint="choose among the actions the legal mask allows",
         )
-    reward = np.zeros(len(g), np.float32)
-    card = np.full(len(g), NO_CARD, np.int16)
-    tgt = np.full(len(g), -1, np.int8)
-    if native is not None:
-        games = np.ascontiguousarray(g, np.intp)
-        targets = None if target is None else np.ascontiguousarray(target, np.intp)
-        native.apply(native_arrays(state), state.max_turn, games, action, targets, reward, card, tgt)
-        return StepResult(reward, card, tgt)
-    return _apply_numpy(state, g, action, target, reward, card, tgt)
+    if native is None:
+        return apply_numpy(state, g, action, target)
+    result = StepResult(np.zeros(len(g), np.float32), np.full(len(g), NO_CARD, np.int16), np.full(len(g), -1, np.int8))
+    games = np.ascontiguousarray(g, np.intp)
+    targets = None if target is None else np.ascontiguousarray(target, np.intp)
+    native.apply(
+        native_arrays(state), state.max_turn, games, action, targets, result.reward, result.card, result.target
+    )
+    return result
 
 
 def apply_numpy(state: GameState, g: np.ndarray, action: np.ndarray, target: np.ndarray | None = None) -> StepResult:
     """:func:`apply` in numpy (legal actions only): the definition the native rules follow."""
     action = np.asarray(action, dtype=np.intp)
+    s = state.seat[g].astype(np.intp)
     reward = np.zeros(len(g), np.float32)
     card = np.full(len(g), NO_CARD, np.int16)
     tgt = np.full(len(g), -1, np.int8)
-    return _apply_numpy(state, g, action, target, reward, card, tgt)
-
-
-def _apply_numpy(
-    state: GameState,
-    g: np.ndarray,
-    action: np.ndarray,
-    target: np.ndarray | None,
-    reward: np.ndarray,
-    card: np.ndarray,
-    tgt: np.ndarray,
-) -> StepResult:
-    s = state.seat[g].astype(np.intp)
     for code, cast in (
         (CAST_CREATURE, _cast_creature),
         (CAST_DRAW, _cast_draw),
