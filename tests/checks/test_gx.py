@@ -74,3 +74,34 @@ def test_a_clean_chunk_set_passes_with_every_row_counted() -> None:
     rows = _rows().filter(pa.array([i not in (3, 7, 11, 12, 20, 30, 33) for i in range(40)]))
     results = run_gx(SPECS, [rows.slice(0, 10), rows.slice(10)], KEYS)
     assert all(r.success and r.element_count == 33 and not r.sample for r in results)
+
+
+def test_each_expectations_configuration_is_built_once_a_validation_with_the_same_results(monkeypatch) -> None:
+    """GX rebuilds an expectation's configuration every time it reads it; run_gx has it built once an expectation
+    object (and gives what GX gives without that), on two threads at once too."""
+    import contextlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    import great_expectations.expectations.expectation as gx_expectation
+
+    from toolkit.checks import gx
+
+    built: list[int] = []  # one entry a configuration built (list.append is atomic between threads)
+    make = gx_expectation.ExpectationConfiguration
+
+    def counted(*args: object, **kwargs: object) -> object:
+        built.append(1)
+        return make(*args, **kwargs)
+
+    monkeypatch.setattr(gx_expectation, "ExpectationConfiguration", counted)
+    rows = _rows()
+    memoised = _without_seconds(run_gx(SPECS, [rows], KEYS, sample_rows=3))
+    once = len(built)
+    built.clear()
+    with ThreadPoolExecutor(2) as pool:
+        both = list(pool.map(lambda _: _without_seconds(run_gx(SPECS, [rows], KEYS, sample_rows=3)), range(2)))
+    assert both == [memoised, memoised] and len(built) == 2 * once
+    monkeypatch.setattr(gx, "_memoised_configurations", contextlib.nullcontext)
+    built.clear()
+    assert _without_seconds(run_gx(SPECS, [rows], KEYS, sample_rows=3)) == memoised
+    assert once * 5 < len(built), (once, len(built))  # GX's own: ~10 times as many
