@@ -253,3 +253,33 @@ def test_build_as_of_reproduces_an_earlier_build_after_later_changes(layout: Lay
     assert again.fingerprint == original.fingerprint and again.manifest.lake_version == version
     assert {p.name: p.read_bytes() for p in (*again.files("train"), *again.files("holdout"))} == saved
     assert b
+
+
+def test_a_writers_views_are_made_when_first_read_and_show_the_newest_version(
+    layout: Layout, lake, monkeypatch
+) -> None:
+    """A writer shows each version it commits (and the one it opened at), but makes the views only when something
+    reads them: most writers commit and close unread. Read, they are of the newest version, made once a version."""
+    from toolkit.catalog import views
+
+    (batch,) = lake(("a.jsonl", decisions("a")))
+    made: list[int] = []
+    register = views.register
+
+    def counted(con, layout_, version: int, **options: object) -> None:
+        made.append(version)
+        register(con, layout_, version, **options)
+
+    monkeypatch.setattr(views, "register", counted)
+    with Lake.open(layout, write=True) as writer:
+        opened_at = writer.version()
+        assert made == []  # opened and asked its version: no view made
+        assert [b.status for b in writer.batches()] == ["ingested"]
+        assert [b.status for b in writer.batches()] == ["ingested"] and made == [opened_at]  # made once
+        writer.review(batch, "accepted", "a gate")
+        assert made == [opened_at]  # committed: shown, not made
+        assert [b.status for b in writer.batches()] == ["accepted"] and made == [opened_at, opened_at + 1]
+        writer.review(batch, "rejected", "another gate")  # shown, unread: then the connection itself is asked
+        assert writer.view.con.execute("SELECT status FROM batches").fetchall() == [("rejected",)]
+    assert made == [opened_at, opened_at + 1, opened_at + 2]
+    assert count(layout) == len(decisions("a")) and made[-1] == opened_at + 2  # a reader makes its own at open

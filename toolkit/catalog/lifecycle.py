@@ -70,7 +70,7 @@ class VacuumResult(BaseModel):
 
 def history(catalog: Catalog) -> list[VersionRecord]:
     """Every version of the lake, oldest first."""
-    rows = catalog.read("SELECT * FROM versions ORDER BY version").to_pylist()
+    rows = catalog.read_index("SELECT * FROM versions ORDER BY version").to_pylist()
     return [VersionRecord.from_row(row) for row in rows]
 
 
@@ -393,5 +393,5 @@ def _record(view: Catalog, commit: Commit) -> VersionRecord:
 
 def version_record(view: Catalog, version: int) -> VersionRecord:
     """The record of one version, from the index."""
-    rows = view.read("SELECT * FROM versions WHERE version = ?", [version]).to_pylist()
+    rows = view.read_index("SELECT * FROM versions WHERE version = ?", [version]).to_pylist()
     return VersionRecord.from_row(rows[0])

@@ -70,10 +70,23 @@ class Catalog:
         self, layout: Layout, connection: duckdb.DuckDBPyConnection, read_only: bool, sandbox: bool = False
     ) -> None:
         self.layout = layout
-        self.con = connection
+        self._con = connection
         self.read_only = read_only
         self.sandbox = sandbox
         self.version = -1
+        self._unshown = False  # a writer's views of :attr:`version`, not made yet (see :meth:`show`)
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The connection, with the views of :attr:`version` on it (a writer's made as it is first asked for)."""
+        if self._unshown:
+            views.register(self._con, self.layout, self.version, check=False)
+            self._unshown = False
+        return self._con
+
+    @con.setter
+    def con(self, connection: duckdb.DuckDBPyConnection) -> None:
+        self._con = connection
 
     @classmethod
     def open(
@@ -134,7 +147,7 @@ class Catalog:
         return catalog
 
     def close(self) -> None:
-        self.con.close()
+        self._con.close()
 
     def __enter__(self) -> Catalog:
         return self
@@ -147,19 +160,19 @@ class Catalog:
     @property
     def latest_version(self) -> int:
         """The newest version of the lake the index holds."""
-        found = index.indexed_version(self.con)
+        found = index.indexed_version(self._con)
         return -1 if found is None else int(found)
 
     @property
     def vacuum_horizon(self) -> int:
         """The oldest version that can still be read (a vacuum deleted files older versions need); 0 if none."""
-        return int(index.read_meta(self.con, index.HORIZON_KEY) or 0)
+        return int(index.read_meta(self._con, index.HORIZON_KEY) or 0)
 
     def _resolve(self, as_of: int | str | dt.datetime | None) -> int:
         latest = self.latest_version
         if as_of is None:
             return latest
-        version = _version_at(self.con, as_of, latest)
+        version = _version_at(self._con, as_of, latest)
         if version < self.vacuum_horizon:
             raise UsageError(
                 f"the lake's version {version} can no longer be read: a vacuum deleted files it needs "
@@ -177,7 +190,10 @@ class Catalog:
         if self.sandbox:
             raise UsageError("a sandboxed catalog shows the version it was opened at", hint="open another")
         self.version = self._resolve(as_of)
-        views.register(self.con, self.layout, self.version, check=self.read_only)
+        if self.read_only:  # a reader's views check every live file now: a lost one is an error as it opens
+            views.register(self._con, self.layout, self.version, check=True)
+        else:  # a writer's, made when first read (most writers commit and close, showing each version unread)
+            self._unshown = True
 
     # -- batches and files ---------------------------------------------------------
 
@@ -188,7 +204,7 @@ class Catalog:
         Raises:
             CatalogError: naming the first file that is missing or outside, and what recovers.
         """
-        live = self.con.execute(f"SELECT path, batch_ids FROM ({views.live_files_sql(self.version)})").fetchall()
+        live = self._con.execute(f"SELECT path, batch_ids FROM ({views.live_files_sql(self.version)})").fetchall()
         log.readable(self.layout.lake, [p for p, _ in live], [b for _, b in live], self.version)
 
     def require_batches(self, batch_ids: list[str]) -> list[BatchRecord]:
@@ -208,12 +224,17 @@ class Catalog:
 
     def batch_for_file(self, sha256: str) -> tuple[str, str] | None:
         """(batch id, path) of an earlier ingest of a file with this content, if any."""
-        rows = self.con.execute("SELECT batch_id, path FROM file_log WHERE file_sha256 = ?", [sha256]).fetchall()
+        rows = self._con.execute("SELECT batch_id, path FROM file_log WHERE file_sha256 = ?", [sha256]).fetchall()
         return (rows[0][0], rows[0][1]) if rows else None
 
     def read(self, sql: str, params: list[Any] | None = None) -> pa.Table:
         """The result of one query of the views (``decisions``, ``rejects``, ``games``, ...) as Arrow."""
         return self.con.sql(sql, params=params).to_arrow_table()
+
+    def read_index(self, sql: str, params: list[Any] | None = None) -> pa.Table:
+        """The result of one query of the index's own tables (``versions``, ``lake_files``, ...) as Arrow: unlike
+        :meth:`read`, it makes no view (a writer's are made when first read)."""
+        return self._con.sql(sql, params=params).to_arrow_table()
 
     def end_flags(self, batch_ids: list[str]) -> pa.Table:
         """``batch_id``, ``source_line``, ``is_terminal``, ``truncated`` of every decision of these batches."""
@@ -238,7 +259,7 @@ class Catalog:
 
     def has_file(self, path: Path, size_bytes: int) -> bool:
         """Whether a file was ingested before from ``path`` with this size (most likely a re-run)."""
-        found = self.con.execute(
+        found = self._con.execute(
             "SELECT count(*) FROM file_log WHERE path = ? AND size_bytes = ?", [self.layout.stored(path), size_bytes]
         ).fetchall()
         return bool(found and found[0][0])
@@ -246,7 +267,7 @@ class Catalog:
     def batch_vacuumed(self, batch_id: str) -> bool:
         """Whether a retired batch's rows are gone (a vacuum deleted its files: every file holding them left the
         lake at or before the vacuum horizon): ingesting its file again is then how it comes back."""
-        rows = self.con.execute(
+        rows = self._con.execute(
             "SELECT bool_and(removed_version IS NOT NULL AND removed_version <= ?) FROM lake_files "
             "WHERE list_contains(batch_ids, ?)",
             [self.vacuum_horizon, batch_id],
@@ -267,7 +288,7 @@ class Catalog:
         """The files live at ``version`` (this connection's by default) holding rows of these batches, this source
         and this generation (None: any), by path."""
         wanted = self.version if version is None else version
-        rows = self.con.execute(f"SELECT * FROM ({views.live_files_sql(wanted)}) ORDER BY path").fetchall()
+        rows = self._con.execute(f"SELECT * FROM ({views.live_files_sql(wanted)}) ORDER BY path").fetchall()
         found = []
         for path, batch_ids, file_source, file_generation, rows_, size, _, _, missing in rows:
             if batches is not None and not set(batch_ids) & set(batches):
