@@ -78,7 +78,7 @@ def test_a_clean_chunk_set_passes_with_every_row_counted() -> None:
 
 def test_each_expectations_configuration_is_built_once_a_validation_with_the_same_results(monkeypatch) -> None:
     """GX rebuilds an expectation's configuration every time it reads it; run_gx has it built once an expectation
-    object (and gives what GX gives without that), on two threads at once too."""
+    object (and gives what GX gives without that), on two threads too."""
     import contextlib
     from concurrent.futures import ThreadPoolExecutor
 
@@ -105,3 +105,19 @@ def test_each_expectations_configuration_is_built_once_a_validation_with_the_sam
     built.clear()
     assert _without_seconds(run_gx(SPECS, [rows], KEYS, sample_rows=3)) == memoised
     assert once * 5 < len(built), (once, len(built))  # GX's own: ~10 times as many
+
+
+def test_validations_on_several_threads_at_once_each_give_what_one_alone_gives() -> None:
+    """GX's context is not safe on two threads at once (validations running together read each other's batches:
+    counts of 0); run_gx's validations take turns."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = _rows()
+    alone = _without_seconds(run_gx(SPECS, [rows], KEYS, sample_rows=3))
+    chunked = [rows.slice(i, 6) for i in range(0, 40, 6)]
+    with ThreadPoolExecutor(3) as pool:
+        for _ in range(8):
+            together = list(
+                pool.map(lambda k: _without_seconds(run_gx(SPECS, [rows] if k else chunked, KEYS, 3)), range(3))
+            )
+            assert together == [alone] * 3

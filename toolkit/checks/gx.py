@@ -38,10 +38,19 @@ import pyarrow as pa
 from toolkit.checks.report import ExpectationResult
 from toolkit.checks.spec import ExpectationSpec
 
+# GX's one context and batch definition are not safe on two threads at once (two validations running together
+# read each other's batches: wrong counts); validations take turns (with the GIL they could not overlap anyway).
+_GX_LOCK = threading.RLock()
+
+
+def _gx() -> tuple[Any, Any]:
+    """(the great_expectations module, a batch definition over a pandas dataframe), made once per process."""
+    with _GX_LOCK:
+        return _gx_context()
+
 
 @cache
-def _gx() -> tuple[Any, Any]:
-    """(the great_expectations module, a batch definition over a pandas dataframe)."""
+def _gx_context() -> tuple[Any, Any]:
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
     from great_expectations.execution_engine import pandas_execution_engine
@@ -230,10 +239,12 @@ def run_gx(
         for columns, suite in groups.items():
             started = time.perf_counter()
             frame = rows.frame(columns)
-            validator = Validator(
-                batch_definition=batch_definition, batch_parameters={"dataframe": frame}, result_format=result_format
-            )
-            with _memoised_configurations():
+            with _GX_LOCK, _memoised_configurations():
+                validator = Validator(
+                    batch_definition=batch_definition,
+                    batch_parameters={"dataframe": frame},
+                    result_format=result_format,
+                )
                 validated = validator.validate_expectation_suite(suite)
             for item in validated.results:
                 tallies[item.expectation_config.meta["id"]].add(item, sample_rows, rows)
