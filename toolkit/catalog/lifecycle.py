@@ -115,7 +115,7 @@ def _batch_of_file(catalog: Catalog, path: Path) -> str:
         found = catalog.batch_for_file(file_sha256(path))
         if found is not None:
             return found[0]
-    rows = catalog.con.execute(
+    rows = catalog.index_con.execute(
         "SELECT batch_id FROM file_log WHERE path = ? ORDER BY ingested_at DESC LIMIT 1", [catalog.layout.stored(path)]
     ).fetchall()
     if not rows:
@@ -201,7 +201,7 @@ def _require_on_disk(writer: LakeWriter, files: Sequence[LakeFile], version: int
 
 
 def _retired_at(catalog: Catalog, batch_id: str) -> int:
-    rows = catalog.con.execute(
+    rows = catalog.index_con.execute(
         "SELECT max(version) FROM batch_states WHERE batch_id = ? AND retired", [batch_id]
     ).fetchall()
     return int(rows[0][0])
@@ -289,7 +289,7 @@ def vacuum(writer: LakeWriter, retain_days: float) -> VacuumResult:
         raise UsageError(f"--retain must be 0 days or more, got {retain_days}", hint="e.g. --retain 7")
     cut = naive_utc_now() - dt.timedelta(days=retain_days)
     view = writer.view
-    found = view.con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [cut]).fetchall()
+    found = view.index_con.execute("SELECT max(version) FROM versions WHERE committed_at <= ?", [cut]).fetchall()
     expired = _expired_files(view, int(found[0][0]) if found[0][0] is not None else -1)
     strays = _unlisted_at_location(writer, cut)
     doomed = sorted({*expired, *_unlisted_files(view), *strays})
@@ -325,7 +325,7 @@ def _unlisted_at_location(writer: LakeWriter, cut: dt.datetime) -> dict[str, int
 def _expired_files(catalog: Catalog, cut: int) -> dict[str, int]:
     """Files on disk that no version from ``cut`` on lists (each stretch of versions they were live in ended at or
     before it), by path in the table, with the version that last removed each."""
-    rows = catalog.con.execute(
+    rows = catalog.index_con.execute(
         "SELECT path, max(removed_version) FROM lake_files GROUP BY path "
         "HAVING bool_and(removed_version IS NOT NULL AND removed_version <= ?) ORDER BY path",
         [cut],
@@ -338,7 +338,7 @@ def _unlisted_files(catalog: Catalog) -> list[str]:
     """Parquet files in the table folder that no version ever listed (left by a crash before its commit), by path
     in the table; folders and files named ``_...`` or ``.…`` (the log's, Delta's hidden ones) are not looked in,
     symlinked folders are not followed."""
-    listed = {row[0] for row in catalog.con.execute("SELECT DISTINCT path FROM lake_files").fetchall()}
+    listed = {row[0] for row in catalog.index_con.execute("SELECT DISTINCT path FROM lake_files").fetchall()}
     lake = catalog.layout.lake
     found = []
     for folder, subfolders, files in os.walk(lake, followlinks=False):

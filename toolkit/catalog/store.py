@@ -87,6 +87,13 @@ class Catalog:
     @con.setter
     def con(self, connection: duckdb.DuckDBPyConnection) -> None:
         self._con = connection
+        self._unshown = False
+
+    @property
+    def index_con(self) -> duckdb.DuckDBPyConnection:
+        """The same connection, for the index's own tables (``versions``, ``lake_files``, ``file_log``,
+        ``batch_states``...): reading it makes no view (a writer's are made when :attr:`con` is first read)."""
+        return self._con
 
     @classmethod
     def open(

@@ -53,7 +53,7 @@ class LakeWriter:
 
     def __init__(self, layout: Layout, con: duckdb.DuckDBPyConnection) -> None:
         self.layout = layout
-        self.con = con
+        self.con = con  # the index's tables; the views are made on it when first read through ``view.con``
         self.view = Catalog(layout, con, read_only=False)
         self.location = remote.location_of(layout)
         self._delta: DeltaLake | None = None
