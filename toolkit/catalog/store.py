@@ -241,7 +241,7 @@ class Catalog:
     def read_index(self, sql: str, params: list[Any] | None = None) -> pa.Table:
         """The result of one query of the index's own tables (``versions``, ``lake_files``, ...) as Arrow: unlike
         :meth:`read`, it makes no view (a writer's are made when first read)."""
-        return self._con.sql(sql, params=params).to_arrow_table()
+        return self.index_con.sql(sql, params=params).to_arrow_table()
 
     def end_flags(self, batch_ids: list[str]) -> pa.Table:
         """``batch_id``, ``source_line``, ``is_terminal``, ``truncated`` of every decision of these batches."""

@@ -19,8 +19,9 @@ GX rebuilds an expectation's configuration (a pydantic ``dict()`` and an
 ~140 times an expectation a validation, about a quarter of validating a
 small chunk. While :func:`run_gx` validates, each expectation's
 configuration is built once on this thread and reused (see
-:func:`_memoised_configurations`); the results are the same, object for
-object's value.
+:func:`_memoised_configurations`); the results are equal to GX's own.
+Validations take turns (``_GX_LOCK``): GX's one context is not safe on two
+threads at once.
 """
 
 from __future__ import annotations
